@@ -1,0 +1,286 @@
+//! [`Ctx`]: what a command sees while it executes.
+
+use crate::engine::Core;
+use crate::keyspace::Db;
+use crate::reply::Reply;
+use crate::types::{Blob, Hash, List, Set, Value, ZSet, WRONGTYPE};
+
+/// One client's state as the engine sees it (the server adds sockets).
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Unique id (CLIENT ID).
+    pub id: u64,
+    /// Selected database.
+    pub db: usize,
+    /// Protocol version: 2 or 3 (HELLO).
+    pub resp: u8,
+    /// CLIENT SETNAME.
+    pub name: Option<Vec<u8>>,
+    /// True once AUTH succeeded, or when no password is required.
+    pub authenticated: bool,
+    /// Unix ms when the session was created.
+    pub created_ms: i64,
+    /// Set by QUIT / CLIENT KILL: the server closes the connection after
+    /// writing pending replies.
+    pub close_after_reply: bool,
+    /// Name of the last command executed (CLIENT LIST `cmd=`).
+    pub last_command: &'static str,
+}
+
+impl Session {
+    /// A session with the given id, on database 0, RESP2.
+    pub fn new(id: u64, authenticated: bool, created_ms: i64) -> Session {
+        Session {
+            id,
+            db: 0,
+            resp: 2,
+            name: None,
+            authenticated,
+            created_ms,
+            close_after_reply: false,
+            last_command: "NULL",
+        }
+    }
+}
+
+/// A logged effect: one command to append to the AOF, in database `db`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effect {
+    /// The database the command applies to.
+    pub db: usize,
+    /// The command and its arguments.
+    pub argv: Vec<Vec<u8>>,
+}
+
+/// What the surrounding program (the server, or nothing for an embedded
+/// engine) offers to commands that reach beyond one client: CLIENT LIST and
+/// KILL, SHUTDOWN, INFO clients.
+pub trait Host {
+    /// Number of connected clients (INFO `connected_clients`).
+    fn connected_clients(&self) -> usize {
+        1
+    }
+}
+
+/// The host of an embedded engine: no other clients, no process to stop.
+#[derive(Debug, Default)]
+pub struct NullHost;
+
+impl Host for NullHost {}
+
+/// The context of one command execution.
+pub struct Ctx<'a> {
+    /// Engine state: keyspace, configuration, statistics.
+    pub core: &'a mut Core,
+    /// The calling client.
+    pub session: &'a mut Session,
+    /// The host (server or embedding program).
+    pub host: &'a mut dyn Host,
+    /// The time the command started, Unix ms. Redis uses one time for a
+    /// whole command so that expiry decisions are consistent within it.
+    pub now_ms: i64,
+    /// Set when the handler logged its own effects (no default logging).
+    pub(crate) logged_custom: bool,
+    /// Keyspace changes made by this command (`server.dirty` delta).
+    pub(crate) dirty: u64,
+}
+
+macro_rules! typed_access {
+    ($read:ident, $write:ident, $variant:ident, $ty:ty) => {
+        /// The value under `key` if it has this type; WRONGTYPE otherwise.
+        pub fn $read(&mut self, key: &[u8]) -> Result<Option<&$ty>, Reply> {
+            match self.lookup_read(key) {
+                None => Ok(None),
+                Some(Value::$variant(v)) => Ok(Some(v)),
+                Some(_) => Err(Reply::err(WRONGTYPE)),
+            }
+        }
+
+        /// The value under `key` mutably if it has this type; WRONGTYPE
+        /// otherwise.
+        pub fn $write(&mut self, key: &[u8]) -> Result<Option<&mut $ty>, Reply> {
+            match self.lookup_write(key) {
+                None => Ok(None),
+                Some(Value::$variant(v)) => Ok(Some(v)),
+                Some(_) => Err(Reply::err(WRONGTYPE)),
+            }
+        }
+    };
+}
+
+impl<'a> Ctx<'a> {
+    /// A context for one command.
+    pub fn new(core: &'a mut Core, session: &'a mut Session, host: &'a mut dyn Host, now_ms: i64) -> Self {
+        Ctx {
+            core,
+            session,
+            host,
+            now_ms,
+            logged_custom: false,
+            dirty: 0,
+        }
+    }
+
+    /// The selected database.
+    pub fn db(&mut self) -> &mut Db {
+        let index = self.session.db;
+        self.core.keyspace.db_mut(index)
+    }
+
+    /// Index of the selected database.
+    pub fn db_index(&self) -> usize {
+        self.session.db
+    }
+
+    /// The encoding thresholds in force.
+    pub fn limits(&self) -> crate::types::EncodingLimits {
+        self.core.config.limits
+    }
+
+    /// Removes `key` from database `db` if its TTL has passed, logging a DEL
+    /// (as Redis propagates lazy expiry). Returns true when it was removed.
+    pub fn expire_if_needed_in(&mut self, db: usize, key: &[u8]) -> bool {
+        let now = self.now_ms;
+        let database = self.core.keyspace.db_mut(db);
+        if !database.is_expired(key, now) {
+            return false;
+        }
+        database.remove(key);
+        self.core.stats.expired_keys += 1;
+        self.core.effects.push(Effect {
+            db,
+            argv: vec![b"DEL".to_vec(), key.to_vec()],
+        });
+        self.core.signal_modified(db, key);
+        true
+    }
+
+    /// [`Ctx::expire_if_needed_in`] for the selected database.
+    pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
+        let db = self.session.db;
+        self.expire_if_needed_in(db, key)
+    }
+
+    /// The live value under `key` for reading (counts a keyspace hit or miss).
+    pub fn lookup_read(&mut self, key: &[u8]) -> Option<&Value> {
+        self.expire_if_needed(key);
+        let db = self.session.db;
+        let found = self.core.keyspace.db(db).get(key).is_some();
+        if found {
+            self.core.stats.keyspace_hits += 1;
+        } else {
+            self.core.stats.keyspace_misses += 1;
+        }
+        self.core.keyspace.db(db).get(key)
+    }
+
+    /// The live value under `key` for writing (no hit/miss statistics).
+    pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.expire_if_needed(key);
+        self.db().get_mut(key)
+    }
+
+    /// True when `key` exists and has not expired (no statistics).
+    pub fn exists(&mut self, key: &[u8]) -> bool {
+        self.expire_if_needed(key);
+        self.db().contains(key)
+    }
+
+    typed_access!(read_str, write_str, Str, Blob);
+    typed_access!(read_list, write_list, List, Box<List>);
+    typed_access!(read_hash, write_hash, Hash, Box<Hash>);
+    typed_access!(read_set, write_set, Set, Box<Set>);
+    typed_access!(read_zset, write_zset, ZSet, Box<ZSet>);
+
+    /// Stores `value` under `key` (SET semantics: the TTL is removed unless
+    /// `keep_ttl`), and signals the modification.
+    pub fn set_key(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
+        self.expire_if_needed(key);
+        self.db().set(key, value, keep_ttl);
+        self.signal_modified(key);
+    }
+
+    /// Deletes `key`; true when it existed (and had not expired).
+    pub fn delete_key(&mut self, key: &[u8]) -> bool {
+        if self.expire_if_needed(key) {
+            return false;
+        }
+        let removed = self.db().remove(key).is_some();
+        if removed {
+            self.signal_modified(key);
+        }
+        removed
+    }
+
+    /// Deletes `key` when its collection became empty (Redis never keeps
+    /// empty lists, hashes, sets or sorted sets). Returns true if deleted.
+    pub fn delete_if_empty(&mut self, key: &[u8]) -> bool {
+        let empty = match self.db().get(key) {
+            Some(Value::List(l)) => l.is_empty(),
+            Some(Value::Hash(h)) => h.is_empty(),
+            Some(Value::Set(s)) => s.is_empty(),
+            Some(Value::ZSet(z)) => z.is_empty(),
+            _ => false,
+        };
+        if empty {
+            self.db().remove(key);
+        }
+        empty
+    }
+
+    /// Absolute expiry of `key` in Unix ms, if any.
+    pub fn expire_at(&mut self, key: &[u8]) -> Option<i64> {
+        self.db().expire_at(key)
+    }
+
+    /// Sets the absolute expiry of an existing key.
+    pub fn set_expire(&mut self, key: &[u8], at_ms: i64) -> bool {
+        let set = self.db().set_expire(key, at_ms);
+        if set {
+            self.signal_modified(key);
+        }
+        set
+    }
+
+    /// Removes the TTL of `key`; true when it had one.
+    pub fn remove_expire(&mut self, key: &[u8]) -> bool {
+        self.db().remove_expire(key)
+    }
+
+    /// Records that `n` changes were made to the keyspace (Redis's
+    /// `server.dirty`). A command with changes and no [`Ctx::log`] call is
+    /// logged as received.
+    pub fn dirty(&mut self, n: u64) {
+        self.dirty += n;
+    }
+
+    /// Logs `argv` as (one of) this command's effects in the selected
+    /// database, replacing the default of logging the command as received.
+    pub fn log(&mut self, argv: Vec<Vec<u8>>) {
+        let db = self.session.db;
+        self.log_in(db, argv);
+    }
+
+    /// [`Ctx::log`] for an explicit database (MOVE, COPY … DB).
+    pub fn log_in(&mut self, db: usize, argv: Vec<Vec<u8>>) {
+        self.logged_custom = true;
+        self.core.effects.push(Effect { db, argv });
+    }
+
+    /// Suppresses the default logging of this command (its effects were
+    /// logged some other way, or it must not be logged).
+    pub fn log_nothing(&mut self) {
+        self.logged_custom = true;
+    }
+
+    /// Signals that `key` in the selected database was modified (WATCH).
+    pub fn signal_modified(&mut self, key: &[u8]) {
+        let db = self.session.db;
+        self.core.signal_modified(db, key);
+    }
+
+    /// A random number source.
+    pub fn rng(&mut self) -> &mut crate::rand::Rng {
+        &mut self.core.rng
+    }
+}

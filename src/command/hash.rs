@@ -1,0 +1,6 @@
+//! hash commands.
+
+use super::CommandSpec;
+
+/// The hash family's table.
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,6 @@
+//! list commands.
+
+use super::CommandSpec;
+
+/// The list family's table.
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,274 @@
+//! The command layer: the table, argument parsing helpers, and the context
+//! a command executes in.
+//!
+//! One file per command family. Each exports `COMMANDS: &[CommandSpec]`;
+//! [`table`] gathers them. A handler parses its arguments with Redis's exact
+//! errors, acts on the keyspace through [`Ctx`], and returns a [`Reply`]
+//! (`Err(reply)` is an error reply, so `?` works on argument parsing).
+//!
+//! Every write decides its **logged effect** here (the command the AOF will
+//! contain): by default a command that made the keyspace dirty is logged as
+//! received; a handler that must log something else (absolute expiry times,
+//! SPOP as SREM, …) calls [`Ctx::log`] instead.
+
+pub mod ctx;
+pub mod hash;
+pub mod keys;
+pub mod list;
+pub mod server;
+pub mod set;
+pub mod string;
+pub mod zset;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+pub use ctx::{Ctx, Effect, Host, NullHost, Session};
+
+use crate::reply::Reply;
+
+/// What a handler returns: `Err` carries an error reply.
+pub type CmdResult = Result<Reply, Reply>;
+
+/// A command implementation. `argv[0]` is the command name as sent.
+pub type Handler = fn(&mut Ctx, &[&[u8]]) -> CmdResult;
+
+/// Command flags, as COMMAND INFO reports them.
+pub mod flags {
+    /// May modify the keyspace.
+    pub const WRITE: u32 = 1 << 0;
+    /// Never modifies the keyspace.
+    pub const READONLY: u32 = 1 << 1;
+    /// May grow memory (refused under OOM).
+    pub const DENYOOM: u32 = 1 << 2;
+    /// Administrative command.
+    pub const ADMIN: u32 = 1 << 3;
+    /// Pub/Sub related.
+    pub const PUBSUB: u32 = 1 << 4;
+    /// Not allowed from scripts.
+    pub const NOSCRIPT: u32 = 1 << 5;
+    /// May block the client.
+    pub const BLOCKING: u32 = 1 << 6;
+    /// Allowed while loading.
+    pub const LOADING: u32 = 1 << 7;
+    /// Allowed on a stale replica.
+    pub const STALE: u32 = 1 << 8;
+    /// Not shown in MONITOR.
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    /// Not counted in slowlog.
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    /// O(1) or O(log N).
+    pub const FAST: u32 = 1 << 11;
+    /// Allowed before AUTH.
+    pub const NO_AUTH: u32 = 1 << 12;
+    /// May replicate even if read-only.
+    pub const MAY_REPLICATE: u32 = 1 << 13;
+    /// Not allowed inside MULTI.
+    pub const NO_MULTI: u32 = 1 << 14;
+    /// Allowed while a script is busy.
+    pub const ALLOW_BUSY: u32 = 1 << 15;
+    /// Key arguments are not fixed (see COMMAND GETKEYS).
+    pub const MOVABLE_KEYS: u32 = 1 << 16;
+    /// Not marked with `write`/`readonly` in Redis's table.
+    pub const NONE: u32 = 0;
+
+    /// Name and bit of every flag, in the order COMMAND INFO lists them.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MULTI, "no_multi"),
+        (ALLOW_BUSY, "allow_busy"),
+        (MOVABLE_KEYS, "movablekeys"),
+    ];
+}
+
+/// One command (or subcommand) of the table.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lower-case name (`get`, or the subcommand name such as `getname`).
+    pub name: &'static str,
+    /// Redis arity: exact count when positive, minimum count when negative
+    /// (counting the command name, and the subcommand name for
+    /// subcommands).
+    pub arity: i32,
+    /// Bit set of [`flags`].
+    pub flags: u32,
+    /// Index of the first key argument (0 when none).
+    pub first_key: i32,
+    /// Index of the last key argument (-1 = last argument).
+    pub last_key: i32,
+    /// Step between key arguments.
+    pub key_step: i32,
+    /// Command group as COMMAND DOCS reports it (`string`, `generic`, …).
+    pub group: &'static str,
+    /// The implementation (unused for a container of subcommands).
+    pub handler: Handler,
+    /// Subcommands (CONFIG GET, CLIENT LIST, …); empty for plain commands.
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    /// True when `flag` is set.
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// True when the command may modify the keyspace.
+    pub fn is_write(&self) -> bool {
+        self.has(flags::WRITE)
+    }
+
+    /// True when `argc` arguments satisfy the arity.
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        let arity = i64::from(self.arity);
+        if arity >= 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+
+    /// The subcommand named `name` (case-insensitive).
+    pub fn subcommand(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        self.subcommands
+            .iter()
+            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+    }
+}
+
+/// A handler for container commands reached without a subcommand; never
+/// called because dispatch resolves subcommands first.
+pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
+    Err(Reply::err("ERR container command called without a subcommand"))
+}
+
+/// Every command family's table.
+fn families() -> [&'static [CommandSpec]; 7] {
+    [
+        keys::COMMANDS,
+        string::COMMANDS,
+        list::COMMANDS,
+        hash::COMMANDS,
+        set::COMMANDS,
+        zset::COMMANDS,
+        server::COMMANDS,
+    ]
+}
+
+/// The command table, keyed by lower-case name.
+pub fn table() -> &'static HashMap<&'static str, &'static CommandSpec> {
+    static TABLE: OnceLock<HashMap<&'static str, &'static CommandSpec>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut map = HashMap::new();
+        for family in families() {
+            for spec in family {
+                let previous = map.insert(spec.name, spec);
+                assert!(previous.is_none(), "command {} registered twice", spec.name);
+            }
+        }
+        map
+    })
+}
+
+/// Finds a command by name, case-insensitively.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    let name = std::str::from_utf8(lower).ok()?;
+    table().get(name).copied()
+}
+
+// ---------------------------------------------------------------------------
+// Argument parsing helpers with Redis's exact error strings.
+
+/// `ERR syntax error`.
+pub const SYNTAX_ERR: &str = "ERR syntax error";
+/// `ERR value is not an integer or out of range`.
+pub const NOT_INT_ERR: &str = "ERR value is not an integer or out of range";
+/// `ERR value is not a valid float`.
+pub const NOT_FLOAT_ERR: &str = "ERR value is not a valid float";
+/// `ERR no such key`.
+pub const NO_SUCH_KEY_ERR: &str = "ERR no such key";
+
+/// Parses an integer argument (`ERR value is not an integer or out of range`).
+pub fn parse_int(arg: &[u8]) -> Result<i64, Reply> {
+    crate::types::num::parse_i64(arg).ok_or(Reply::err(NOT_INT_ERR))
+}
+
+/// Parses a float argument (`ERR value is not a valid float`).
+pub fn parse_float(arg: &[u8]) -> Result<f64, Reply> {
+    crate::types::num::parse_f64(arg).ok_or(Reply::err(NOT_FLOAT_ERR))
+}
+
+/// True when `arg` equals `word`, ignoring ASCII case.
+pub fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// `ERR syntax error` as an `Err`.
+pub fn syntax_error<T>() -> Result<T, Reply> {
+    Err(Reply::err(SYNTAX_ERR))
+}
+
+/// The arity error for `name` (`ERR wrong number of arguments for 'get' command`).
+pub fn arity_error(name: &str) -> Reply {
+    Reply::error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+/// The unknown-command error, exactly as Redis 7.0 words it: the name cut
+/// at 128 bytes, then arguments quoted while the list is under 128 bytes.
+pub fn unknown_command_error(argv: &[&[u8]]) -> Reply {
+    let mut args: Vec<u8> = Vec::new();
+    for arg in argv.iter().skip(1) {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push(b'\'');
+        args.extend_from_slice(&arg[..arg.len().min(room)]);
+        args.extend_from_slice(b"' ");
+    }
+    let mut msg = Vec::from(&b"ERR unknown command '"[..]);
+    msg.extend_from_slice(&argv[0][..argv[0].len().min(128)]);
+    msg.extend_from_slice(b"', with args beginning with: ");
+    msg.extend_from_slice(&args);
+    Reply::error(error_text(&msg))
+}
+
+/// Turns bytes into error text: `\r` and `\n` become spaces (they would
+/// break the RESP line), other bytes are kept (invalid UTF-8 lossily).
+pub fn error_text(bytes: &[u8]) -> String {
+    let cleaned: Vec<u8> = bytes
+        .iter()
+        .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+        .collect();
+    String::from_utf8_lossy(&cleaned).into_owned()
+}
+
+/// The unknown-subcommand error (`ERR unknown subcommand 'x'. Try CONFIG HELP.`).
+pub fn unknown_subcommand_error(command: &str, sub: &[u8]) -> Reply {
+    let mut msg = Vec::from(&b"ERR unknown subcommand '"[..]);
+    msg.extend_from_slice(&sub[..sub.len().min(128)]);
+    msg.extend_from_slice(b"'. Try ");
+    msg.extend_from_slice(command.to_ascii_uppercase().as_bytes());
+    msg.extend_from_slice(b" HELP.");
+    Reply::error(error_text(&msg))
+}

@@ -1,0 +1,6 @@
+//! set commands.
+
+use super::CommandSpec;
+
+/// The set family's table.
+pub static COMMANDS: &[CommandSpec] = &[];

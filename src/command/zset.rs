@@ -1,0 +1,6 @@
+//! zset commands.
+
+use super::CommandSpec;
+
+/// The sorted_set family's table.
+pub static COMMANDS: &[CommandSpec] = &[];

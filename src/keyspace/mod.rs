@@ -1,0 +1,219 @@
+//! Databases, entries and expiry: pure memory, no I/O.
+//!
+//! A [`Db`] is two tables, as in Redis: `main` maps keys to values and
+//! `expires` maps the keys that have a TTL to their absolute expiry time in
+//! Unix milliseconds. Keeping expiry apart means keys without a TTL pay
+//! nothing for it, and active expiry samples only keys that can expire.
+
+pub mod dict;
+
+use crate::rand::Rng;
+use crate::types::{Blob, Value};
+use dict::Dict;
+
+/// One numbered database.
+#[derive(Debug, Default, Clone)]
+pub struct Db {
+    main: Dict<Blob, Value>,
+    expires: Dict<Blob, i64>,
+}
+
+impl Db {
+    /// An empty database.
+    pub fn new() -> Db {
+        Db::default()
+    }
+
+    /// Number of keys, including expired ones not yet removed.
+    pub fn len(&self) -> usize {
+        self.main.len()
+    }
+
+    /// True when the database holds no keys.
+    pub fn is_empty(&self) -> bool {
+        self.main.is_empty()
+    }
+
+    /// Number of keys with a TTL.
+    pub fn expires_len(&self) -> usize {
+        self.expires.len()
+    }
+
+    /// The value under `key`, ignoring expiry (callers check it first).
+    pub fn get(&self, key: &[u8]) -> Option<&Value> {
+        self.main.get(key)
+    }
+
+    /// The value under `key` mutably, ignoring expiry.
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.main.get_mut(key)
+    }
+
+    /// The stored key and value.
+    pub fn get_key_value(&self, key: &[u8]) -> Option<(&Blob, &Value)> {
+        self.main.get_key_value(key)
+    }
+
+    /// True when `key` exists (ignoring expiry).
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.main.contains_key(key)
+    }
+
+    /// Absolute expiry time of `key` in Unix ms, if it has one.
+    pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
+        self.expires.get(key).copied()
+    }
+
+    /// True when `key` has a TTL that has passed at `now_ms`.
+    pub fn is_expired(&self, key: &[u8], now_ms: i64) -> bool {
+        matches!(self.expires.get(key), Some(&at) if at <= now_ms)
+    }
+
+    /// Stores `value` under `key`, replacing any value. When `keep_ttl` is
+    /// false any TTL is removed (SET semantics); when true it is kept.
+    pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
+        match self.main.get_mut(key) {
+            Some(slot) => *slot = value,
+            None => {
+                self.main.insert_new(Blob::new(key), value);
+            }
+        }
+        if !keep_ttl && !self.expires.is_empty() {
+            self.expires.remove(key);
+        }
+    }
+
+    /// Inserts a key known to be absent.
+    pub fn insert_new(&mut self, key: &[u8], value: Value) -> &mut Value {
+        self.main.insert_new(Blob::new(key), value)
+    }
+
+    /// Removes `key` and its TTL, returning the value.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
+        let (_, value) = self.main.remove(key)?;
+        if !self.expires.is_empty() {
+            self.expires.remove(key);
+        }
+        Some(value)
+    }
+
+    /// Sets the absolute expiry of an existing key. Returns false when the
+    /// key does not exist.
+    pub fn set_expire(&mut self, key: &[u8], at_ms: i64) -> bool {
+        if !self.main.contains_key(key) {
+            return false;
+        }
+        match self.expires.get_mut(key) {
+            Some(slot) => *slot = at_ms,
+            None => {
+                self.expires.insert_new(Blob::new(key), at_ms);
+            }
+        }
+        true
+    }
+
+    /// Removes the TTL of `key`; true when it had one.
+    pub fn remove_expire(&mut self, key: &[u8]) -> bool {
+        self.expires.remove(key).is_some()
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        self.main.clear();
+        self.expires.clear();
+    }
+
+    /// Iterates over keys and values (including expired, not yet removed).
+    pub fn iter(&self) -> impl Iterator<Item = (&Blob, &Value)> {
+        self.main.iter()
+    }
+
+    /// The main table, for SCAN cursors.
+    pub fn main(&self) -> &Dict<Blob, Value> {
+        &self.main
+    }
+
+    /// A random key (possibly expired; the caller checks).
+    pub fn random_key(&self, rng: &mut Rng) -> Option<&Blob> {
+        self.main.random(rng).map(|(k, _)| k)
+    }
+
+    /// Samples up to `samples` keys with a TTL and returns those expired at
+    /// `now_ms` (not removed: the caller deletes and propagates them).
+    pub fn sample_expired(&self, rng: &mut Rng, samples: usize, now_ms: i64) -> Vec<Blob> {
+        let mut expired = Vec::new();
+        let n = samples.min(self.expires.len());
+        for _ in 0..n {
+            if let Some((k, &at)) = self.expires.random(rng) {
+                if at <= now_ms && !expired.contains(k) {
+                    expired.push(k.clone());
+                }
+            }
+        }
+        expired
+    }
+
+    /// Swaps the contents of two databases (SWAPDB, FLUSH in place).
+    pub fn swap(&mut self, other: &mut Db) {
+        std::mem::swap(self, other);
+    }
+}
+
+/// All numbered databases (16 by default).
+#[derive(Debug, Clone)]
+pub struct Keyspace {
+    dbs: Vec<Db>,
+}
+
+impl Keyspace {
+    /// `count` empty databases.
+    pub fn new(count: usize) -> Keyspace {
+        Keyspace {
+            dbs: (0..count).map(|_| Db::new()).collect(),
+        }
+    }
+
+    /// Number of databases.
+    pub fn db_count(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// Database `index` (must be < `db_count`).
+    pub fn db(&self, index: usize) -> &Db {
+        &self.dbs[index]
+    }
+
+    /// Database `index` mutably.
+    pub fn db_mut(&mut self, index: usize) -> &mut Db {
+        &mut self.dbs[index]
+    }
+
+    /// Two distinct databases mutably (MOVE, COPY … DB).
+    pub fn two_dbs_mut(&mut self, a: usize, b: usize) -> (&mut Db, &mut Db) {
+        assert_ne!(a, b, "two_dbs_mut needs two different databases");
+        if a < b {
+            let (lo, hi) = self.dbs.split_at_mut(b);
+            (&mut lo[a], &mut hi[0])
+        } else {
+            let (lo, hi) = self.dbs.split_at_mut(a);
+            (&mut hi[0], &mut lo[b])
+        }
+    }
+
+    /// Iterates over the databases.
+    pub fn iter(&self) -> impl Iterator<Item = &Db> {
+        self.dbs.iter()
+    }
+
+    /// Removes every key of every database.
+    pub fn clear(&mut self) {
+        for db in &mut self.dbs {
+            db.clear();
+        }
+    }
+
+    /// Total number of keys.
+    pub fn total_keys(&self) -> usize {
+        self.dbs.iter().map(Db::len).sum()
+    }
+}

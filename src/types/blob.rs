@@ -1,0 +1,204 @@
+//! [`Blob`]: the byte string used for keys, values, fields and members.
+//!
+//! Most keys and values in a Redis workload are short (`user:1234`,
+//! counters, 16-byte tokens). A `Vec<u8>` costs 24 bytes plus a heap
+//! allocation of at least 32 bytes for each of them. `Blob` is 24 bytes and
+//! keeps up to [`INLINE_CAPACITY`] bytes inline, so a small key or value
+//! costs no allocation at all; longer ones live in a boxed slice (16 bytes
+//! plus the heap block, no spare capacity).
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::ops::Deref;
+
+/// How many bytes a [`Blob`] stores without a heap allocation.
+pub const INLINE_CAPACITY: usize = 22;
+
+/// An immutable, compact byte string (24 bytes, small-string optimised).
+#[derive(Clone)]
+pub struct Blob(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE_CAPACITY] },
+    Heap(Box<[u8]>),
+}
+
+impl Blob {
+    /// The empty byte string.
+    pub const fn empty() -> Blob {
+        Blob(Repr::Inline {
+            len: 0,
+            bytes: [0; INLINE_CAPACITY],
+        })
+    }
+
+    /// Copies `bytes` into a new blob.
+    pub fn new(bytes: &[u8]) -> Blob {
+        if bytes.len() <= INLINE_CAPACITY {
+            let mut inline = [0u8; INLINE_CAPACITY];
+            inline[..bytes.len()].copy_from_slice(bytes);
+            Blob(Repr::Inline {
+                len: bytes.len() as u8,
+                bytes: inline,
+            })
+        } else {
+            Blob(Repr::Heap(bytes.into()))
+        }
+    }
+
+    /// Takes ownership of `bytes`, reusing its allocation when it is long.
+    pub fn from_vec(bytes: Vec<u8>) -> Blob {
+        if bytes.len() <= INLINE_CAPACITY {
+            Blob::new(&bytes)
+        } else {
+            Blob(Repr::Heap(bytes.into_boxed_slice()))
+        }
+    }
+
+    /// The decimal representation of `n` (as Redis stores integers).
+    pub fn from_i64(n: i64) -> Blob {
+        let mut buf = Vec::with_capacity(20);
+        crate::types::num::write_i64(&mut buf, n);
+        Blob::new(&buf)
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..*len as usize],
+            Repr::Heap(b) => b,
+        }
+    }
+
+    /// Copies the bytes into a `Vec`.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.as_bytes().to_vec()
+    }
+
+    /// Converts into a `Vec`, reusing the heap allocation when there is one.
+    pub fn into_vec(self) -> Vec<u8> {
+        match self.0 {
+            Repr::Inline { len, bytes } => bytes[..len as usize].to_vec(),
+            Repr::Heap(b) => b.into_vec(),
+        }
+    }
+
+    /// Bytes allocated on the heap for this blob (0 when inline).
+    pub fn heap_size(&self) -> usize {
+        match &self.0 {
+            Repr::Inline { .. } => 0,
+            Repr::Heap(b) => b.len(),
+        }
+    }
+}
+
+impl Default for Blob {
+    fn default() -> Self {
+        Blob::empty()
+    }
+}
+
+impl Deref for Blob {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl AsRef<[u8]> for Blob {
+    fn as_ref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl Borrow<[u8]> for Blob {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl PartialEq for Blob {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Blob {}
+
+impl PartialEq<[u8]> for Blob {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.as_bytes() == other
+    }
+}
+
+impl PartialOrd for Blob {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Blob {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl Hash for Blob {
+    // Must hash exactly like `[u8]` so `Borrow<[u8]>` lookups work.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state)
+    }
+}
+
+impl From<&[u8]> for Blob {
+    fn from(b: &[u8]) -> Self {
+        Blob::new(b)
+    }
+}
+
+impl From<Vec<u8>> for Blob {
+    fn from(b: Vec<u8>) -> Self {
+        Blob::from_vec(b)
+    }
+}
+
+impl From<&str> for Blob {
+    fn from(s: &str) -> Self {
+        Blob::new(s.as_bytes())
+    }
+}
+
+impl fmt::Debug for Blob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "b\"{}\"", self.as_bytes().escape_ascii())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blob_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<Blob>(), 24);
+    }
+
+    #[test]
+    fn inline_and_heap_round_trip() {
+        for len in [0usize, 1, 21, 22, 23, 100, 4096] {
+            let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let b = Blob::new(&data);
+            assert_eq!(b.as_bytes(), &data[..]);
+            assert_eq!(b.heap_size(), if len <= INLINE_CAPACITY { 0 } else { len });
+            assert_eq!(Blob::from_vec(data.clone()).into_vec(), data);
+        }
+    }
+
+    #[test]
+    fn from_i64_is_decimal() {
+        assert_eq!(Blob::from_i64(-42).as_bytes(), b"-42");
+        assert_eq!(Blob::from_i64(i64::MIN).as_bytes(), b"-9223372036854775808");
+    }
+}

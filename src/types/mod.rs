@@ -1,0 +1,103 @@
+//! Value types: strings, lists, hashes, sets and sorted sets, each with the
+//! compact and the general encoding Redis uses (so OBJECT ENCODING and the
+//! reply order of small collections match Redis exactly).
+//!
+//! Nothing here does I/O or knows about keys, clients or files.
+
+pub mod blob;
+pub mod hash;
+pub mod list;
+pub mod num;
+pub mod set;
+pub mod zset;
+
+pub use blob::Blob;
+pub use hash::Hash;
+pub use list::List;
+pub use set::Set;
+pub use zset::ZSet;
+
+/// A value stored under a key.
+#[derive(Debug, Clone)]
+pub enum Value {
+    /// A string (binary safe, up to `proto-max-bulk-len` / 512 MB).
+    Str(Blob),
+    /// A list (quicklist in Redis).
+    List(Box<List>),
+    /// A hash of fields to values.
+    Hash(Box<Hash>),
+    /// A set of members.
+    Set(Box<Set>),
+    /// A sorted set of members ordered by score.
+    ZSet(Box<ZSet>),
+}
+
+impl Value {
+    /// The name TYPE reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
+        }
+    }
+
+    /// The name OBJECT ENCODING reports, following Redis 7.0's rules.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => string_encoding(s),
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
+        }
+    }
+}
+
+/// OBJECT ENCODING of a string value: `int` for canonical integers of at
+/// most 20 characters, `embstr` up to 44 bytes, `raw` beyond.
+pub fn string_encoding(s: &[u8]) -> &'static str {
+    if s.len() <= 20 && num::parse_i64(s).is_some() {
+        "int"
+    } else if s.len() <= 44 {
+        "embstr"
+    } else {
+        "raw"
+    }
+}
+
+/// The error Redis returns when a command meets a key of the wrong type.
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// Thresholds at which a compact encoding converts to the general one
+/// (Redis's `*-max-listpack-*` / `set-max-intset-entries` parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncodingLimits {
+    /// `hash-max-listpack-entries` (128).
+    pub hash_max_listpack_entries: usize,
+    /// `hash-max-listpack-value` (64 bytes).
+    pub hash_max_listpack_value: usize,
+    /// `set-max-intset-entries` (512).
+    pub set_max_intset_entries: usize,
+    /// `zset-max-listpack-entries` (128).
+    pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value` (64 bytes).
+    pub zset_max_listpack_value: usize,
+    /// `list-max-listpack-size` (-2).
+    pub list_max_listpack_size: i64,
+}
+
+impl Default for EncodingLimits {
+    fn default() -> Self {
+        EncodingLimits {
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            list_max_listpack_size: -2,
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Number parsing and formatting with Redis's exact rules.
+//!
+//! Redis is strict about what counts as an integer (`string2ll`: no sign but
+//! `-`, no leading zeros, no spaces) and formats doubles with C's `%.17g`
+//! (Redis 7.0). Replies must match byte for byte, so these are written out
+//! here rather than left to Rust's formatting defaults.
+
+/// Parses `s` as a signed 64-bit integer the way Redis's `string2ll` does.
+///
+/// Accepts `0`, `-5`, `123`; rejects `+5`, `05`, `-0`, ` 5`, `5 `, empty
+/// input, and anything that overflows.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (negative, digits) = match s[0] {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !(b'1'..=b'9').contains(&digits[0]) {
+        return None;
+    }
+    let mut value: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    if negative {
+        if value > (i64::MAX as u64) + 1 {
+            None
+        } else {
+            Some((value as i64).wrapping_neg())
+        }
+    } else if value > i64::MAX as u64 {
+        None
+    } else {
+        Some(value as i64)
+    }
+}
+
+/// Parses `s` as a double the way Redis's `getDoubleFromObject` does
+/// (`strtod` over the whole string): leading/trailing spaces, an empty
+/// string and NaN are rejected; `inf`, `-inf`, `+inf`, hex floats and
+/// exponents are accepted.
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    if s.is_empty() || s[0].is_ascii_whitespace() || s[s.len() - 1].is_ascii_whitespace() {
+        return None;
+    }
+    let text = std::str::from_utf8(s).ok()?;
+    let lower = text.to_ascii_lowercase();
+    let unsigned = lower.trim_start_matches(['+', '-']);
+    if unsigned.len() + 1 < lower.len() {
+        return None; // more than one sign
+    }
+    let value = match unsigned {
+        "inf" | "infinity" => {
+            if lower.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }
+        }
+        _ if unsigned.starts_with("0x") => parse_hex_float(&lower)?,
+        _ => {
+            // Rust's parser accepts "inf"/"nan" spellings handled above and
+            // rejects forms strtod accepts only in exotic locales.
+            if unsigned.contains("nan") || unsigned.contains("inf") {
+                return None;
+            }
+            lower.parse::<f64>().ok()?
+        }
+    };
+    if value.is_nan() {
+        None
+    } else {
+        Some(value)
+    }
+}
+
+fn parse_hex_float(s: &str) -> Option<f64> {
+    let (negative, rest) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let rest = rest.strip_prefix("0x")?;
+    let (mantissa, exponent) = match rest.split_once('p') {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (rest, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    let mut value = 0f64;
+    for c in int_part.chars() {
+        value = value * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac_part.chars() {
+        value += f64::from(c.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    let value = value * 2f64.powi(exponent);
+    Some(if negative { -value } else { value })
+}
+
+/// Appends the decimal representation of `n`.
+pub fn write_i64(out: &mut Vec<u8>, n: i64) {
+    let mut buf = [0u8; 20];
+    let mut pos = buf.len();
+    let negative = n < 0;
+    let mut v = n.unsigned_abs();
+    loop {
+        pos -= 1;
+        buf[pos] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if negative {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&buf[pos..]);
+}
+
+/// Formats a double as C's `printf("%.17g")` does, which is what Redis 7.0
+/// uses for scores and for RESP3 doubles. Infinities are `inf` / `-inf`.
+pub fn format_g17(d: f64) -> String {
+    format_g(d, 17)
+}
+
+/// C's `%.{precision}g`.
+pub fn format_g(d: f64, precision: usize) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d.is_nan() {
+        return "nan".into();
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    let p = precision.max(1);
+    // Scientific form with p significant digits gives the decimal exponent
+    // after rounding, which decides between fixed and exponent notation.
+    let sci = format!("{:.*e}", p - 1, d);
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} always has an exponent");
+    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
+    if exp < -4 || exp >= p as i32 {
+        let mantissa = strip_fraction_zeros(mantissa);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        strip_fraction_zeros(&format!("{:.*}", decimals, d)).to_string()
+    }
+}
+
+fn strip_fraction_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// Formats the result of INCRBYFLOAT / HINCRBYFLOAT.
+///
+/// Redis computes these in `long double` and prints `%.17Lf` with trailing
+/// zeros removed. Rust has no 80-bit float, so this prints the shortest
+/// decimal that round-trips the `f64` result, which agrees with Redis for
+/// every value that is exactly representable to 17 significant digits (the
+/// common case: `10.5 + 0.1` is `10.6` in both).
+pub fn format_incr_float(d: f64) -> String {
+    let s = format!("{d}");
+    if s == "-0" {
+        "0".into()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_i64_follows_string2ll() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [&b""[..], b"+1", b"01", b"-0", b" 1", b"1 ", b"9223372036854775808", b"1a", b"-"] {
+            assert_eq!(parse_i64(bad), None, "{:?}", bad.escape_ascii().to_string());
+        }
+    }
+
+    #[test]
+    fn parse_f64_follows_strtod() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
+        assert_eq!(parse_f64(b".5"), Some(0.5));
+        assert_eq!(parse_f64(b"0x10"), Some(16.0));
+        for bad in [&b""[..], b"nan", b" 1", b"1 ", b"abc", b"--1", b"1.2.3"] {
+            assert_eq!(parse_f64(bad), None, "{:?}", bad.escape_ascii().to_string());
+        }
+    }
+
+    #[test]
+    fn g17_matches_printf() {
+        assert_eq!(format_g17(1.1), "1.1000000000000001");
+        assert_eq!(format_g17(1.0), "1");
+        assert_eq!(format_g17(-2.5), "-2.5");
+        assert_eq!(format_g17(1e20), "1e+20");
+        assert_eq!(format_g17(123456789012345680.0), "1.2345678901234568e+17");
+        assert_eq!(format_g17(0.0001), "0.0001");
+        assert_eq!(format_g17(0.00001), "1.0000000000000001e-05");
+        assert_eq!(format_g17(f64::INFINITY), "inf");
+        assert_eq!(format_g17(3.0), "3");
+    }
+
+    #[test]
+    fn write_i64_extremes() {
+        let mut v = Vec::new();
+        write_i64(&mut v, i64::MIN);
+        assert_eq!(v, b"-9223372036854775808");
+    }
+}

@@ -1,0 +1,17 @@
+//! Differential tests: the same commands go to a real `redis-server` and to
+//! `hozon-server`; replies must match byte for byte (RESP2 and RESP3).
+//!
+//! One test binary (not one per file) keeps link time down; each module
+//! covers one command family.
+
+mod harness;
+
+mod hash;
+mod keys;
+mod list;
+mod protocol;
+mod server;
+mod set;
+mod strings;
+mod usecases;
+mod zset;
