@@ -19,6 +19,19 @@ pub struct Config {
     pub limits: EncodingLimits,
     /// `proto-max-bulk-len`: largest bulk string accepted (512 MB).
     pub proto_max_bulk_len: u64,
+    /// `bind`: addresses the server listens on (`127.0.0.1`); a leading
+    /// `-` marks an address that may be unavailable.
+    pub bind: Vec<String>,
+    /// `port`: TCP port (6379).
+    pub port: u16,
+    /// `protected-mode`: refuse non-loopback clients when no password is set.
+    pub protected_mode: bool,
+    /// `maxclients`: most simultaneous clients (10000).
+    pub maxclients: u64,
+    /// `timeout`: close clients idle this many seconds (0 = never).
+    pub timeout_s: u64,
+    /// `client-query-buffer-limit`: largest unprocessed input per client (1 GB).
+    pub client_query_buffer_limit: u64,
 }
 
 impl Default for Config {
@@ -30,6 +43,12 @@ impl Default for Config {
             hz: 10,
             limits: EncodingLimits::default(),
             proto_max_bulk_len: 512 * 1024 * 1024,
+            bind: vec!["127.0.0.1".into()],
+            port: 6379,
+            protected_mode: true,
+            maxclients: 10000,
+            timeout_s: 0,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
         }
     }
 }

@@ -60,6 +60,12 @@ pub trait Host {
     fn connected_clients(&self) -> usize {
         1
     }
+
+    /// Asks the host to stop after this command (SHUTDOWN). Returns false
+    /// when there is no process to stop (an embedded engine).
+    fn request_shutdown(&mut self) -> bool {
+        false
+    }
 }
 
 /// The host of an embedded engine: no other clients, no process to stop.

@@ -1,1 +1,402 @@
-//! Server.
+//! The RESP server: a single-threaded event loop (mio) in front of the
+//! engine.
+//!
+//! Why mio and one thread: commands execute one at a time anyway (Redis's
+//! model), and on a 2-core machine a second thread for I/O would compete
+//! with the benchmark client for the other core. One readiness loop reads
+//! every ready socket, parses and executes all complete requests
+//! (pipelining), encodes the replies, and only at the end of the turn writes
+//! them out. That end-of-turn point is where the append-only file will write
+//! and fsync once for every client's writes of the turn (group commit)
+//! before any reply is released.
+
+pub mod host;
+pub mod log;
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+
+use crate::command::Session;
+use crate::engine::{now_ms, Engine};
+use crate::resp::{self, Parser};
+use log::Level;
+
+/// Bytes read from a socket per read call.
+const READ_CHUNK_BYTES: usize = 16 * 1024;
+/// Output buffers above this size are released once flushed.
+const OUTPUT_KEEP_BYTES: usize = 64 * 1024;
+/// Tokens below this value are listeners.
+const FIRST_CLIENT_TOKEN: usize = 1024;
+
+/// Redis's protected-mode refusal, sent to non-loopback clients when no
+/// password is set.
+const DENIED_PROTECTED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// One connected client.
+pub struct Client {
+    stream: TcpStream,
+    /// Peer address.
+    pub addr: SocketAddr,
+    /// Local address the client connected to.
+    pub local_addr: SocketAddr,
+    inbuf: Vec<u8>,
+    parser: Parser,
+    out: Vec<u8>,
+    out_pos: usize,
+    /// The engine-side state (db, protocol, name, auth).
+    pub session: Session,
+    /// Unix ms of the last request received.
+    pub last_interaction_ms: i64,
+    writable_registered: bool,
+    closing: bool,
+}
+
+impl Client {
+    /// Bytes of input received and not yet executed.
+    pub fn query_buffer_len(&self) -> usize {
+        self.inbuf.len()
+    }
+
+    /// Bytes of output not yet written.
+    pub fn output_len(&self) -> usize {
+        self.out.len() - self.out_pos
+    }
+}
+
+/// The server: listeners, clients and the engine.
+pub struct Server {
+    engine: Engine,
+    poll: Poll,
+    listeners: Vec<TcpListener>,
+    clients: HashMap<usize, Client>,
+    next_token: usize,
+    shutdown: Arc<AtomicBool>,
+    /// Clients with replies to write at the end of this turn.
+    pending: Vec<usize>,
+}
+
+impl Server {
+    /// Binds the configured addresses. `shutdown` is set (by a signal
+    /// handler or SHUTDOWN) to stop the loop.
+    pub fn bind(engine: Engine, shutdown: Arc<AtomicBool>) -> Result<Server, crate::Error> {
+        let poll = Poll::new().map_err(|e| io_error("creating the event loop", e))?;
+        let config = engine.config().clone();
+        let mut listeners = Vec::new();
+        for entry in &config.bind {
+            let (optional, host) = match entry.strip_prefix('-') {
+                Some(h) => (true, h),
+                None => (false, entry.as_str()),
+            };
+            let addrs = match (host, config.port).to_socket_addrs() {
+                Ok(a) => a.collect::<Vec<_>>(),
+                Err(e) if optional => {
+                    log::log(Level::Warning, &format!("Skipping bind address {host}: {e}"));
+                    continue;
+                }
+                Err(e) => return Err(io_error(&format!("resolving bind address {host}"), e)),
+            };
+            for addr in addrs {
+                match TcpListener::bind(addr) {
+                    Ok(l) => listeners.push(l),
+                    Err(e) if optional => log::log(Level::Warning, &format!("Could not bind {addr}: {e}")),
+                    Err(e) => {
+                        return Err(io_error(&format!("Could not create server TCP listening socket {addr}"), e))
+                    }
+                }
+            }
+        }
+        if listeners.is_empty() {
+            return Err(crate::Error::Config("no address to listen on (bind)".into()));
+        }
+        for (i, l) in listeners.iter_mut().enumerate() {
+            poll.registry()
+                .register(l, Token(i), Interest::READABLE)
+                .map_err(|e| io_error("registering a listener", e))?;
+        }
+        Ok(Server {
+            engine,
+            poll,
+            listeners,
+            clients: HashMap::new(),
+            next_token: FIRST_CLIENT_TOKEN,
+            shutdown,
+            pending: Vec::new(),
+        })
+    }
+
+    /// The addresses actually bound (useful with port 0).
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners.iter().filter_map(|l| l.local_addr().ok()).collect()
+    }
+
+    /// Runs until shutdown is requested.
+    pub fn run(&mut self) -> Result<(), crate::Error> {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let hz = self.engine.config().hz.clamp(1, 500);
+            let tick = Duration::from_millis(u64::from(1000 / hz));
+            match self.poll.poll(&mut events, Some(tick)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_error("waiting for events", e)),
+            }
+            for event in events.iter() {
+                let token = event.token().0;
+                if token < FIRST_CLIENT_TOKEN {
+                    self.accept(token);
+                    continue;
+                }
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    self.read_client(token);
+                }
+                if event.is_writable() && !self.pending.contains(&token) {
+                    self.pending.push(token);
+                }
+            }
+            self.flush_pending();
+            self.engine.cron();
+            self.close_idle_clients();
+            if self.shutdown.load(Ordering::SeqCst) {
+                log::log(Level::Warning, "Received shutdown request, Redis is now ready to exit, bye bye...");
+                return Ok(());
+            }
+        }
+    }
+
+    fn accept(&mut self, listener: usize) {
+        loop {
+            let (mut stream, addr) = match self.listeners[listener].accept() {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    log::log(Level::Warning, &format!("Accepting client connection: {e}"));
+                    return;
+                }
+            };
+            self.engine.core().stats.connections_received += 1;
+            let config = self.engine.config();
+            if self.clients.len() as u64 >= config.maxclients {
+                let _ = stream.write(b"-ERR max number of clients reached\r\n");
+                self.engine.core().stats.rejected_connections += 1;
+                continue;
+            }
+            if config.protected_mode && config.requirepass.is_none() && !addr.ip().is_loopback() {
+                let _ = stream.write(DENIED_PROTECTED.as_bytes());
+                self.engine.core().stats.rejected_connections += 1;
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            let token = self.next_token;
+            self.next_token += 1;
+            if let Err(e) = self.poll.registry().register(&mut stream, Token(token), Interest::READABLE) {
+                log::log(Level::Warning, &format!("Registering client: {e}"));
+                continue;
+            }
+            let local_addr = stream.local_addr().unwrap_or(addr);
+            let limits = resp::Limits {
+                max_bulk_len: self.engine.config().proto_max_bulk_len as i64,
+            };
+            let session = self.engine.new_session();
+            self.clients.insert(
+                token,
+                Client {
+                    stream,
+                    addr,
+                    local_addr,
+                    inbuf: Vec::new(),
+                    parser: Parser::new(limits),
+                    out: Vec::new(),
+                    out_pos: 0,
+                    session,
+                    last_interaction_ms: now_ms(),
+                    writable_registered: false,
+                    closing: false,
+                },
+            );
+        }
+    }
+
+    fn read_client(&mut self, token: usize) {
+        let Some(mut client) = self.clients.remove(&token) else {
+            return;
+        };
+        let mut eof = false;
+        loop {
+            let len = client.inbuf.len();
+            client.inbuf.resize(len + READ_CHUNK_BYTES, 0);
+            match client.stream.read(&mut client.inbuf[len..]) {
+                Ok(0) => {
+                    client.inbuf.truncate(len);
+                    eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    client.inbuf.truncate(len + n);
+                    if n < READ_CHUNK_BYTES {
+                        // Most likely drained; the next readiness event
+                        // brings the rest without an extra failing read.
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    client.inbuf.truncate(len);
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => client.inbuf.truncate(len),
+                Err(_) => {
+                    client.inbuf.truncate(len);
+                    eof = true;
+                    break;
+                }
+            }
+        }
+        client.last_interaction_ms = now_ms();
+        if client.inbuf.len() as u64 > self.engine.config().client_query_buffer_limit {
+            log::log(
+                Level::Warning,
+                &format!("Closing client that reached max query buffer length (qbuf={})", client.inbuf.len()),
+            );
+            self.close(token, client);
+            return;
+        }
+        self.process_input(&mut client);
+        if eof {
+            self.close(token, client);
+            return;
+        }
+        if client.closing && client.output_len() == 0 {
+            self.close(token, client);
+            return;
+        }
+        if client.output_len() > 0 && !self.pending.contains(&token) {
+            self.pending.push(token);
+        }
+        self.clients.insert(token, client);
+    }
+
+    fn process_input(&mut self, client: &mut Client) {
+        let mut host = host::ServerHost::new(&self.clients, &self.shutdown);
+        while !client.closing {
+            let request = match client.parser.next(&client.inbuf, client.session.authenticated) {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => {
+                    client.out.push(b'-');
+                    client.out.extend_from_slice(e.reply_text().as_bytes());
+                    client.out.extend_from_slice(b"\r\n");
+                    log::log(
+                        Level::Verbose,
+                        &format!("Protocol error ({e}) from client: addr={}", client.addr),
+                    );
+                    client.closing = true;
+                    break;
+                }
+            };
+            let argv = request.argv(&client.inbuf);
+            let reply = self.engine.execute_with_host(&mut client.session, &argv, &mut host);
+            reply.encode(client.session.resp, &mut client.out);
+            if client.session.close_after_reply {
+                client.closing = true;
+            }
+        }
+        let consumed = client.parser.consumed();
+        if consumed > 0 {
+            client.inbuf.drain(..consumed);
+            client.parser.consume(consumed);
+        }
+        if client.inbuf.is_empty() && client.inbuf.capacity() > OUTPUT_KEEP_BYTES {
+            client.inbuf = Vec::new();
+        }
+    }
+
+    /// Writes every pending reply (the end of the event-loop turn).
+    fn flush_pending(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        for token in pending {
+            let Some(mut client) = self.clients.remove(&token) else {
+                continue;
+            };
+            match self.write_client(&mut client) {
+                Ok(done) => {
+                    if done && client.closing {
+                        self.close(token, client);
+                        continue;
+                    }
+                    let want_writable = !done;
+                    if want_writable != client.writable_registered {
+                        let interest = if want_writable {
+                            Interest::READABLE | Interest::WRITABLE
+                        } else {
+                            Interest::READABLE
+                        };
+                        if self.poll.registry().reregister(&mut client.stream, Token(token), interest).is_err() {
+                            self.close(token, client);
+                            continue;
+                        }
+                        client.writable_registered = want_writable;
+                    }
+                    self.clients.insert(token, client);
+                }
+                Err(_) => self.close(token, client),
+            }
+        }
+    }
+
+    /// Writes as much output as the socket takes; Ok(true) when all written.
+    fn write_client(&mut self, client: &mut Client) -> io::Result<bool> {
+        while client.out_pos < client.out.len() {
+            match client.stream.write(&client.out[client.out_pos..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => client.out_pos += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        client.out.clear();
+        client.out_pos = 0;
+        if client.out.capacity() > OUTPUT_KEEP_BYTES {
+            client.out = Vec::new();
+        }
+        Ok(true)
+    }
+
+    fn close(&mut self, _token: usize, mut client: Client) {
+        let _ = self.poll.registry().deregister(&mut client.stream);
+    }
+
+    fn close_idle_clients(&mut self) {
+        let timeout_s = self.engine.config().timeout_s;
+        if timeout_s == 0 {
+            return;
+        }
+        let now = now_ms();
+        let idle: Vec<usize> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| (now - c.last_interaction_ms) / 1000 > timeout_s as i64)
+            .map(|(t, _)| *t)
+            .collect();
+        for token in idle {
+            if let Some(client) = self.clients.remove(&token) {
+                log::log(Level::Verbose, "Closing idle client");
+                self.close(token, client);
+            }
+        }
+    }
+}
+
+fn io_error(context: &str, source: io::Error) -> crate::Error {
+    crate::Error::Io {
+        context: context.to_string(),
+        source,
+    }
+}

@@ -1,1 +1,345 @@
-//! Harness.
+//! The differential harness: a real `redis-server` and a `hozon-server`,
+//! started fresh for each test on free ports, fed identical commands.
+
+#![allow(dead_code)] // each test module uses a different part of the harness
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hozon::resp::reply_frame::frame_len;
+
+/// A server process, killed when dropped.
+pub struct ServerProcess {
+    child: Child,
+    /// The port it listens on.
+    pub port: u16,
+    name: &'static str,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// The redis-server binary, or a panic telling how to get it.
+pub fn redis_server_path() -> String {
+    for candidate in ["/usr/bin/redis-server", "/usr/local/bin/redis-server"] {
+        if std::path::Path::new(candidate).exists() {
+            return candidate.to_string();
+        }
+    }
+    panic!(
+        "redis-server not found: the differential tests need Redis 7.0 \
+         (apt-get install -y redis-server redis-tools; the README's test command does this)"
+    );
+}
+
+fn wait_until_listening(port: u16, name: &str, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{name} exited during startup: {status}");
+        }
+        assert!(Instant::now() < deadline, "{name} did not start listening on {port}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Starts redis-server with persistence off and `extra` arguments.
+pub fn start_redis(extra: &[&str]) -> ServerProcess {
+    let path = redis_server_path();
+    for _attempt in 0..5 {
+        let port = free_port();
+        let mut child = Command::new(&path)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--daemonize", "no", "--loglevel", "warning", "--dir", &std::env::temp_dir().to_string_lossy()])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        std::thread::sleep(Duration::from_millis(2));
+        if let Ok(Some(_)) = child.try_wait() {
+            continue; // most likely the port was taken meanwhile
+        }
+        wait_until_listening(port, "redis-server", &mut child);
+        return ServerProcess {
+            child,
+            port,
+            name: "redis-server",
+        };
+    }
+    panic!("could not start redis-server");
+}
+
+/// Starts hozon-server with persistence off and `extra` arguments.
+pub fn start_hozon(extra: &[&str]) -> ServerProcess {
+    for _attempt in 0..5 {
+        let port = free_port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hozon-server"))
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn hozon-server");
+        std::thread::sleep(Duration::from_millis(2));
+        if let Ok(Some(_)) = child.try_wait() {
+            continue;
+        }
+        wait_until_listening(port, "hozon-server", &mut child);
+        return ServerProcess {
+            child,
+            port,
+            name: "hozon-server",
+        };
+    }
+    panic!("could not start hozon-server");
+}
+
+/// A client connection that reads one RESP reply per command.
+pub struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+/// Encodes a command as a RESP multibulk request.
+pub fn encode_command(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+impl Conn {
+    /// Connects to 127.0.0.1:`port`.
+    pub fn connect(port: u16) -> Conn {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        stream.set_nodelay(true).expect("nodelay");
+        Conn { stream, buf: Vec::new() }
+    }
+
+    /// Sends a command and returns its raw reply.
+    pub fn call(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        self.send_raw(&encode_command(args));
+        self.read_reply()
+    }
+
+    /// Sends raw bytes.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write to server");
+    }
+
+    /// Reads exactly one reply.
+    pub fn read_reply(&mut self) -> Vec<u8> {
+        loop {
+            match frame_len(&self.buf) {
+                Ok(Some(n)) => return self.buf.drain(..n).collect(),
+                Ok(None) => {}
+                Err(e) => panic!("malformed reply ({e}): {}", show(&self.buf)),
+            }
+            let mut chunk = [0u8; 65536];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => panic!("connection closed while waiting for a reply; got so far: {}", show(&self.buf)),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) => panic!("reading reply: {e}; got so far: {}", show(&self.buf)),
+            }
+        }
+    }
+
+    /// Reads until the server closes the connection (or 5 s pass).
+    pub fn read_until_close(&mut self) -> Vec<u8> {
+        self.stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        let mut all = std::mem::take(&mut self.buf);
+        let mut chunk = [0u8; 65536];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return all,
+                Ok(n) => all.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return all,
+                Err(e) => panic!("reading until close: {e}; got so far: {}", show(&all)),
+            }
+        }
+    }
+}
+
+/// Printable form of raw protocol bytes.
+pub fn show(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes.escape_ascii().collect::<Vec<u8>>()).into_owned()
+}
+
+/// Splits a script line like redis-cli does (quotes, escapes).
+pub fn split_line(line: &str) -> Vec<Vec<u8>> {
+    hozon::resp::split_args(line.as_bytes()).unwrap_or_else(|| panic!("unbalanced quotes in script line: {line}"))
+}
+
+/// Splits a flat RESP array reply into its elements' raw encodings.
+pub fn array_elements(reply: &[u8]) -> Vec<Vec<u8>> {
+    assert!(
+        matches!(reply.first(), Some(b'*' | b'~' | b'%')),
+        "not an aggregate reply: {}",
+        show(reply)
+    );
+    let header_end = reply.windows(2).position(|w| w == b"\r\n").expect("header line") + 2;
+    let mut count: usize = std::str::from_utf8(&reply[1..header_end - 2]).expect("count").parse().unwrap_or(0);
+    if reply[0] == b'%' {
+        count *= 2;
+    }
+    let mut pos = header_end;
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let len = frame_len(&reply[pos..]).expect("valid element").expect("complete element");
+        out.push(reply[pos..pos + len].to_vec());
+        pos += len;
+    }
+    out
+}
+
+/// A redis-server and a hozon-server with one connection to each.
+pub struct Pair {
+    /// Connection to Redis.
+    pub r: Conn,
+    /// Connection to hozon.
+    pub h: Conn,
+    /// The Redis process.
+    pub redis_server: ServerProcess,
+    /// The hozon process.
+    pub hozon_server: ServerProcess,
+}
+
+impl Pair {
+    /// Fresh servers, persistence off.
+    pub fn new() -> Pair {
+        Pair::with_args(&[], &[])
+    }
+
+    /// Fresh servers with extra arguments for each.
+    pub fn with_args(redis_extra: &[&str], hozon_extra: &[&str]) -> Pair {
+        let redis_server = start_redis(redis_extra);
+        let hozon_server = start_hozon(hozon_extra);
+        Pair {
+            r: Conn::connect(redis_server.port),
+            h: Conn::connect(hozon_server.port),
+            redis_server,
+            hozon_server,
+        }
+    }
+
+    /// Another pair of connections to the same servers.
+    pub fn connect_more(&self) -> (Conn, Conn) {
+        (Conn::connect(self.redis_server.port), Conn::connect(self.hozon_server.port))
+    }
+
+    /// Sends to both and returns (redis, hozon) raw replies.
+    pub fn both_bytes(&mut self, args: &[&[u8]]) -> (Vec<u8>, Vec<u8>) {
+        (self.r.call(args), self.h.call(args))
+    }
+
+    /// Sends to both and returns (redis, hozon) raw replies.
+    pub fn both(&mut self, args: &[&str]) -> (Vec<u8>, Vec<u8>) {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.both_bytes(&args)
+    }
+
+    /// Sends to both and asserts the raw replies are identical.
+    #[track_caller]
+    pub fn check_bytes(&mut self, args: &[&[u8]]) -> Vec<u8> {
+        let (r, h) = self.both_bytes(args);
+        if r != h {
+            let cmd: Vec<String> = args.iter().map(|a| show(a)).collect();
+            panic!(
+                "replies differ for {:?}\n  redis: {}\n  hozon: {}",
+                cmd.join(" "),
+                show(&r),
+                show(&h)
+            );
+        }
+        r
+    }
+
+    /// Sends to both and asserts the raw replies are identical.
+    #[track_caller]
+    pub fn check(&mut self, args: &[&str]) -> Vec<u8> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.check_bytes(&args)
+    }
+
+    /// Sends to both; the replies must be aggregates with the same
+    /// elements in any order (unordered collections, KEYS).
+    #[track_caller]
+    pub fn check_unordered(&mut self, args: &[&str]) -> Vec<u8> {
+        let (r, h) = self.both(args);
+        if r == h {
+            return r;
+        }
+        let same_kind = r.first() == h.first();
+        let mut re = if same_kind && matches!(r.first(), Some(b'*' | b'~')) { array_elements(&r) } else { vec![r.clone()] };
+        let mut he = if same_kind && matches!(h.first(), Some(b'*' | b'~')) { array_elements(&h) } else { vec![h.clone()] };
+        re.sort();
+        he.sort();
+        if re != he {
+            panic!(
+                "replies differ (unordered) for {:?}\n  redis: {}\n  hozon: {}",
+                args.join(" "),
+                show(&r),
+                show(&h)
+            );
+        }
+        r
+    }
+
+    /// Runs a script: one command per line (redis-cli quoting); blank lines
+    /// and lines starting with `#` are skipped. Every reply must match.
+    #[track_caller]
+    pub fn script(&mut self, text: &str) {
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let args = split_line(line);
+            let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+            self.check_bytes(&refs);
+        }
+    }
+
+    /// Switches both connections to RESP3.
+    pub fn resp3(&mut self) {
+        self.r.call(&[b"HELLO", b"3"]);
+        self.h.call(&[b"HELLO", b"3"]);
+    }
+
+    /// One command to Redis only.
+    pub fn redis(&mut self, args: &[&str]) -> Vec<u8> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.r.call(&args)
+    }
+
+    /// One command to hozon only.
+    pub fn hozon(&mut self, args: &[&str]) -> Vec<u8> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.h.call(&args)
+    }
+}
+
+impl Default for Pair {
+    fn default() -> Self {
+        Pair::new()
+    }
+}
