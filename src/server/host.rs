@@ -9,13 +9,13 @@ use crate::command::Host;
 /// [`Host`] for the RESP server. The client executing the command is not in
 /// `others` (it is borrowed separately while it runs).
 pub struct ServerHost<'a> {
-    others: &'a HashMap<usize, Client>,
+    others: &'a mut HashMap<usize, Client>,
     shutdown: &'a AtomicBool,
 }
 
 impl<'a> ServerHost<'a> {
     /// A host view over the other clients.
-    pub fn new(others: &'a HashMap<usize, Client>, shutdown: &'a AtomicBool) -> Self {
+    pub fn new(others: &'a mut HashMap<usize, Client>, shutdown: &'a AtomicBool) -> Self {
         ServerHost { others, shutdown }
     }
 }

@@ -55,7 +55,9 @@ pub struct Client {
     /// Unix ms of the last request received.
     pub last_interaction_ms: i64,
     writable_registered: bool,
-    closing: bool,
+    /// Set to close the connection once pending output is written (QUIT,
+    /// protocol errors, CLIENT KILL from another client).
+    pub closing: bool,
 }
 
 impl Client {
@@ -283,7 +285,7 @@ impl Server {
     }
 
     fn process_input(&mut self, client: &mut Client) {
-        let mut host = host::ServerHost::new(&self.clients, &self.shutdown);
+        let mut host = host::ServerHost::new(&mut self.clients, &self.shutdown);
         while !client.closing {
             let request = match client.parser.next(&client.inbuf, client.session.authenticated) {
                 Ok(Some(r)) => r,
@@ -319,6 +321,18 @@ impl Server {
 
     /// Writes every pending reply (the end of the event-loop turn).
     fn flush_pending(&mut self) {
+        // Clients marked for closing by another client (CLIENT KILL) go now.
+        let killed: Vec<usize> = self
+            .clients
+            .iter()
+            .filter(|(t, c)| c.closing && c.output_len() == 0 && !self.pending.contains(t))
+            .map(|(t, _)| *t)
+            .collect();
+        for token in killed {
+            if let Some(client) = self.clients.remove(&token) {
+                self.close(token, client);
+            }
+        }
         let pending = std::mem::take(&mut self.pending);
         for token in pending {
             let Some(mut client) = self.clients.remove(&token) else {
