@@ -18,6 +18,13 @@ pub struct ServerProcess {
     name: &'static str,
 }
 
+impl ServerProcess {
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
