@@ -1,0 +1,638 @@
+//! The append-only file format: batches of RESP commands, each closed by a
+//! checksum annotation, and the loader that verifies them.
+//!
+//! See docs/persistence.md for the format and every failure case.
+
+use std::ops::Range;
+
+use crate::command::Effect;
+
+/// First line of every AOF hozon creates. Redis skips it like any `#` line;
+/// the loader uses it to know the file's batches carry checksums.
+pub const FILE_HEADER: &[u8] = b"#hozon-aof 1\r\n";
+/// Prefix of a batch annotation line, with the format version.
+pub const ANNOTATION_PREFIX: &[u8] = b"#hz1 ";
+/// Longest annotation line we accept when reading (Redis reads 1024).
+const ANNOTATION_MAX_BYTES: usize = 1024;
+
+/// Appends the RESP encoding of one command.
+pub fn encode_command(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
+    out.push(b'*');
+    crate::types::num::write_i64(out, argv.len() as i64);
+    out.extend_from_slice(b"\r\n");
+    for arg in argv {
+        let arg = arg.as_ref();
+        out.push(b'$');
+        crate::types::num::write_i64(out, arg.len() as i64);
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Builds the bytes of one batch: commands (with `SELECT` when the database
+/// changes, `MULTI`/`EXEC` around multi-command units) and the closing
+/// annotation.
+#[derive(Debug, Default)]
+pub struct BatchBuilder {
+    body: Vec<u8>,
+    commands: u64,
+}
+
+impl BatchBuilder {
+    /// An empty batch.
+    pub fn new() -> BatchBuilder {
+        BatchBuilder::default()
+    }
+
+    /// True when nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.body.is_empty()
+    }
+
+    /// Bytes of commands so far.
+    pub fn len(&self) -> usize {
+        self.body.len()
+    }
+
+    /// Commands so far (counting SELECT/MULTI/EXEC).
+    pub fn commands(&self) -> u64 {
+        self.commands
+    }
+
+    /// Adds the effects of one command execution. `selected_db` is the
+    /// database the file's reader will be in; it is updated.
+    pub fn push_unit(&mut self, effects: &[Effect], selected_db: &mut Option<usize>) {
+        if effects.is_empty() {
+            return;
+        }
+        let wrap = effects.len() > 1;
+        if wrap {
+            // SELECT before MULTI so the transaction starts in the right db.
+            self.select(effects[0].db, selected_db);
+            self.push(&[&b"MULTI"[..]]);
+        }
+        for effect in effects {
+            self.select(effect.db, selected_db);
+            self.push(&effect.argv);
+        }
+        if wrap {
+            self.push(&[&b"EXEC"[..]]);
+        }
+    }
+
+    fn select(&mut self, db: usize, selected_db: &mut Option<usize>) {
+        if *selected_db != Some(db) {
+            self.push(&[b"SELECT".to_vec(), db.to_string().into_bytes()]);
+            *selected_db = Some(db);
+        }
+    }
+
+    fn push(&mut self, argv: &[impl AsRef<[u8]>]) {
+        encode_command(&mut self.body, argv);
+        self.commands += 1;
+    }
+
+    /// The batch's bytes with its annotation; the builder is emptied.
+    pub fn finish(&mut self, ts_ms: i64) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.body);
+        self.commands = 0;
+        let annotation = annotation_line(&out, ts_ms);
+        out.extend_from_slice(&annotation);
+        out
+    }
+}
+
+/// The annotation line closing a batch whose body is `body`.
+pub fn annotation_line(body: &[u8], ts_ms: i64) -> Vec<u8> {
+    format!(
+        "#hz1 {} {:08x} {}\r\n",
+        body.len(),
+        crc32fast::hash(body),
+        ts_ms
+    )
+    .into_bytes()
+}
+
+/// A parsed batch annotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotation {
+    /// Length of the batch body.
+    pub len: u64,
+    /// CRC-32 of the batch body.
+    pub crc: u32,
+    /// Unix ms when written.
+    pub ts_ms: i64,
+}
+
+/// Parses an annotation line (without its CRLF).
+pub fn parse_annotation(line: &[u8]) -> Option<Annotation> {
+    let rest = line.strip_prefix(ANNOTATION_PREFIX)?;
+    let text = std::str::from_utf8(rest).ok()?;
+    let mut parts = text.split(' ');
+    let len = parts.next()?.parse().ok()?;
+    let crc_text = parts.next()?;
+    if crc_text.len() != 8 {
+        return None;
+    }
+    let crc = u32::from_str_radix(crc_text, 16).ok()?;
+    let ts_ms = parts.next()?.parse().ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(Annotation { len, crc, ts_ms })
+}
+
+/// Outcome of parsing one command at a position.
+enum Parsed {
+    /// A command: argument ranges and the position after it.
+    Command(Vec<Range<usize>>, usize),
+    /// The file ends inside the command.
+    Incomplete,
+    /// Not a valid command.
+    Malformed(&'static str),
+}
+
+fn read_line(data: &[u8], pos: usize, max: usize) -> Option<Result<(&[u8], usize), ()>> {
+    let window = &data[pos..data.len().min(pos + max)];
+    match window.windows(2).position(|w| w == b"\r\n") {
+        Some(i) => Some(Ok((&data[pos..pos + i], pos + i + 2))),
+        None if data.len() - pos >= max => Some(Err(())),
+        None => None,
+    }
+}
+
+fn parse_command(data: &[u8], pos: usize) -> Parsed {
+    if data[pos] != b'*' {
+        return Parsed::Malformed("expected '*' at the start of a command");
+    }
+    let (line, mut p) = match read_line(data, pos, 32) {
+        None => return Parsed::Incomplete,
+        Some(Err(())) => return Parsed::Malformed("invalid multibulk count"),
+        Some(Ok(x)) => x,
+    };
+    let argc = match crate::types::num::parse_i64(&line[1..]) {
+        Some(n) if n >= 1 => n as usize,
+        _ => return Parsed::Malformed("invalid multibulk count"),
+    };
+    // Every argument takes at least 6 bytes ("$0\r\n\r\n"): a count the
+    // file cannot hold is answered without allocating for it.
+    if argc > (data.len() - p) / 6 + 1 {
+        return if data.len() - p < 6 * argc {
+            Parsed::Incomplete
+        } else {
+            Parsed::Malformed("invalid multibulk count")
+        };
+    }
+    let mut args = Vec::with_capacity(argc.min(1024));
+    for _ in 0..argc {
+        if p >= data.len() {
+            return Parsed::Incomplete;
+        }
+        if data[p] != b'$' {
+            return Parsed::Malformed("expected '$' before an argument");
+        }
+        let (line, next) = match read_line(data, p, 32) {
+            None => return Parsed::Incomplete,
+            Some(Err(())) => return Parsed::Malformed("invalid bulk length"),
+            Some(Ok(x)) => x,
+        };
+        let len = match crate::types::num::parse_i64(&line[1..]) {
+            Some(n) if n >= 0 => n as usize,
+            _ => return Parsed::Malformed("invalid bulk length"),
+        };
+        let end = match next.checked_add(len) {
+            Some(e) => e,
+            None => return Parsed::Malformed("invalid bulk length"),
+        };
+        if end + 2 > data.len() {
+            return Parsed::Incomplete;
+        }
+        if &data[end..end + 2] != b"\r\n" {
+            return Parsed::Malformed("argument not followed by CRLF");
+        }
+        args.push(next..end);
+        p = end + 2;
+    }
+    Parsed::Command(args, p)
+}
+
+/// The torn tail found (and dropped) while loading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Offset where the valid data ends.
+    pub valid_len: u64,
+    /// Bytes dropped after it.
+    pub dropped_bytes: u64,
+    /// Complete commands in the dropped bytes.
+    pub dropped_commands: u64,
+    /// Why the tail is considered torn.
+    pub reason: String,
+}
+
+/// Damage before the tail: the file cannot be loaded without repair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Corruption {
+    /// Byte offset of the damage.
+    pub offset: u64,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// What loading found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// True for files with hozon's header (checksummed batches).
+    pub checksummed: bool,
+    /// Commands applied (excluding SELECT/MULTI/EXEC).
+    pub commands: u64,
+    /// Verified batches.
+    pub batches: u64,
+    /// Length of the valid prefix (the file is truncated to it when torn).
+    pub valid_len: u64,
+    /// Timestamp of the last verified batch (hozon) or `#TS:` line (Redis), ms.
+    pub last_ts_ms: Option<i64>,
+    /// The torn tail, if one was found.
+    pub torn: Option<TornTail>,
+}
+
+/// Replays the AOF in `data`, calling `apply` for each command in order.
+///
+/// `apply` receives a command (SELECT included) and returns an error text
+/// when it cannot be applied (unknown command, error reply), which makes the
+/// file corrupt at that command. MULTI … EXEC blocks are applied only once
+/// their EXEC is read.
+pub fn replay(
+    data: &[u8],
+    apply: &mut dyn FnMut(&[&[u8]]) -> Result<(), String>,
+) -> Result<LoadReport, Corruption> {
+    let checksummed = data.starts_with(FILE_HEADER);
+    let mut report = LoadReport {
+        checksummed,
+        ..LoadReport::default()
+    };
+    let mut pos = if checksummed { FILE_HEADER.len() } else { 0 };
+    // Start of the current batch body (checksummed files).
+    let mut batch_start = pos;
+    // Commands read since `batch_start` (checksummed) or since MULTI.
+    let mut pending: Vec<(usize, Vec<Range<usize>>)> = Vec::new();
+    // For plain files: position of an open MULTI.
+    let mut multi_at: Option<usize> = None;
+    let mut valid_len = pos;
+
+    let corrupt = |offset: usize, reason: String| Corruption {
+        offset: offset as u64,
+        reason,
+    };
+
+    loop {
+        if pos >= data.len() {
+            break;
+        }
+        if data[pos] == b'#' {
+            let (line, next) = match read_line(data, pos, ANNOTATION_MAX_BYTES) {
+                Some(Ok(x)) => x,
+                // An annotation cut by the end of the file: torn.
+                None => break,
+                Some(Err(())) => {
+                    return Err(corrupt(pos, "annotation line longer than 1024 bytes".into()));
+                }
+            };
+            if line.starts_with(b"#hz") && !line.starts_with(ANNOTATION_PREFIX) {
+                return Err(corrupt(
+                    pos,
+                    format!(
+                        "unknown annotation version '{}' (written by a newer hozon?)",
+                        String::from_utf8_lossy(&line[..line.len().min(16)])
+                    ),
+                ));
+            }
+            if checksummed && line.starts_with(ANNOTATION_PREFIX) {
+                let body = &data[batch_start..pos];
+                let verified = match parse_annotation(line) {
+                    Some(a) if a.len == body.len() as u64 && a.crc == crc32fast::hash(body) => Some(a),
+                    _ => None,
+                };
+                let Some(annotation) = verified else {
+                    let why = format!("checksum mismatch in the batch at offset {batch_start}");
+                    return tail_or_corruption(data, batch_start, valid_len, &why, report);
+                };
+                // The batch is intact: apply its commands.
+                for (at, args) in pending.drain(..) {
+                    apply_one(data, at, &args, apply, &mut report, &mut multi_at)?;
+                }
+                if multi_at.is_some() {
+                    return Err(corrupt(batch_start, "a verified batch ends inside MULTI".into()));
+                }
+                report.batches += 1;
+                report.last_ts_ms = Some(annotation.ts_ms);
+                pos = next;
+                batch_start = pos;
+                valid_len = pos;
+                continue;
+            }
+            if let Some(ts) = line.strip_prefix(b"#TS:") {
+                if let Some(secs) = crate::types::num::parse_i64(ts) {
+                    report.last_ts_ms = Some(secs.saturating_mul(1000));
+                }
+            }
+            pos = next;
+            if !checksummed && multi_at.is_none() {
+                valid_len = pos;
+            }
+            continue;
+        }
+        match parse_command(data, pos) {
+            Parsed::Command(args, next) => {
+                if checksummed {
+                    pending.push((pos, args));
+                } else {
+                    let at = pos;
+                    apply_plain(data, at, args, apply, &mut report, &mut multi_at, &mut pending)?;
+                    if multi_at.is_none() {
+                        valid_len = next;
+                    }
+                }
+                pos = next;
+            }
+            Parsed::Incomplete => break,
+            Parsed::Malformed(why) => {
+                if checksummed {
+                    let why = format!("malformed command at offset {pos}: {why}");
+                    return tail_or_corruption(data, batch_start, valid_len, &why, report);
+                }
+                return Err(corrupt(pos, format!("malformed command: {why}")));
+            }
+        }
+    }
+    // End of data. Whatever follows the valid prefix is a torn tail.
+    if valid_len < data.len() {
+        let reason = if checksummed {
+            "the last batch has no valid annotation (incomplete write)".to_string()
+        } else if multi_at.is_some() {
+            "unfinished MULTI at the end of the file".to_string()
+        } else {
+            "the last command is incomplete".to_string()
+        };
+        report.torn = Some(TornTail {
+            valid_len: valid_len as u64,
+            dropped_bytes: (data.len() - valid_len) as u64,
+            dropped_commands: count_commands(data, valid_len),
+            reason,
+        });
+    }
+    report.valid_len = valid_len as u64;
+    Ok(report)
+}
+
+fn apply_plain(
+    data: &[u8],
+    at: usize,
+    args: Vec<Range<usize>>,
+    apply: &mut dyn FnMut(&[&[u8]]) -> Result<(), String>,
+    report: &mut LoadReport,
+    multi_at: &mut Option<usize>,
+    queued: &mut Vec<(usize, Vec<Range<usize>>)>,
+) -> Result<(), Corruption> {
+    let name = &data[args[0].clone()];
+    if name.eq_ignore_ascii_case(b"MULTI") {
+        if multi_at.is_some() {
+            return Err(Corruption {
+                offset: at as u64,
+                reason: "MULTI inside MULTI".into(),
+            });
+        }
+        *multi_at = Some(at);
+        return Ok(());
+    }
+    if multi_at.is_some() {
+        if name.eq_ignore_ascii_case(b"EXEC") {
+            *multi_at = None;
+            for (qat, qargs) in queued.drain(..) {
+                let mut none = None;
+                apply_one(data, qat, &qargs, apply, report, &mut none)?;
+            }
+        } else {
+            queued.push((at, args));
+        }
+        return Ok(());
+    }
+    let mut none = None;
+    apply_one(data, at, &args, apply, report, &mut none)
+}
+
+/// Applies one command of a verified batch, handling MULTI/EXEC by
+/// queueing (the batch is already verified, so the queue never spans a
+/// batch boundary).
+fn apply_one(
+    data: &[u8],
+    at: usize,
+    args: &[Range<usize>],
+    apply: &mut dyn FnMut(&[&[u8]]) -> Result<(), String>,
+    report: &mut LoadReport,
+    multi_at: &mut Option<usize>,
+) -> Result<(), Corruption> {
+    let argv: Vec<&[u8]> = args.iter().map(|r| &data[r.clone()]).collect();
+    let name = argv[0];
+    if name.eq_ignore_ascii_case(b"MULTI") || name.eq_ignore_ascii_case(b"EXEC") {
+        // In checksummed batches a MULTI block is whole (verified), so its
+        // commands can be applied as they come.
+        *multi_at = if name.eq_ignore_ascii_case(b"MULTI") { Some(at) } else { None };
+        return Ok(());
+    }
+    apply(&argv).map_err(|reason| Corruption {
+        offset: at as u64,
+        reason,
+    })?;
+    if !name.eq_ignore_ascii_case(b"SELECT") {
+        report.commands += 1;
+    }
+    Ok(())
+}
+
+/// A bad batch starting at `batch_start`: a torn tail when no intact batch
+/// follows it, corruption otherwise.
+fn tail_or_corruption(
+    data: &[u8],
+    batch_start: usize,
+    valid_len: usize,
+    why: &str,
+    mut report: LoadReport,
+) -> Result<LoadReport, Corruption> {
+    if let Some(next_good) = next_valid_batch(data, batch_start) {
+        return Err(Corruption {
+            offset: batch_start as u64,
+            reason: format!("{why}; intact data follows at offset {next_good}"),
+        });
+    }
+    report.torn = Some(TornTail {
+        valid_len: valid_len as u64,
+        dropped_bytes: (data.len() - valid_len) as u64,
+        dropped_commands: count_commands(data, valid_len),
+        reason: why.to_string(),
+    });
+    report.valid_len = valid_len as u64;
+    Ok(report)
+}
+
+/// Offset of the first annotation after `from` that verifies the bytes
+/// before it (a batch that survived intact), if any.
+pub fn next_valid_batch(data: &[u8], from: usize) -> Option<usize> {
+    let mut search = from;
+    while let Some(i) = find(&data[search..], b"\r\n#hz1 ") {
+        let line_start = search + i + 2;
+        if let Some(Ok((line, _))) = read_line(data, line_start, ANNOTATION_MAX_BYTES) {
+            if let Some(a) = parse_annotation(line) {
+                if let Some(body_start) = line_start.checked_sub(a.len as usize) {
+                    if body_start > from && crc32fast::hash(&data[body_start..line_start]) == a.crc {
+                        return Some(body_start);
+                    }
+                }
+            }
+        }
+        search = line_start;
+    }
+    None
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Complete commands parseable from `from` (for loss reports).
+pub fn count_commands(data: &[u8], from: usize) -> u64 {
+    let mut pos = from;
+    let mut n = 0;
+    while pos < data.len() {
+        if data[pos] == b'#' {
+            match read_line(data, pos, ANNOTATION_MAX_BYTES) {
+                Some(Ok((_, next))) => {
+                    pos = next;
+                    continue;
+                }
+                _ => break,
+            }
+        }
+        match parse_command(data, pos) {
+            Parsed::Command(_, next) => {
+                n += 1;
+                pos = next;
+            }
+            _ => break,
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn effect(db: usize, args: &[&str]) -> Effect {
+        Effect {
+            db,
+            argv: args.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        }
+    }
+
+    fn file_of(units: &[Vec<Effect>]) -> Vec<u8> {
+        let mut out = FILE_HEADER.to_vec();
+        let mut db = None;
+        for (i, unit) in units.iter().enumerate() {
+            let mut b = BatchBuilder::new();
+            b.push_unit(unit, &mut db);
+            out.extend(b.finish(1000 + i as i64));
+        }
+        out
+    }
+
+    fn replay_all(data: &[u8]) -> Result<(LoadReport, Vec<String>), Corruption> {
+        let mut seen = Vec::new();
+        let report = replay(data, &mut |argv| {
+            seen.push(argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" "));
+            Ok(())
+        })?;
+        Ok((report, seen))
+    }
+
+    #[test]
+    fn batches_round_trip_with_select_and_multi() {
+        let data = file_of(&[
+            vec![effect(0, &["SET", "a", "1"])],
+            vec![effect(3, &["SET", "b", "2"]), effect(3, &["DEL", "c"])],
+        ]);
+        let (report, seen) = replay_all(&data).unwrap();
+        assert_eq!(seen, ["SELECT 0", "SET a 1", "SELECT 3", "SET b 2", "DEL c"]);
+        assert_eq!(report.batches, 2);
+        assert_eq!(report.commands, 3);
+        assert_eq!(report.torn, None);
+        assert_eq!(report.valid_len, data.len() as u64);
+        let text = String::from_utf8_lossy(&data);
+        assert!(text.contains("*1\r\n$5\r\nMULTI\r\n"), "{text}");
+    }
+
+    #[test]
+    fn truncation_at_every_offset_is_a_torn_tail_and_yields_a_prefix() {
+        let units: Vec<Vec<Effect>> = (0..6).map(|i| vec![effect(0, &["SET", &format!("k{i}"), "v"])]).collect();
+        let data = file_of(&units);
+        let (_, full) = replay_all(&data).unwrap();
+        for cut in 0..data.len() {
+            let (report, seen) = replay_all(&data[..cut]).unwrap_or_else(|c| panic!("cut {cut}: {c:?}"));
+            assert!(full.starts_with(&seen), "cut {cut}: not a prefix");
+            if cut != report.valid_len as usize {
+                assert!(report.torn.is_some(), "cut {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn bit_flip_in_last_batch_is_torn_but_earlier_is_corruption() {
+        let units: Vec<Vec<Effect>> = (0..4).map(|i| vec![effect(0, &["SET", &format!("k{i}"), "value"])]).collect();
+        let data = file_of(&units);
+        // Flip a byte inside the last batch's value.
+        let last_value = data.len() - 40;
+        let mut damaged = data.clone();
+        damaged[last_value] ^= 0x01;
+        let (report, seen) = replay_all(&damaged).unwrap();
+        assert!(report.torn.is_some());
+        assert_eq!(seen.iter().filter(|s| s.starts_with("SET")).count(), 3);
+        // Flip a byte inside the first batch: later batches are intact.
+        let mut damaged = data.clone();
+        let first_value = FILE_HEADER.len() + 40;
+        damaged[first_value] ^= 0x01;
+        let err = replay_all(&damaged).unwrap_err();
+        assert!(err.reason.contains("checksum mismatch"), "{err:?}");
+        assert_eq!(err.offset, FILE_HEADER.len() as u64);
+    }
+
+    #[test]
+    fn redis_plain_files_load_with_incomplete_tail_and_unfinished_multi() {
+        let mut data = Vec::new();
+        encode_command(&mut data, &["SELECT", "0"]);
+        data.extend_from_slice(b"#TS:1700000000\r\n");
+        encode_command(&mut data, &["SET", "a", "1"]);
+        let good = data.len();
+        encode_command(&mut data, &["MULTI"]);
+        encode_command(&mut data, &["SET", "b", "2"]);
+        let (report, seen) = replay_all(&data).unwrap();
+        assert_eq!(seen, ["SELECT 0", "SET a 1"]);
+        assert_eq!(report.valid_len, good as u64);
+        assert!(report.torn.unwrap().reason.contains("MULTI"));
+        assert_eq!(report.last_ts_ms, Some(1_700_000_000_000));
+        let mut data2 = data[..good].to_vec();
+        data2.extend_from_slice(b"*2\r\n$3\r\nGET");
+        let (report, _) = replay_all(&data2).unwrap();
+        assert_eq!(report.valid_len, good as u64);
+        let mut bad = data[..good].to_vec();
+        bad.extend_from_slice(b"+OK\r\n");
+        encode_command(&mut bad, &["SET", "c", "3"]);
+        assert!(replay_all(&bad).is_err());
+    }
+
+    #[test]
+    fn hostile_counts_do_not_allocate() {
+        let data = b"*2147483647\r\n$9999999999\r\n".to_vec();
+        let (report, _) = replay_all(&data).unwrap();
+        assert_eq!(report.valid_len, 0);
+    }
+}

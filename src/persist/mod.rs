@@ -1,0 +1,5 @@
+//! Persistence: the append-only file, the data-directory lock, and the I/O
+//! layer they share. See docs/persistence.md.
+
+pub mod aof;
+pub mod io;
