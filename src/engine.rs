@@ -10,11 +10,17 @@
 //! times a second and which [`Engine::execute`] also runs opportunistically
 //! when it is due, so an embedded engine expires keys without a timer.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::command::{self, flags, Ctx, Effect, Host, NullHost, Session};
 use crate::config::Config;
 use crate::keyspace::Keyspace;
+use crate::persist::aof::{self, LoadReport};
+use crate::persist::io::{Io, RealIo};
+use crate::persist::lock::DirLock;
+use crate::persist::writer::{AofStatus, AofWriter, FlushError};
 use crate::rand::Rng;
 use crate::reply::Reply;
 
@@ -35,6 +41,14 @@ pub struct Stats {
     pub rejected_connections: u64,
     /// Unix ms when the counters were last reset.
     pub reset_ms: i64,
+    /// Bytes read from clients (server).
+    pub net_input_bytes: u64,
+    /// Bytes written to clients (server).
+    pub net_output_bytes: u64,
+    /// Socket reads (server).
+    pub reads_processed: u64,
+    /// Socket writes (server).
+    pub writes_processed: u64,
 }
 
 /// The engine's state, reachable by commands through [`Ctx::core`].
@@ -53,11 +67,27 @@ pub struct Core {
     pub dirty: u64,
     /// Unix ms when the engine started.
     pub start_ms: i64,
+    /// True while the AOF is being replayed: no lazy expiry, nothing logged.
+    pub loading: bool,
+    /// The append-only file, when `appendonly yes`.
+    pub aof: Option<AofWriter>,
+    /// What loading the AOF found at startup.
+    pub aof_load: Option<LoadReport>,
     next_session_id: u64,
     last_cron_ms: i64,
 }
 
 impl Core {
+    /// INFO persistence figures of the AOF, when enabled.
+    pub fn aof_status(&self) -> Option<AofStatus> {
+        self.aof.as_ref().map(AofWriter::status)
+    }
+
+    /// The MISCONF error writes get while the AOF cannot be written.
+    pub fn write_refusal(&self) -> Option<String> {
+        self.aof.as_ref().and_then(AofWriter::refusal)
+    }
+
     /// Called for every modified key (WATCH bookkeeping lives here).
     pub fn signal_modified(&mut self, _db: usize, _key: &[u8]) {}
 
@@ -110,17 +140,50 @@ pub fn now_ms() -> i64 {
 /// An in-process keyspace engine.
 pub struct Engine {
     core: Core,
+    /// Held for the engine's life when it uses the data directory.
+    _lock: Option<DirLock>,
+    /// When true (the server), logged effects wait for [`Engine::flush_log`]
+    /// at the end of the event-loop turn; otherwise each `execute` writes
+    /// its own batch before returning.
+    group_commit: bool,
+    /// Log lines for the host to print (what loading found).
+    notices: Vec<String>,
+    /// Keep logged effects for [`Engine::take_effects`] when there is no
+    /// AOF to consume them (tests, embedders that ship effects elsewhere).
+    capture_effects: bool,
+}
+
+impl Config {
+    /// A configuration with persistence off (no files at all): the engine
+    /// is a pure in-memory cache. Everything else has its default.
+    pub fn in_memory() -> Config {
+        Config {
+            appendonly: false,
+            save: Vec::new(),
+            ..Config::default()
+        }
+    }
 }
 
 impl Engine {
-    /// Opens an engine with `config` (in-memory: persistence arrives with
-    /// the append-only file).
+    /// Opens an engine with `config`. With `appendonly yes` it locks the
+    /// data directory, replays `appendonly.aof` (verifying every batch) and
+    /// appends to it from then on; with persistence off it touches no file.
     pub fn open(config: Config) -> Result<Engine, crate::Error> {
+        Engine::open_with_io(config, Arc::new(RealIo))
+    }
+
+    /// [`Engine::open`] with an explicit I/O backend (tests inject faults).
+    pub fn open_with_io(config: Config, io: Arc<dyn Io>) -> Result<Engine, crate::Error> {
         if config.databases == 0 {
             return Err(crate::Error::Config("databases must be at least 1".into()));
         }
         let now = now_ms();
-        Ok(Engine {
+        let mut engine = Engine {
+            _lock: None,
+            group_commit: false,
+            notices: Vec::new(),
+            capture_effects: true,
             core: Core {
                 keyspace: Keyspace::new(config.databases),
                 config,
@@ -132,10 +195,190 @@ impl Engine {
                 effects: Vec::new(),
                 dirty: 0,
                 start_ms: now,
+                loading: false,
+                aof: None,
+                aof_load: None,
                 next_session_id: 1,
                 last_cron_ms: now,
             },
+        };
+        if engine.core.config.appendonly {
+            engine.open_aof(io)?;
+        }
+        Ok(engine)
+    }
+
+    fn open_aof(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
+        let dir = self.core.config.dir.clone();
+        if io.is_real() {
+            self._lock = Some(DirLock::acquire(&dir)?);
+        }
+        self.remove_temp_files(io.as_ref(), &dir)?;
+        let path = dir.join(&self.core.config.appendfilename);
+        if io.exists(&path) {
+            let started = std::time::Instant::now();
+            let data = io.read_all(&path).map_err(|source| crate::Error::Io {
+                context: format!("reading {}", path.display()),
+                source,
+            })?;
+            let report = self.replay_aof(&data, &path)?;
+            if let Some(torn) = &report.torn {
+                let facts = format!(
+                    "the AOF {} ends with a torn write at offset {} ({}): {} bytes and {} complete commands after it",
+                    path.display(),
+                    torn.valid_len,
+                    torn.reason,
+                    torn.dropped_bytes,
+                    torn.dropped_commands
+                );
+                if !self.core.config.aof_load_truncated {
+                    return Err(crate::Error::Corrupt(format!(
+                        "{facts}; not loading because aof-load-truncated is no. \
+                         Inspect it with `hozon-repair check {}` or set aof-load-truncated yes to drop the torn tail",
+                        path.display()
+                    )));
+                }
+                io.truncate(&path, torn.valid_len)
+                    .map_err(|source| crate::Error::Io {
+                        context: format!("truncating {} to {}", path.display(), torn.valid_len),
+                        source,
+                    })?;
+                self.notices.push(format!(
+                    "!!! Warning: {facts}; truncated the file to {} bytes and dropped them",
+                    torn.valid_len
+                ));
+            }
+            self.notices.push(format!(
+                "DB loaded from append only file: {:.3} seconds ({} commands in {} verified batches)",
+                started.elapsed().as_secs_f64(),
+                report.commands,
+                report.batches
+            ));
+            self.core.aof_load = Some(report);
+        }
+        let checksummed = self.core.aof_load.as_ref().is_none_or(|r| r.checksummed);
+        let writer = AofWriter::open(
+            Arc::clone(&io),
+            &path,
+            self.core.config.appendfsync,
+            checksummed,
+        )
+        .map_err(|source| crate::Error::Io {
+            context: format!("opening the append only file {}", path.display()),
+            source,
+        })?;
+        self.core.aof = Some(writer);
+        Ok(())
+    }
+
+    fn remove_temp_files(
+        &mut self,
+        io: &dyn Io,
+        dir: &std::path::Path,
+    ) -> Result<(), crate::Error> {
+        let names = match io.list_dir(dir) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => {
+                return Err(crate::Error::Io {
+                    context: format!("listing {}", dir.display()),
+                    source,
+                })
+            }
+        };
+        for name in names.iter().filter(|n| n.starts_with("temp-")) {
+            let path: PathBuf = dir.join(name);
+            io.remove(&path).map_err(|source| crate::Error::Io {
+                context: format!("removing stale temporary file {}", path.display()),
+                source,
+            })?;
+            self.notices
+                .push(format!("Removed stale temporary file {}", path.display()));
+        }
+        Ok(())
+    }
+
+    /// Replays an AOF image into the keyspace.
+    fn replay_aof(
+        &mut self,
+        data: &[u8],
+        path: &std::path::Path,
+    ) -> Result<LoadReport, crate::Error> {
+        let mut session = self.new_session();
+        session.authenticated = true;
+        self.core.loading = true;
+        let result = aof::replay(data, &mut |argv| {
+            if command::lookup(argv[0]).is_none() {
+                return Err(format!(
+                    "unknown command '{}'",
+                    String::from_utf8_lossy(argv[0])
+                ));
+            }
+            let reply = self.execute(&mut session, argv);
+            self.core.effects.clear();
+            match reply {
+                Reply::Error(e) => Err(format!(
+                    "replaying '{}' failed: {e}",
+                    String::from_utf8_lossy(argv[0])
+                )),
+                _ => Ok(()),
+            }
+        });
+        self.core.loading = false;
+        result.map_err(|c| {
+            crate::Error::Corrupt(format!(
+                "Bad file format reading the append only file {} at offset {}: {}. Nothing was loaded and the file \
+                 was not changed. Run `hozon-repair check {}` to see every problem, then `hozon-repair salvage {}` \
+                 to keep all intact data.",
+                path.display(),
+                c.offset,
+                c.reason,
+                path.display(),
+                path.display()
+            ))
         })
+    }
+
+    /// Log lines describing what opening found (for the host to print).
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// Makes logged effects wait for [`Engine::flush_log`] (the server's
+    /// group commit) instead of being written by each `execute`.
+    pub fn set_group_commit(&mut self, on: bool) {
+        self.group_commit = on;
+    }
+
+    /// Writes the pending batch of logged effects with one write(2) and
+    /// applies the fsync policy. Replies to the commands of the batch may
+    /// be released only after this returns Ok.
+    pub fn flush_log(&mut self) -> Result<(), FlushError> {
+        match self.core.aof.as_mut() {
+            Some(aof) if aof.has_pending() => aof.flush(now_ms()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Bytes of logged effects waiting in the current batch (a command
+    /// that grew it has a reply that must wait for the batch).
+    pub fn log_batch_bytes(&self) -> usize {
+        self.core.aof.as_ref().map_or(0, AofWriter::batch_bytes)
+    }
+
+    /// True when logged effects wait to be written.
+    pub fn log_pending(&self) -> bool {
+        self.core.aof.as_ref().is_some_and(AofWriter::has_pending)
+    }
+
+    /// Waits until everything logged so far is on stable storage (fsync),
+    /// whatever the policy.
+    pub fn sync(&mut self) -> Result<(), FlushError> {
+        self.flush_log()?;
+        match self.core.aof.as_mut() {
+            Some(aof) => aof.sync_now(),
+            None => Ok(()),
+        }
     }
 
     /// A new client session (id, database 0, RESP2).
@@ -163,9 +406,16 @@ impl Engine {
 
     /// Executes one command for `session`, with `host` answering for the
     /// surrounding program (other clients, shutdown).
-    pub fn execute_with_host(&mut self, session: &mut Session, argv: &[&[u8]], host: &mut dyn Host) -> Reply {
+    pub fn execute_with_host(
+        &mut self,
+        session: &mut Session,
+        argv: &[&[u8]],
+        host: &mut dyn Host,
+    ) -> Reply {
         let now = now_ms();
-        if now - self.core.last_cron_ms >= i64::from(1000 / self.core.config.hz.max(1)) {
+        if !self.core.loading
+            && now - self.core.last_cron_ms >= i64::from(1000 / self.core.config.hz.max(1))
+        {
             self.cron_at(now);
         }
         if argv.is_empty() {
@@ -190,8 +440,16 @@ impl Engine {
         } else if !spec.arity_ok(argv.len()) {
             return command::arity_error(spec.name);
         }
-        if !session.authenticated && !spec.has(flags::NO_AUTH) {
+        if !session.authenticated
+            && self.core.config.requirepass.is_some()
+            && !spec.has(flags::NO_AUTH)
+        {
             return Reply::err("NOAUTH Authentication required.");
+        }
+        if (spec.is_write() || spec.name == "ping") && !self.core.loading {
+            if let Some(refusal) = self.core.write_refusal() {
+                return Reply::error(refusal);
+            }
         }
         session.last_command = spec.name;
         self.core.stats.commands_processed += 1;
@@ -216,20 +474,83 @@ impl Engine {
             self.core.effects.len() >= effects_before,
             "a command never removes logged effects"
         );
+        if self.core.loading {
+            return reply;
+        }
+        if self.core.aof.is_none() && !self.capture_effects {
+            self.core.effects.clear();
+        }
+        if let Some(aof) = self.core.aof.as_mut() {
+            let logged = self.core.effects.len() > effects_before;
+            if logged {
+                aof.push_unit(&self.core.effects[effects_before..]);
+                self.core.effects.truncate(effects_before);
+            }
+            // Only a command that logged something waits for the log; a
+            // batch that failed earlier is retried by cron.
+            if !self.group_commit && logged {
+                if let Err(e) = aof.flush(now) {
+                    // Applied in memory but not logged: not acknowledged.
+                    return Reply::error(match e {
+                        FlushError::Write(cause) => {
+                            format!("MISCONF Errors writing to the AOF file: {cause}")
+                        }
+                        FlushError::Poisoned(cause) => {
+                            format!(
+                                "MISCONF Errors writing to the AOF file: fsync failed ({cause})"
+                            )
+                        }
+                    });
+                }
+            }
+        }
         reply
     }
 
-    /// Runs background work now: active expiry.
+    /// Runs background work (active expiry, AOF fsync scheduling and
+    /// retries) if it is due: `hz` times a second.
     pub fn cron(&mut self) {
+        let now = now_ms();
+        if now - self.core.last_cron_ms >= i64::from(1000 / self.core.config.hz.max(1)) {
+            self.cron_at(now);
+        }
+    }
+
+    /// Runs background work now, whether due or not.
+    pub fn cron_now(&mut self) {
         self.cron_at(now_ms());
     }
 
     fn cron_at(&mut self, now: i64) {
         self.core.last_cron_ms = now;
+        let before = self.core.effects.len();
         self.core.active_expire_cycle(now);
+        if let Some(aof) = self.core.aof.as_mut() {
+            // Each expired key is its own unit (no MULTI wrapping).
+            for effect in self.core.effects.drain(before..) {
+                aof.push_unit(std::slice::from_ref(&effect));
+            }
+            if !self.group_commit && aof.has_pending() {
+                // A failure is kept for retry and reported by the next write.
+                let _ = aof.flush(now);
+            }
+            aof.cron(now);
+        } else if !self.capture_effects {
+            self.core.effects.clear();
+        }
     }
 
-    /// Takes the effects logged since the last call, in order.
+    /// Whether effects are kept for [`Engine::take_effects`] when no AOF
+    /// consumes them (without it they are dropped after each command).
+    pub fn set_capture_effects(&mut self, on: bool) {
+        self.capture_effects = on;
+        if !on {
+            self.core.effects.clear();
+        }
+    }
+
+    /// Takes the effects logged since the last call, in order (only those
+    /// not consumed by the AOF, and only while capturing).
     pub fn take_effects(&mut self) -> Vec<Effect> {
         std::mem::take(&mut self.core.effects)
     }

@@ -8,6 +8,11 @@ use std::fmt;
 pub enum Error {
     /// The configuration is invalid; the text says which parameter and why.
     Config(String),
+    /// The data directory is held by another engine (the text names it).
+    Locked(String),
+    /// A persistence file is damaged before its tail; the text gives the
+    /// offset, what is affected and the repair command to run.
+    Corrupt(String),
     /// An I/O error, with what was being done.
     Io {
         /// What the engine was doing (e.g. "opening ./data/LOCK").
@@ -21,6 +26,8 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Config(msg) => write!(f, "configuration error: {msg}"),
+            Error::Locked(msg) => f.write_str(msg),
+            Error::Corrupt(msg) => f.write_str(msg),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
         }
     }
@@ -30,7 +37,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
-            Error::Config(_) => None,
+            Error::Config(_) | Error::Locked(_) | Error::Corrupt(_) => None,
         }
     }
 }

@@ -9,7 +9,7 @@
 //! ```
 //! use hozon::{Config, Engine, Reply};
 //!
-//! let mut engine = Engine::open(Config::default()).unwrap();
+//! let mut engine = Engine::open(Config::in_memory()).unwrap();
 //! let mut session = engine.new_session();
 //! assert_eq!(engine.execute(&mut session, &[b"SET", b"k", b"v"]), Reply::ok());
 //! assert_eq!(engine.execute(&mut session, &[b"GET", b"k"]), Reply::Bulk(b"v".to_vec()));

@@ -212,6 +212,9 @@ mod tests {
         assert_eq!(Reply::Null.to_resp(3), b"_\r\n");
         assert_eq!(Reply::Double(1.5).to_resp(2), b"$3\r\n1.5\r\n");
         assert_eq!(Reply::Double(1.5).to_resp(3), b",1.5\r\n");
-        assert_eq!(Reply::Verbatim("txt", b"hi".to_vec()).to_resp(3), b"=6\r\ntxt:hi\r\n");
+        assert_eq!(
+            Reply::Verbatim("txt", b"hi".to_vec()).to_resp(3),
+            b"=6\r\ntxt:hi\r\n"
+        );
     }
 }

@@ -25,6 +25,15 @@ pub struct Session {
     pub close_after_reply: bool,
     /// Name of the last command executed (CLIENT LIST `cmd=`).
     pub last_command: &'static str,
+    /// CLIENT REPLY OFF: no replies are sent.
+    pub reply_off: bool,
+    /// The reply of the command being executed is not sent (CLIENT REPLY
+    /// SKIP, for the command after it).
+    pub reply_skip: bool,
+    /// CLIENT REPLY SKIP ran: skip the reply of the next command.
+    pub reply_skip_next: bool,
+    /// CLIENT NO-EVICT ON (CLIENT LIST flag `e`).
+    pub no_evict: bool,
 }
 
 impl Session {
@@ -39,8 +48,45 @@ impl Session {
             created_ms,
             close_after_reply: false,
             last_command: "NULL",
+            reply_off: false,
+            reply_skip: false,
+            reply_skip_next: false,
+            no_evict: false,
         }
     }
+
+    /// Called by the server after each command: true when that command's
+    /// reply must not be sent (CLIENT REPLY OFF/SKIP). Moves a pending
+    /// SKIP on to the next command, as Redis's `resetClient` does.
+    pub fn reply_suppressed(&mut self) -> bool {
+        let suppressed = self.reply_off || self.reply_skip;
+        self.reply_skip = std::mem::take(&mut self.reply_skip_next);
+        suppressed
+    }
+}
+
+/// The socket-level facts about a connection that CLIENT LIST, CLIENT KILL
+/// and INFO clients report (the engine-level ones are in [`Session`]).
+#[derive(Debug, Clone, Default)]
+pub struct Connection {
+    /// Peer address as Redis prints it (`127.0.0.1:50312`, `[::1]:50312`).
+    pub addr: String,
+    /// Local address the client connected to.
+    pub laddr: String,
+    /// File descriptor.
+    pub fd: i64,
+    /// Unix ms of the last request received (CLIENT LIST `idle=`).
+    pub last_interaction_ms: i64,
+    /// Bytes received and not yet executed (`qbuf=`).
+    pub query_buffer_bytes: usize,
+    /// Spare capacity of the input buffer (`qbuf-free=`).
+    pub query_buffer_free_bytes: usize,
+    /// Bytes of replies not yet written (`omem=`).
+    pub output_bytes: usize,
+    /// Total memory attributed to the connection (`tot-mem=`).
+    pub total_bytes: usize,
+    /// Events the server waits for: `r`, or `rw` while output is pending.
+    pub events: &'static str,
 }
 
 /// A logged effect: one command to append to the AOF, in database `db`.
@@ -66,6 +112,51 @@ pub trait Host {
     fn request_shutdown(&mut self) -> bool {
         false
     }
+
+    /// The calling client's connection, when it has one.
+    fn connection(&self) -> Option<Connection> {
+        None
+    }
+
+    /// Calls `f` for every other client, in connection order.
+    fn for_each_client(&self, _f: &mut dyn FnMut(&Session, &Connection)) {}
+
+    /// Closes every other client for which `pred` is true, once its
+    /// pending replies are written (CLIENT KILL). Returns how many.
+    fn kill_clients(&mut self, _pred: &mut dyn FnMut(&Session, &Connection) -> bool) -> usize {
+        0
+    }
+
+    /// Applies a configuration change made by CONFIG SET to what the host
+    /// owns (listening sockets, logging). An error rolls the change back
+    /// and is reported to the client.
+    fn apply_config(
+        &mut self,
+        _old: &crate::config::Config,
+        _new: &crate::config::Config,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The process's allocated memory (INFO `used_memory`), when the host
+    /// counts it.
+    fn used_memory(&self) -> Option<MemoryUse> {
+        None
+    }
+
+    /// Writes a line to the host's log (SHUTDOWN's reasons).
+    fn log(&self, _level: crate::config::LogLevel, _message: &str) {}
+}
+
+/// Memory the process has allocated, in bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemoryUse {
+    /// Allocated now.
+    pub used: u64,
+    /// Most allocated at once so far.
+    pub peak: u64,
+    /// Allocated when the server became ready (INFO `used_memory_startup`).
+    pub startup: u64,
 }
 
 /// The host of an embedded engine: no other clients, no process to stop.
@@ -116,7 +207,12 @@ macro_rules! typed_access {
 
 impl<'a> Ctx<'a> {
     /// A context for one command.
-    pub fn new(core: &'a mut Core, session: &'a mut Session, host: &'a mut dyn Host, now_ms: i64) -> Self {
+    pub fn new(
+        core: &'a mut Core,
+        session: &'a mut Session,
+        host: &'a mut dyn Host,
+        now_ms: i64,
+    ) -> Self {
         Ctx {
             core,
             session,
@@ -147,6 +243,11 @@ impl<'a> Ctx<'a> {
     /// (as Redis propagates lazy expiry). Returns true when it was removed.
     pub fn expire_if_needed_in(&mut self, db: usize, key: &[u8]) -> bool {
         let now = self.now_ms;
+        if self.core.loading {
+            // While replaying the log nothing expires: the log itself says
+            // when keys were deleted, and replay must not depend on the clock.
+            return false;
+        }
         let database = self.core.keyspace.db_mut(db);
         if !database.is_expired(key, now) {
             return false;

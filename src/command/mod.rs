@@ -12,6 +12,7 @@
 //! SPOP as SREM, …) calls [`Ctx::log`] instead.
 
 pub mod ctx;
+pub mod docs;
 pub mod hash;
 pub mod keys;
 pub mod list;
@@ -152,7 +153,9 @@ impl CommandSpec {
 /// A handler for container commands reached without a subcommand; never
 /// called because dispatch resolves subcommands first.
 pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
-    Err(Reply::err("ERR container command called without a subcommand"))
+    Err(Reply::err(
+        "ERR container command called without a subcommand",
+    ))
 }
 
 /// Every command family's table.
@@ -230,7 +233,9 @@ pub fn syntax_error<T>() -> Result<T, Reply> {
 
 /// The arity error for `name` (`ERR wrong number of arguments for 'get' command`).
 pub fn arity_error(name: &str) -> Reply {
-    Reply::error(format!("ERR wrong number of arguments for '{name}' command"))
+    Reply::error(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
 }
 
 /// The unknown-command error, exactly as Redis 7.0 words it: the name cut

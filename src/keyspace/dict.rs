@@ -228,7 +228,10 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     }
 
     fn resize(&mut self, new_count: usize) {
-        debug_assert!(new_count.is_power_of_two(), "bucket count is a power of two");
+        debug_assert!(
+            new_count.is_power_of_two(),
+            "bucket count is a power of two"
+        );
         let old = std::mem::take(&mut self.buckets);
         self.buckets.resize_with(new_count, || None);
         let mask = new_count - 1;

@@ -64,9 +64,10 @@ impl Db {
         self.expires.get(key).copied()
     }
 
-    /// True when `key` has a TTL that has passed at `now_ms`.
+    /// True when `key` has a TTL that has passed at `now_ms` (Redis: expired
+    /// once the clock is strictly past the expiry time).
     pub fn is_expired(&self, key: &[u8], now_ms: i64) -> bool {
-        matches!(self.expires.get(key), Some(&at) if at <= now_ms)
+        matches!(self.expires.get(key), Some(&at) if at < now_ms)
     }
 
     /// Stores `value` under `key`, replacing any value. When `keep_ttl` is
@@ -145,7 +146,7 @@ impl Db {
         let n = samples.min(self.expires.len());
         for _ in 0..n {
             if let Some((k, &at)) = self.expires.random(rng) {
-                if at <= now_ms && !expired.contains(k) {
+                if at < now_ms && !expired.contains(k) {
                     expired.push(k.clone());
                 }
             }

@@ -103,15 +103,17 @@ impl BatchBuilder {
     }
 }
 
-/// The annotation line closing a batch whose body is `body`.
+/// The annotation line closing a batch whose body is `body`:
+/// `#hz1 <len> <ts_ms> <crc32>\r\n`, where the CRC covers the body and then
+/// the line's own text up to the CRC (`#hz1 <len> <ts_ms> `), so a damaged
+/// length or timestamp is detected like damaged data.
 pub fn annotation_line(body: &[u8], ts_ms: i64) -> Vec<u8> {
-    format!(
-        "#hz1 {} {:08x} {}\r\n",
-        body.len(),
-        crc32fast::hash(body),
-        ts_ms
-    )
-    .into_bytes()
+    let mut line = format!("#hz1 {} {} ", body.len(), ts_ms).into_bytes();
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(body);
+    hasher.update(&line);
+    line.extend_from_slice(format!("{:08x}\r\n", hasher.finalize()).as_bytes());
+    line
 }
 
 /// A parsed batch annotation.
@@ -119,10 +121,26 @@ pub fn annotation_line(body: &[u8], ts_ms: i64) -> Vec<u8> {
 pub struct Annotation {
     /// Length of the batch body.
     pub len: u64,
-    /// CRC-32 of the batch body.
-    pub crc: u32,
     /// Unix ms when written.
     pub ts_ms: i64,
+    /// CRC-32 of the body followed by the line up to the CRC field.
+    pub crc: u32,
+    /// Length of the line's text covered by the CRC.
+    covered_len: usize,
+}
+
+impl Annotation {
+    /// True when `body` (the bytes before the line) matches this
+    /// annotation, whose line text is `line`.
+    pub fn verifies(&self, body: &[u8], line: &[u8]) -> bool {
+        if body.len() as u64 != self.len {
+            return false;
+        }
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(body);
+        hasher.update(&line[..self.covered_len]);
+        hasher.finalize() == self.crc
+    }
 }
 
 /// Parses an annotation line (without its CRLF).
@@ -130,17 +148,27 @@ pub fn parse_annotation(line: &[u8]) -> Option<Annotation> {
     let rest = line.strip_prefix(ANNOTATION_PREFIX)?;
     let text = std::str::from_utf8(rest).ok()?;
     let mut parts = text.split(' ');
-    let len = parts.next()?.parse().ok()?;
+    let len_text = parts.next()?;
+    let ts_text = parts.next()?;
     let crc_text = parts.next()?;
-    if crc_text.len() != 8 {
+    // Exactly 8 lower-case hex digits: a case flip is damage, not a variant.
+    if parts.next().is_some()
+        || crc_text.len() != 8
+        || !crc_text
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
         return None;
     }
+    let len = crate::types::num::parse_i64(len_text.as_bytes()).filter(|n| *n >= 0)? as u64;
+    let ts_ms = crate::types::num::parse_i64(ts_text.as_bytes())?;
     let crc = u32::from_str_radix(crc_text, 16).ok()?;
-    let ts_ms = parts.next()?.parse().ok()?;
-    if parts.next().is_some() {
-        return None;
-    }
-    Some(Annotation { len, crc, ts_ms })
+    Some(Annotation {
+        len,
+        ts_ms,
+        crc,
+        covered_len: line.len() - crc_text.len(),
+    })
 }
 
 /// Outcome of parsing one command at a position.
@@ -230,6 +258,9 @@ pub struct TornTail {
     pub reason: String,
 }
 
+/// Applies one replayed command; an `Err` text makes the file corrupt there.
+pub type ApplyFn<'a> = dyn FnMut(&[&[u8]]) -> Result<(), String> + 'a;
+
 /// Damage before the tail: the file cannot be loaded without repair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Corruption {
@@ -262,11 +293,8 @@ pub struct LoadReport {
 /// when it cannot be applied (unknown command, error reply), which makes the
 /// file corrupt at that command. MULTI … EXEC blocks are applied only once
 /// their EXEC is read.
-pub fn replay(
-    data: &[u8],
-    apply: &mut dyn FnMut(&[&[u8]]) -> Result<(), String>,
-) -> Result<LoadReport, Corruption> {
-    let checksummed = data.starts_with(FILE_HEADER);
+pub fn replay(data: &[u8], apply: &mut ApplyFn<'_>) -> Result<LoadReport, Corruption> {
+    let mut checksummed = data.starts_with(FILE_HEADER);
     let mut report = LoadReport {
         checksummed,
         ..LoadReport::default()
@@ -295,7 +323,10 @@ pub fn replay(
                 // An annotation cut by the end of the file: torn.
                 None => break,
                 Some(Err(())) => {
-                    return Err(corrupt(pos, "annotation line longer than 1024 bytes".into()));
+                    return Err(corrupt(
+                        pos,
+                        "annotation line longer than 1024 bytes".into(),
+                    ));
                 }
             };
             if line.starts_with(b"#hz") && !line.starts_with(ANNOTATION_PREFIX) {
@@ -307,10 +338,32 @@ pub fn replay(
                     ),
                 ));
             }
+            if !checksummed && line == &FILE_HEADER[..FILE_HEADER.len() - 2] {
+                // hozon appended to a file it did not create: checksummed
+                // batches start here (everything before was applied).
+                if multi_at.is_some() {
+                    return Err(corrupt(
+                        pos,
+                        "checksummed section starts inside MULTI".into(),
+                    ));
+                }
+                checksummed = true;
+                report.checksummed = true;
+                pos = next;
+                batch_start = pos;
+                valid_len = pos;
+                continue;
+            }
+            if !checksummed && line.starts_with(ANNOTATION_PREFIX) {
+                return Err(corrupt(
+                    pos,
+                    "checksum annotation in a file whose hozon header is missing or damaged".into(),
+                ));
+            }
             if checksummed && line.starts_with(ANNOTATION_PREFIX) {
                 let body = &data[batch_start..pos];
                 let verified = match parse_annotation(line) {
-                    Some(a) if a.len == body.len() as u64 && a.crc == crc32fast::hash(body) => Some(a),
+                    Some(a) if a.verifies(body, line) => Some(a),
                     _ => None,
                 };
                 let Some(annotation) = verified else {
@@ -322,7 +375,10 @@ pub fn replay(
                     apply_one(data, at, &args, apply, &mut report, &mut multi_at)?;
                 }
                 if multi_at.is_some() {
-                    return Err(corrupt(batch_start, "a verified batch ends inside MULTI".into()));
+                    return Err(corrupt(
+                        batch_start,
+                        "a verified batch ends inside MULTI".into(),
+                    ));
                 }
                 report.batches += 1;
                 report.last_ts_ms = Some(annotation.ts_ms);
@@ -348,7 +404,15 @@ pub fn replay(
                     pending.push((pos, args));
                 } else {
                     let at = pos;
-                    apply_plain(data, at, args, apply, &mut report, &mut multi_at, &mut pending)?;
+                    apply_plain(
+                        data,
+                        at,
+                        args,
+                        apply,
+                        &mut report,
+                        &mut multi_at,
+                        &mut pending,
+                    )?;
                     if multi_at.is_none() {
                         valid_len = next;
                     }
@@ -389,7 +453,7 @@ fn apply_plain(
     data: &[u8],
     at: usize,
     args: Vec<Range<usize>>,
-    apply: &mut dyn FnMut(&[&[u8]]) -> Result<(), String>,
+    apply: &mut ApplyFn<'_>,
     report: &mut LoadReport,
     multi_at: &mut Option<usize>,
     queued: &mut Vec<(usize, Vec<Range<usize>>)>,
@@ -428,7 +492,7 @@ fn apply_one(
     data: &[u8],
     at: usize,
     args: &[Range<usize>],
-    apply: &mut dyn FnMut(&[&[u8]]) -> Result<(), String>,
+    apply: &mut ApplyFn<'_>,
     report: &mut LoadReport,
     multi_at: &mut Option<usize>,
 ) -> Result<(), Corruption> {
@@ -437,7 +501,11 @@ fn apply_one(
     if name.eq_ignore_ascii_case(b"MULTI") || name.eq_ignore_ascii_case(b"EXEC") {
         // In checksummed batches a MULTI block is whole (verified), so its
         // commands can be applied as they come.
-        *multi_at = if name.eq_ignore_ascii_case(b"MULTI") { Some(at) } else { None };
+        *multi_at = if name.eq_ignore_ascii_case(b"MULTI") {
+            Some(at)
+        } else {
+            None
+        };
         return Ok(());
     }
     apply(&argv).map_err(|reason| Corruption {
@@ -484,7 +552,7 @@ pub fn next_valid_batch(data: &[u8], from: usize) -> Option<usize> {
         if let Some(Ok((line, _))) = read_line(data, line_start, ANNOTATION_MAX_BYTES) {
             if let Some(a) = parse_annotation(line) {
                 if let Some(body_start) = line_start.checked_sub(a.len as usize) {
-                    if body_start > from && crc32fast::hash(&data[body_start..line_start]) == a.crc {
+                    if body_start > from && a.verifies(&data[body_start..line_start], line) {
                         return Some(body_start);
                     }
                 }
@@ -549,7 +617,12 @@ mod tests {
     fn replay_all(data: &[u8]) -> Result<(LoadReport, Vec<String>), Corruption> {
         let mut seen = Vec::new();
         let report = replay(data, &mut |argv| {
-            seen.push(argv.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" "));
+            seen.push(
+                argv.iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
             Ok(())
         })?;
         Ok((report, seen))
@@ -562,7 +635,10 @@ mod tests {
             vec![effect(3, &["SET", "b", "2"]), effect(3, &["DEL", "c"])],
         ]);
         let (report, seen) = replay_all(&data).unwrap();
-        assert_eq!(seen, ["SELECT 0", "SET a 1", "SELECT 3", "SET b 2", "DEL c"]);
+        assert_eq!(
+            seen,
+            ["SELECT 0", "SET a 1", "SELECT 3", "SET b 2", "DEL c"]
+        );
         assert_eq!(report.batches, 2);
         assert_eq!(report.commands, 3);
         assert_eq!(report.torn, None);
@@ -573,11 +649,14 @@ mod tests {
 
     #[test]
     fn truncation_at_every_offset_is_a_torn_tail_and_yields_a_prefix() {
-        let units: Vec<Vec<Effect>> = (0..6).map(|i| vec![effect(0, &["SET", &format!("k{i}"), "v"])]).collect();
+        let units: Vec<Vec<Effect>> = (0..6)
+            .map(|i| vec![effect(0, &["SET", &format!("k{i}"), "v"])])
+            .collect();
         let data = file_of(&units);
         let (_, full) = replay_all(&data).unwrap();
         for cut in 0..data.len() {
-            let (report, seen) = replay_all(&data[..cut]).unwrap_or_else(|c| panic!("cut {cut}: {c:?}"));
+            let (report, seen) =
+                replay_all(&data[..cut]).unwrap_or_else(|c| panic!("cut {cut}: {c:?}"));
             assert!(full.starts_with(&seen), "cut {cut}: not a prefix");
             if cut != report.valid_len as usize {
                 assert!(report.torn.is_some(), "cut {cut}");
@@ -587,7 +666,9 @@ mod tests {
 
     #[test]
     fn bit_flip_in_last_batch_is_torn_but_earlier_is_corruption() {
-        let units: Vec<Vec<Effect>> = (0..4).map(|i| vec![effect(0, &["SET", &format!("k{i}"), "value"])]).collect();
+        let units: Vec<Vec<Effect>> = (0..4)
+            .map(|i| vec![effect(0, &["SET", &format!("k{i}"), "value"])])
+            .collect();
         let data = file_of(&units);
         // Flip a byte inside the last batch's value.
         let last_value = data.len() - 40;

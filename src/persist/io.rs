@@ -17,6 +17,10 @@ pub trait AppendFile: Send {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
     /// Current length in bytes.
     fn len(&self) -> io::Result<u64>;
+    /// True when the file holds no bytes.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// Truncates (or extends) to `len` bytes; the next write appends there.
     fn set_len(&mut self, len: u64) -> io::Result<()>;
     /// A handle that fsyncs this file from another thread.
@@ -47,6 +51,10 @@ pub trait Io: Send + Sync {
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Truncates `path` to `len` bytes and makes that durable.
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
+    /// True for the real file system (the directory lock applies there).
+    fn is_real(&self) -> bool {
+        false
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -92,6 +100,10 @@ impl AppendFile for RealFile {
 }
 
 impl Io for RealIo {
+    fn is_real(&self) -> bool {
+        true
+    }
+
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Box::new(RealFile { file }))
@@ -230,8 +242,14 @@ impl FaultyIo {
                 errno,
                 sticky,
             },
-            Fault::ShortWrite { nth, bytes } => Fault::ShortWrite { nth: s.writes + nth, bytes },
-            Fault::FailSync { nth, errno } => Fault::FailSync { nth: s.syncs + nth, errno },
+            Fault::ShortWrite { nth, bytes } => Fault::ShortWrite {
+                nth: s.writes + nth,
+                bytes,
+            },
+            Fault::FailSync { nth, errno } => Fault::FailSync {
+                nth: s.syncs + nth,
+                errno,
+            },
         };
         s.faults.push(fault);
     }
@@ -282,7 +300,8 @@ impl FaultyIo {
     pub fn set_contents(&self, path: &Path, data: Vec<u8>) {
         let mut s = self.lock();
         let synced_len = data.len();
-        s.files.insert(path.to_path_buf(), MemFile { data, synced_len });
+        s.files
+            .insert(path.to_path_buf(), MemFile { data, synced_len });
         s.durable_names.insert(path.to_path_buf(), ());
     }
 }
@@ -346,7 +365,12 @@ impl AppendFile for FaultyFile {
     }
 
     fn len(&self) -> io::Result<u64> {
-        Ok(self.io.lock().files.get(&self.path).map_or(0, |f| f.data.len() as u64))
+        Ok(self
+            .io
+            .lock()
+            .files
+            .get(&self.path)
+            .map_or(0, |f| f.data.len() as u64))
     }
 
     fn set_len(&mut self, len: u64) -> io::Result<()> {
@@ -409,7 +433,12 @@ impl Io for FaultyIo {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut s = self.lock();
-        let names: Vec<PathBuf> = s.files.keys().filter(|p| p.parent() == Some(dir)).cloned().collect();
+        let names: Vec<PathBuf> = s
+            .files
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .cloned()
+            .collect();
         s.durable_names.retain(|p, _| p.parent() != Some(dir));
         for name in names {
             s.durable_names.insert(name, ());
@@ -456,7 +485,10 @@ mod tests {
         io.power_loss(PowerLoss::Torn { keep: 2 });
         assert_eq!(io.contents(&path).unwrap(), b"hello wo");
         let never_synced_dir = dir.join("g");
-        io.open_append(&never_synced_dir).unwrap().write(b"x").unwrap();
+        io.open_append(&never_synced_dir)
+            .unwrap()
+            .write(b"x")
+            .unwrap();
         io.power_loss(PowerLoss::DropUnsynced);
         assert!(!io.exists(&never_synced_dir));
     }
@@ -465,11 +497,19 @@ mod tests {
     fn injected_faults_fire_once_or_stick() {
         let io = FaultyIo::new();
         let mut f = io.open_append(Path::new("/d/f")).unwrap();
-        io.inject(Fault::FailWrite { nth: 2, errno: 28, sticky: false });
+        io.inject(Fault::FailWrite {
+            nth: 2,
+            errno: 28,
+            sticky: false,
+        });
         assert!(f.write(b"a").is_ok());
         assert_eq!(f.write(b"b").unwrap_err().raw_os_error(), Some(28));
         assert!(f.write(b"c").is_ok());
-        io.inject(Fault::FailWrite { nth: 1, errno: 28, sticky: true });
+        io.inject(Fault::FailWrite {
+            nth: 1,
+            errno: 28,
+            sticky: true,
+        });
         assert!(f.write(b"d").is_err());
         assert!(f.write(b"e").is_err());
         io.clear_faults();

@@ -3,3 +3,5 @@
 
 pub mod aof;
 pub mod io;
+pub mod lock;
+pub mod writer;

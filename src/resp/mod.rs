@@ -103,7 +103,10 @@ pub struct Parser {
 }
 
 fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
-    buf[from..].iter().position(|&b| b == b'\r').map(|i| from + i)
+    buf[from..]
+        .iter()
+        .position(|&b| b == b'\r')
+        .map(|i| from + i)
 }
 
 fn parse_len(line: &[u8]) -> Option<i64> {
@@ -145,7 +148,11 @@ impl Parser {
     }
 
     /// Parses the next complete request from `buf`.
-    pub fn next(&mut self, buf: &[u8], authenticated: bool) -> Result<Option<Request>, ProtocolError> {
+    pub fn next(
+        &mut self,
+        buf: &[u8],
+        authenticated: bool,
+    ) -> Result<Option<Request>, ProtocolError> {
         loop {
             if self.pos >= buf.len() {
                 return Ok(None);
@@ -170,7 +177,11 @@ impl Parser {
     }
 
     fn inline(&mut self, buf: &[u8]) -> Result<Option<Request>, ProtocolError> {
-        let Some(nl) = buf[self.pos..].iter().position(|&b| b == b'\n').map(|i| self.pos + i) else {
+        let Some(nl) = buf[self.pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| self.pos + i)
+        else {
             if buf.len() - self.pos > INLINE_MAX_BYTES {
                 return Err(ProtocolError("Protocol error: too big inline request"));
             }
@@ -180,12 +191,18 @@ impl Parser {
         if line.last() == Some(&b'\r') {
             line = &line[..line.len() - 1];
         }
-        let args = split_args(line).ok_or(ProtocolError("Protocol error: unbalanced quotes in request"))?;
+        let args = split_args(line).ok_or(ProtocolError(
+            "Protocol error: unbalanced quotes in request",
+        ))?;
         self.pos = nl + 1;
         Ok(self.finish(args.into_iter().map(Arg::Owned).collect()))
     }
 
-    fn multibulk(&mut self, buf: &[u8], authenticated: bool) -> Result<Option<Request>, ProtocolError> {
+    fn multibulk(
+        &mut self,
+        buf: &[u8],
+        authenticated: bool,
+    ) -> Result<Option<Request>, ProtocolError> {
         if self.remaining == 0 {
             // The count line: *<n>\r\n
             let Some(cr) = find_crlf(buf, self.pos) else {
@@ -203,7 +220,9 @@ impl Parser {
                 _ => return Err(ProtocolError("Protocol error: invalid multibulk length")),
             };
             if !authenticated && count > UNAUTHENTICATED_MULTIBULK_MAX {
-                return Err(ProtocolError("Protocol error: unauthenticated multibulk length"));
+                return Err(ProtocolError(
+                    "Protocol error: unauthenticated multibulk length",
+                ));
             }
             self.pos = cr + 2;
             if count <= 0 {
@@ -291,7 +310,12 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                 if i >= n {
                     return None;
                 }
-                if line[i] == b'\\' && i + 3 < n && line[i + 1] == b'x' && line[i + 2].is_ascii_hexdigit() && line[i + 3].is_ascii_hexdigit() {
+                if line[i] == b'\\'
+                    && i + 3 < n
+                    && line[i + 1] == b'x'
+                    && line[i + 2].is_ascii_hexdigit()
+                    && line[i + 3].is_ascii_hexdigit()
+                {
                     current.push(hex(line[i + 2]) * 16 + hex(line[i + 3]));
                     i += 3;
                 } else if line[i] == b'\\' && i + 1 < n {
@@ -376,7 +400,8 @@ mod tests {
 
     #[test]
     fn multibulk_and_inline() {
-        let reqs = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nSET a \"b c\"\r\n\r\n*0\r\nPING\n").unwrap();
+        let reqs =
+            parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\nSET a \"b c\"\r\n\r\n*0\r\nPING\n").unwrap();
         assert_eq!(
             reqs,
             vec![
@@ -396,7 +421,12 @@ mod tests {
         for &b in input.iter() {
             buf.push(b);
             while let Some(req) = p.next(&buf, true).unwrap() {
-                got.push(req.argv(&buf).iter().map(|a| a.to_vec()).collect::<Vec<_>>());
+                got.push(
+                    req.argv(&buf)
+                        .iter()
+                        .map(|a| a.to_vec())
+                        .collect::<Vec<_>>(),
+                );
                 let n = p.consumed();
                 buf.drain(..n);
                 p.consume(n);
@@ -407,25 +437,49 @@ mod tests {
 
     #[test]
     fn errors_match_redis() {
-        assert_eq!(parse_all(b"*abc\r\n").unwrap_err().0, "Protocol error: invalid multibulk length");
-        assert_eq!(parse_all(b"*1\r\n+foo\r\n").unwrap_err().0, "Protocol error: expected '$', got '+'");
-        assert_eq!(parse_all(b"*1\r\n$-5\r\n").unwrap_err().0, "Protocol error: invalid bulk length");
-        assert_eq!(parse_all(b"*1\r\n$536870913\r\n").unwrap_err().0, "Protocol error: invalid bulk length");
-        assert_eq!(parse_all(b"SET \"a\r\n").unwrap_err().0, "Protocol error: unbalanced quotes in request");
-        assert_eq!(parse_all(&vec![b'a'; 70_000]).unwrap_err().0, "Protocol error: too big inline request");
+        assert_eq!(
+            parse_all(b"*abc\r\n").unwrap_err().0,
+            "Protocol error: invalid multibulk length"
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n+foo\r\n").unwrap_err().0,
+            "Protocol error: expected '$', got '+'"
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n$-5\r\n").unwrap_err().0,
+            "Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n$536870913\r\n").unwrap_err().0,
+            "Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            parse_all(b"SET \"a\r\n").unwrap_err().0,
+            "Protocol error: unbalanced quotes in request"
+        );
+        assert_eq!(
+            parse_all(&vec![b'a'; 70_000]).unwrap_err().0,
+            "Protocol error: too big inline request"
+        );
     }
 
     #[test]
     fn declared_sizes_allocate_nothing_up_front() {
         // A huge declared count and length with no data is just "incomplete".
         let mut p = Parser::new(Limits::default());
-        assert_eq!(p.next(b"*2147483647\r\n$536870912\r\nab", true).unwrap(), None);
+        assert_eq!(
+            p.next(b"*2147483647\r\n$536870912\r\nab", true).unwrap(),
+            None
+        );
         assert!(p.args.capacity() <= 1024);
     }
 
     #[test]
     fn split_args_quotes() {
-        assert_eq!(split_args(b"a 'b c' \"\\x41\\n\"").unwrap(), vec![b"a".to_vec(), b"b c".to_vec(), b"A\n".to_vec()]);
+        assert_eq!(
+            split_args(b"a 'b c' \"\\x41\\n\"").unwrap(),
+            vec![b"a".to_vec(), b"b c".to_vec(), b"A\n".to_vec()]
+        );
         assert_eq!(split_args(b"\"a\"b"), None);
         assert_eq!(split_args(b"'a"), None);
     }

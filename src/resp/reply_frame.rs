@@ -57,7 +57,11 @@ fn frame_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<usize>, &'stat
             if n < 0 {
                 return Ok(Some(after - at));
             }
-            let items = if kind == b'%' || kind == b'|' { n * 2 } else { n };
+            let items = if kind == b'%' || kind == b'|' {
+                n * 2
+            } else {
+                n
+            };
             let mut pos = after;
             for _ in 0..items {
                 match frame_at(buf, pos, depth + 1)? {

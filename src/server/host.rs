@@ -1,22 +1,63 @@
-//! The server's answers to commands that reach beyond one client.
+//! The server's answers to commands that reach beyond one client (CLIENT
+//! LIST/KILL, SHUTDOWN, CONFIG SET of listening addresses, INFO memory),
+//! the listening sockets, the protected-mode decision, and the counting
+//! allocator behind INFO `used_memory`.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+use mio::net::TcpListener;
+use mio::{Interest, Registry, Token};
+
+use super::log::{self, Level};
 use super::Client;
-use crate::command::Host;
+use crate::command::ctx::{Connection, MemoryUse};
+use crate::command::{Host, Session};
+use crate::config::{Config, LogLevel};
 
 /// [`Host`] for the RESP server. The client executing the command is not in
-/// `others` (it is borrowed separately while it runs).
+/// `others` (it is borrowed separately while it runs); `current` describes
+/// its connection.
 pub struct ServerHost<'a> {
     others: &'a mut HashMap<usize, Client>,
     shutdown: &'a AtomicBool,
+    current: ConnFacts,
+    killed: &'a mut Vec<usize>,
+    listeners: &'a mut Vec<TcpListener>,
+    registry: &'a Registry,
+    shutdown_requested: bool,
 }
 
 impl<'a> ServerHost<'a> {
-    /// A host view over the other clients.
-    pub fn new(others: &'a mut HashMap<usize, Client>, shutdown: &'a AtomicBool) -> Self {
-        ServerHost { others, shutdown }
+    /// A host view over the other clients, for a command of the client
+    /// whose connection is `current`. Tokens of clients killed by the
+    /// command are pushed to `killed`; CONFIG SET of `port`/`bind` replaces
+    /// `listeners` (registered in `registry`).
+    pub fn new(
+        others: &'a mut HashMap<usize, Client>,
+        shutdown: &'a AtomicBool,
+        current: ConnFacts,
+        killed: &'a mut Vec<usize>,
+        listeners: &'a mut Vec<TcpListener>,
+        registry: &'a Registry,
+    ) -> Self {
+        ServerHost {
+            others,
+            shutdown,
+            current,
+            killed,
+            listeners,
+            registry,
+            shutdown_requested: false,
+        }
+    }
+
+    /// True once a command asked the server to exit (SHUTDOWN): its reply
+    /// is not sent and the client's further requests are not executed.
+    pub fn shutdown_requested(&self) -> bool {
+        self.shutdown_requested
     }
 }
 
@@ -26,7 +67,381 @@ impl Host for ServerHost<'_> {
     }
 
     fn request_shutdown(&mut self) -> bool {
+        self.shutdown_requested = true;
         self.shutdown.store(true, Ordering::SeqCst);
         true
+    }
+
+    fn connection(&self) -> Option<Connection> {
+        Some(self.current.connection())
+    }
+
+    fn for_each_client(&self, f: &mut dyn FnMut(&Session, &Connection)) {
+        let mut clients: Vec<&Client> = self.others.values().collect();
+        clients.sort_by_key(|c| c.session.id);
+        for client in clients {
+            f(&client.session, &client.connection());
+        }
+    }
+
+    fn kill_clients(&mut self, pred: &mut dyn FnMut(&Session, &Connection) -> bool) -> usize {
+        let mut killed = 0;
+        for (token, client) in self.others.iter_mut() {
+            if !client.closing && pred(&client.session, &client.connection()) {
+                client.closing = true;
+                self.killed.push(*token);
+                killed += 1;
+            }
+        }
+        killed
+    }
+
+    fn apply_config(&mut self, old: &Config, new: &Config) -> Result<(), String> {
+        if old.port != new.port || old.bind != new.bind {
+            rebind(self.listeners, self.registry, old, new)?;
+        }
+        if old.loglevel != new.loglevel {
+            log::set_level(log_level(new.loglevel));
+        }
+        Ok(())
+    }
+
+    fn used_memory(&self) -> Option<MemoryUse> {
+        counted_memory()
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        log::log(log_level(level), message);
+    }
+}
+
+/// What the server knows about a connection, copied cheaply for every
+/// batch of requests; [`ConnFacts::connection`] formats it on demand.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnFacts {
+    /// Peer address.
+    pub addr: SocketAddr,
+    /// Local address the client connected to.
+    pub local_addr: SocketAddr,
+    /// File descriptor.
+    pub fd: i64,
+    /// Unix ms of the last request received.
+    pub last_interaction_ms: i64,
+    /// Bytes received and not yet executed.
+    pub query_buffer_bytes: usize,
+    /// Spare capacity of the input buffer.
+    pub query_buffer_free_bytes: usize,
+    /// Bytes of replies not yet written.
+    pub output_bytes: usize,
+    /// Buffer memory attributed to the connection.
+    pub total_bytes: usize,
+    /// True while the server waits to be able to write.
+    pub writable_registered: bool,
+}
+
+impl ConnFacts {
+    /// The facts as commands see them (addresses as Redis prints them).
+    pub fn connection(&self) -> Connection {
+        Connection {
+            addr: self.addr.to_string(),
+            laddr: self.local_addr.to_string(),
+            fd: self.fd,
+            last_interaction_ms: self.last_interaction_ms,
+            query_buffer_bytes: self.query_buffer_bytes,
+            query_buffer_free_bytes: self.query_buffer_free_bytes,
+            output_bytes: self.output_bytes,
+            total_bytes: self.total_bytes,
+            events: if self.writable_registered { "rw" } else { "r" },
+        }
+    }
+}
+
+/// The log module's level for a configured `loglevel`.
+pub fn log_level(level: LogLevel) -> Level {
+    match level {
+        LogLevel::Debug => Level::Debug,
+        LogLevel::Verbose => Level::Verbose,
+        LogLevel::Notice => Level::Notice,
+        LogLevel::Warning => Level::Warning,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Listening sockets
+
+/// The socket addresses one `bind` entry stands for: `*` is every IPv4
+/// interface, `::*` every IPv6 one; a leading `-` makes the entry optional
+/// (skipped when unavailable). Returns (optional, addresses).
+fn bind_entry_addrs(entry: &str, port: u16) -> (bool, std::io::Result<Vec<SocketAddr>>) {
+    let (optional, host) = match entry.strip_prefix('-') {
+        Some(h) => (true, h),
+        None => (false, entry),
+    };
+    let addrs = match host {
+        "*" => Ok(vec![SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            port,
+        )]),
+        "::*" => Ok(vec![SocketAddr::new(
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+            port,
+        )]),
+        _ => (host, port).to_socket_addrs().map(|a| a.collect()),
+    };
+    (optional, addrs)
+}
+
+/// Opens the listening sockets `config` asks for (Redis's `listenToPort`):
+/// every `bind` entry on `port`; with no entry, every interface (`*` and
+/// the optional `-::*`).
+pub fn open_listeners(config: &Config) -> Result<Vec<TcpListener>, String> {
+    let defaults = ["*".to_string(), "-::*".to_string()];
+    let entries: &[String] = if config.bind.is_empty() {
+        &defaults
+    } else {
+        &config.bind
+    };
+    let mut listeners = Vec::new();
+    for entry in entries {
+        let (optional, addrs) = bind_entry_addrs(entry, config.port);
+        let addrs = match addrs {
+            Ok(a) => a,
+            Err(e) if optional => {
+                log::log(
+                    Level::Warning,
+                    &format!("Skipping bind address {entry}: {e}"),
+                );
+                continue;
+            }
+            Err(e) => return Err(format!("Could not resolve bind address {entry}: {e}")),
+        };
+        for addr in addrs {
+            match TcpListener::bind(addr) {
+                Ok(l) => listeners.push(l),
+                Err(e) if optional => {
+                    log::log(
+                        Level::Warning,
+                        &format!("Could not bind {addr} (optional): {e}"),
+                    );
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "Warning: Could not create server TCP listening socket {addr}: {}",
+                        crate::config::os_error_text(&e)
+                    ))
+                }
+            }
+        }
+    }
+    if listeners.is_empty() {
+        return Err(
+            "Failed listening on port {port} (TCP): no address to listen on (bind)"
+                .replace("{port}", &config.port.to_string()),
+        );
+    }
+    Ok(listeners)
+}
+
+/// Registers `listeners` under tokens 0.. (listener tokens).
+pub fn register_listeners(
+    registry: &Registry,
+    listeners: &mut [TcpListener],
+) -> std::io::Result<()> {
+    for (i, l) in listeners.iter_mut().enumerate() {
+        registry.register(l, Token(i), Interest::READABLE)?;
+    }
+    Ok(())
+}
+
+/// Replaces the listening sockets after CONFIG SET port/bind. The old ones
+/// close first (the new set may reuse their addresses); if the new ones
+/// cannot be opened, the old configuration is opened again and the change
+/// is refused, as Redis's `changeBindAddr` does.
+fn rebind(
+    listeners: &mut Vec<TcpListener>,
+    registry: &Registry,
+    old: &Config,
+    new: &Config,
+) -> Result<(), String> {
+    for l in listeners.iter_mut() {
+        let _ = registry.deregister(l);
+    }
+    listeners.clear();
+    let (opened, result) = match open_listeners(new) {
+        Ok(l) => (l, Ok(())),
+        Err(e) => {
+            log::log(Level::Warning, &e);
+            let restored = open_listeners(old).unwrap_or_else(|e| {
+                log::log(
+                    Level::Warning,
+                    &format!("Failed to restore the old listening sockets: {e}"),
+                );
+                Vec::new()
+            });
+            let why = if old.port != new.port {
+                "Unable to listen on this port. Check server logs."
+            } else {
+                "Failed to bind to specified addresses."
+            };
+            (restored, Err(why.to_string()))
+        }
+    };
+    *listeners = opened;
+    if let Err(e) = register_listeners(registry, listeners) {
+        log::log(
+            Level::Warning,
+            &format!("Registering listening sockets: {e}"),
+        );
+    }
+    result
+}
+
+// ---------------------------------------------------------------------------
+// Protected mode
+
+/// Redis's protected-mode decision: with `protected-mode yes` and no
+/// password, only clients from `127.0.0.1` or `::1` are served (exactly
+/// those two addresses, as Redis compares them, not all of 127/8).
+pub fn protected_mode_refuses(config: &Config, peer: IpAddr) -> bool {
+    config.protected_mode && config.requirepass.is_none() && !is_local(peer)
+}
+
+fn is_local(peer: IpAddr) -> bool {
+    match peer {
+        IpAddr::V4(v4) => v4 == Ipv4Addr::LOCALHOST,
+        IpAddr::V6(v6) => v6 == Ipv6Addr::LOCALHOST,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Counting allocator
+
+static ALLOCATED_BYTES: AtomicUsize = AtomicUsize::new(0);
+static PEAK_BYTES: AtomicUsize = AtomicUsize::new(0);
+static STARTUP_BYTES: AtomicU64 = AtomicU64::new(0);
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+/// The system allocator, counting the bytes in use so INFO can report
+/// `used_memory` and its peak the way Redis's zmalloc does. Install it in
+/// the server binary with `#[global_allocator]`; the cost is one relaxed
+/// atomic add per allocation (and a load for the peak).
+pub struct CountingAlloc;
+
+// SAFETY: every method forwards to `System` with the caller's arguments,
+// so `System`'s guarantees carry over; the counters are only statistics.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            added(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            added(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) };
+        ALLOCATED_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            ALLOCATED_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+            added(new_size);
+        }
+        p
+    }
+}
+
+#[inline]
+fn added(size: usize) {
+    let now = ALLOCATED_BYTES.fetch_add(size, Ordering::Relaxed) + size;
+    if now > PEAK_BYTES.load(Ordering::Relaxed) {
+        PEAK_BYTES.store(now, Ordering::Relaxed);
+    }
+}
+
+/// Marks the counting allocator as installed and records the memory in use
+/// once the server is ready (INFO `used_memory_startup`). Call it from a
+/// binary that installed [`CountingAlloc`].
+pub fn record_startup_memory() {
+    COUNTING.store(true, Ordering::Relaxed);
+    STARTUP_BYTES.store(
+        ALLOCATED_BYTES.load(Ordering::Relaxed) as u64,
+        Ordering::Relaxed,
+    );
+}
+
+/// The counted memory, when [`CountingAlloc`] is installed.
+pub fn counted_memory() -> Option<MemoryUse> {
+    COUNTING.load(Ordering::Relaxed).then(|| MemoryUse {
+        used: ALLOCATED_BYTES.load(Ordering::Relaxed) as u64,
+        peak: PEAK_BYTES.load(Ordering::Relaxed) as u64,
+        startup: STARTUP_BYTES.load(Ordering::Relaxed),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_mode_serves_only_the_two_loopback_addresses_without_a_password() {
+        let mut config = Config::default();
+        let remote: IpAddr = "10.1.2.3".parse().unwrap();
+        assert!(protected_mode_refuses(&config, remote));
+        assert!(!protected_mode_refuses(
+            &config,
+            "127.0.0.1".parse().unwrap()
+        ));
+        assert!(!protected_mode_refuses(&config, "::1".parse().unwrap()));
+        // Redis compares the text: other 127/8 addresses and mapped
+        // addresses are not local.
+        assert!(protected_mode_refuses(
+            &config,
+            "127.0.0.2".parse().unwrap()
+        ));
+        assert!(protected_mode_refuses(
+            &config,
+            "::ffff:127.0.0.1".parse().unwrap()
+        ));
+        config.requirepass = Some(b"secret".to_vec());
+        assert!(!protected_mode_refuses(&config, remote));
+        config.requirepass = None;
+        config.protected_mode = false;
+        assert!(!protected_mode_refuses(&config, remote));
+    }
+
+    #[test]
+    fn bind_entries() {
+        let (optional, addrs) = bind_entry_addrs("-::*", 7000);
+        assert!(optional);
+        assert_eq!(
+            addrs.unwrap(),
+            vec!["[::]:7000".parse::<SocketAddr>().unwrap()]
+        );
+        let (optional, addrs) = bind_entry_addrs("*", 7000);
+        assert!(!optional);
+        assert_eq!(
+            addrs.unwrap(),
+            vec!["0.0.0.0:7000".parse::<SocketAddr>().unwrap()]
+        );
+        let (_, addrs) = bind_entry_addrs("127.0.0.1", 7000);
+        assert_eq!(
+            addrs.unwrap(),
+            vec!["127.0.0.1:7000".parse::<SocketAddr>().unwrap()]
+        );
     }
 }

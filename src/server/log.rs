@@ -1,6 +1,8 @@
 //! Log lines in Redis's format: `pid:role dd Mon yyyy hh:mm:ss.mmm <level> message`.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
 
 /// Severity, shown as Redis's level characters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -15,24 +17,80 @@ pub enum Level {
     Warning,
 }
 
-/// Writes one log line to standard output.
+/// Lowest level written (`loglevel`); Notice until configured.
+static THRESHOLD: AtomicU8 = AtomicU8::new(Level::Notice as u8);
+/// Role character after the pid: `C` while starting (Redis's "child/config"
+/// phase), `M` once the server runs as master.
+static ROLE: AtomicU8 = AtomicU8::new(b'M');
+/// The log file (`logfile`), or standard output when unset.
+static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+
+/// Sets the lowest level written (`loglevel`).
+pub fn set_level(level: Level) {
+    THRESHOLD.store(level as u8, Ordering::Relaxed);
+}
+
+/// Sets the role character shown after the pid (`C` during startup, `M`
+/// once serving).
+pub fn set_role(role: u8) {
+    ROLE.store(role, Ordering::Relaxed);
+}
+
+/// Sends the log to `path` (appending), as `logfile` asks. The error text
+/// is C's `strerror` wording, for Redis's "Can't open the log file" message.
+pub fn set_file(path: &str) -> Result<(), String> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| crate::config::os_error_text(&e))?;
+    *FILE.lock().unwrap_or_else(|p| p.into_inner()) = Some(file);
+    Ok(())
+}
+
+/// Writes one log line (if `level` passes `loglevel`) to the log file or
+/// standard output.
 pub fn log(level: Level, message: &str) {
+    if (level as u8) < THRESHOLD.load(Ordering::Relaxed) {
+        return;
+    }
     let mark = match level {
         Level::Debug => '.',
         Level::Verbose => '-',
         Level::Notice => '*',
         Level::Warning => '#',
     };
-    let line = format!("{}:M {} {} {}\n", std::process::id(), timestamp(crate::engine::now_ms()), mark, message);
+    let role = ROLE.load(Ordering::Relaxed) as char;
+    let line = format!(
+        "{}:{} {} {} {}\n",
+        std::process::id(),
+        role,
+        timestamp(crate::engine::now_ms()),
+        mark,
+        message
+    );
+    write_line(&line);
+}
+
+/// Writes an already formatted line (e.g. Redis's `pid:signal-handler …`
+/// lines) to the log destination.
+pub fn write_line(line: &str) {
+    let mut file = FILE.lock().unwrap_or_else(|p| p.into_inner());
+    // A closed or full log destination must not stop the server.
+    if let Some(f) = file.as_mut() {
+        let _ = f.write_all(line.as_bytes());
+        return;
+    }
     let mut out = std::io::stdout().lock();
-    // A closed stdout must not stop the server.
     let _ = out.write_all(line.as_bytes());
     let _ = out.flush();
 }
 
 /// `29 Nov 2026 16:43:58.123` (UTC) for Unix ms `ms`.
 pub fn timestamp(ms: i64) -> String {
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let secs = ms.div_euclid(1000);
     let millis = ms.rem_euclid(1000);
     let days = secs.div_euclid(86_400);
@@ -70,6 +128,9 @@ mod tests {
     #[test]
     fn timestamps() {
         assert_eq!(super::timestamp(0), "01 Jan 1970 00:00:00.000");
-        assert_eq!(super::timestamp(1_795_970_638_123), "29 Nov 2026 16:43:58.123");
+        assert_eq!(
+            super::timestamp(1_795_970_638_123),
+            "29 Nov 2026 16:43:58.123"
+        );
     }
 }

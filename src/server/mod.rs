@@ -15,7 +15,8 @@ pub mod log;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +24,7 @@ use std::time::Duration;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
+use crate::command::ctx::Connection;
 use crate::command::Session;
 use crate::engine::{now_ms, Engine};
 use crate::resp::{self, Parser};
@@ -58,6 +60,10 @@ pub struct Client {
     /// Set to close the connection once pending output is written (QUIT,
     /// protocol errors, CLIENT KILL from another client).
     pub closing: bool,
+    /// The client's output includes replies to writes whose batch is not
+    /// yet in the AOF: it is held until the batch is written (and fsynced
+    /// under `always`).
+    awaiting_log: bool,
 }
 
 impl Client {
@@ -69,6 +75,27 @@ impl Client {
     /// Bytes of output not yet written.
     pub fn output_len(&self) -> usize {
         self.out.len() - self.out_pos
+    }
+
+    /// The connection facts CLIENT LIST and CLIENT KILL use, without
+    /// formatting anything (this is taken for every batch of requests).
+    pub fn facts(&self) -> host::ConnFacts {
+        host::ConnFacts {
+            addr: self.addr,
+            local_addr: self.local_addr,
+            fd: i64::from(self.stream.as_raw_fd()),
+            last_interaction_ms: self.last_interaction_ms,
+            query_buffer_bytes: self.inbuf.len(),
+            query_buffer_free_bytes: self.inbuf.capacity() - self.inbuf.len(),
+            output_bytes: self.output_len(),
+            total_bytes: self.inbuf.capacity() + self.out.capacity(),
+            writable_registered: self.writable_registered,
+        }
+    }
+
+    /// The connection facts CLIENT LIST and CLIENT KILL use.
+    pub fn connection(&self) -> Connection {
+        self.facts().connection()
     }
 }
 
@@ -82,46 +109,22 @@ pub struct Server {
     shutdown: Arc<AtomicBool>,
     /// Clients with replies to write at the end of this turn.
     pending: Vec<usize>,
+    /// Clients marked for closing by another client (CLIENT KILL).
+    killed: Vec<usize>,
+    /// Unix ms of the last idle-client check (`timeout`).
+    last_idle_check_ms: i64,
 }
 
 impl Server {
     /// Binds the configured addresses. `shutdown` is set (by a signal
     /// handler or SHUTDOWN) to stop the loop.
-    pub fn bind(engine: Engine, shutdown: Arc<AtomicBool>) -> Result<Server, crate::Error> {
+    pub fn bind(mut engine: Engine, shutdown: Arc<AtomicBool>) -> Result<Server, crate::Error> {
+        engine.set_group_commit(true);
+        engine.set_capture_effects(false);
         let poll = Poll::new().map_err(|e| io_error("creating the event loop", e))?;
-        let config = engine.config().clone();
-        let mut listeners = Vec::new();
-        for entry in &config.bind {
-            let (optional, host) = match entry.strip_prefix('-') {
-                Some(h) => (true, h),
-                None => (false, entry.as_str()),
-            };
-            let addrs = match (host, config.port).to_socket_addrs() {
-                Ok(a) => a.collect::<Vec<_>>(),
-                Err(e) if optional => {
-                    log::log(Level::Warning, &format!("Skipping bind address {host}: {e}"));
-                    continue;
-                }
-                Err(e) => return Err(io_error(&format!("resolving bind address {host}"), e)),
-            };
-            for addr in addrs {
-                match TcpListener::bind(addr) {
-                    Ok(l) => listeners.push(l),
-                    Err(e) if optional => log::log(Level::Warning, &format!("Could not bind {addr}: {e}")),
-                    Err(e) => {
-                        return Err(io_error(&format!("Could not create server TCP listening socket {addr}"), e))
-                    }
-                }
-            }
-        }
-        if listeners.is_empty() {
-            return Err(crate::Error::Config("no address to listen on (bind)".into()));
-        }
-        for (i, l) in listeners.iter_mut().enumerate() {
-            poll.registry()
-                .register(l, Token(i), Interest::READABLE)
-                .map_err(|e| io_error("registering a listener", e))?;
-        }
+        let mut listeners = host::open_listeners(engine.config()).map_err(crate::Error::Config)?;
+        host::register_listeners(poll.registry(), &mut listeners)
+            .map_err(|e| io_error("registering a listener", e))?;
         Ok(Server {
             engine,
             poll,
@@ -130,12 +133,17 @@ impl Server {
             next_token: FIRST_CLIENT_TOKEN,
             shutdown,
             pending: Vec::new(),
+            killed: Vec::new(),
+            last_idle_check_ms: 0,
         })
     }
 
     /// The addresses actually bound (useful with port 0).
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
-        self.listeners.iter().filter_map(|l| l.local_addr().ok()).collect()
+        self.listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .collect()
     }
 
     /// Runs until shutdown is requested.
@@ -162,11 +170,26 @@ impl Server {
                     self.pending.push(token);
                 }
             }
+            self.commit_log();
             self.flush_pending();
             self.engine.cron();
+            if !self.engine.log_pending() {
+                // A batch that failed earlier was written by a retry.
+                self.release_held();
+            }
             self.close_idle_clients();
             if self.shutdown.load(Ordering::SeqCst) {
-                log::log(Level::Warning, "Received shutdown request, Redis is now ready to exit, bye bye...");
+                log::log(Level::Warning, "User requested shutdown...");
+                if self.engine.core().aof.is_some() {
+                    log::log(Level::Notice, "Calling fsync() on the AOF file.");
+                    if let Err(e) = self.engine.sync() {
+                        log::log(
+                            Level::Warning,
+                            &format!("Error syncing the AOF file at shutdown: {e:?}"),
+                        );
+                    }
+                }
+                log::log(Level::Warning, "Redis is now ready to exit, bye bye...");
                 return Ok(());
             }
         }
@@ -174,7 +197,12 @@ impl Server {
 
     fn accept(&mut self, listener: usize) {
         loop {
-            let (mut stream, addr) = match self.listeners[listener].accept() {
+            // CONFIG SET port/bind may have replaced the listeners since
+            // the event was reported.
+            let Some(l) = self.listeners.get(listener) else {
+                return;
+            };
+            let (mut stream, addr) = match l.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -183,22 +211,26 @@ impl Server {
                     return;
                 }
             };
-            self.engine.core().stats.connections_received += 1;
             let config = self.engine.config();
             if self.clients.len() as u64 >= config.maxclients {
                 let _ = stream.write(b"-ERR max number of clients reached\r\n");
                 self.engine.core().stats.rejected_connections += 1;
                 continue;
             }
-            if config.protected_mode && config.requirepass.is_none() && !addr.ip().is_loopback() {
+            if host::protected_mode_refuses(config, addr.ip()) {
                 let _ = stream.write(DENIED_PROTECTED.as_bytes());
                 self.engine.core().stats.rejected_connections += 1;
                 continue;
             }
+            self.engine.core().stats.connections_received += 1;
             let _ = stream.set_nodelay(true);
             let token = self.next_token;
             self.next_token += 1;
-            if let Err(e) = self.poll.registry().register(&mut stream, Token(token), Interest::READABLE) {
+            if let Err(e) =
+                self.poll
+                    .registry()
+                    .register(&mut stream, Token(token), Interest::READABLE)
+            {
                 log::log(Level::Warning, &format!("Registering client: {e}"));
                 continue;
             }
@@ -221,6 +253,7 @@ impl Server {
                     last_interaction_ms: now_ms(),
                     writable_registered: false,
                     closing: false,
+                    awaiting_log: false,
                 },
             );
         }
@@ -242,6 +275,9 @@ impl Server {
                 }
                 Ok(n) => {
                     client.inbuf.truncate(len + n);
+                    let stats = &mut self.engine.core().stats;
+                    stats.net_input_bytes += n as u64;
+                    stats.reads_processed += 1;
                     if n < READ_CHUNK_BYTES {
                         // Most likely drained; the next readiness event
                         // brings the rest without an extra failing read.
@@ -264,7 +300,10 @@ impl Server {
         if client.inbuf.len() as u64 > self.engine.config().client_query_buffer_limit {
             log::log(
                 Level::Warning,
-                &format!("Closing client that reached max query buffer length (qbuf={})", client.inbuf.len()),
+                &format!(
+                    "Closing client that reached max query buffer length (qbuf={})",
+                    client.inbuf.len()
+                ),
             );
             self.close(token, client);
             return;
@@ -285,9 +324,19 @@ impl Server {
     }
 
     fn process_input(&mut self, client: &mut Client) {
-        let mut host = host::ServerHost::new(&mut self.clients, &self.shutdown);
+        let mut host = host::ServerHost::new(
+            &mut self.clients,
+            &self.shutdown,
+            client.facts(),
+            &mut self.killed,
+            &mut self.listeners,
+            self.poll.registry(),
+        );
         while !client.closing {
-            let request = match client.parser.next(&client.inbuf, client.session.authenticated) {
+            let request = match client
+                .parser
+                .next(&client.inbuf, client.session.authenticated)
+            {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
@@ -303,8 +352,20 @@ impl Server {
                 }
             };
             let argv = request.argv(&client.inbuf);
-            let reply = self.engine.execute_with_host(&mut client.session, &argv, &mut host);
-            reply.encode(client.session.resp, &mut client.out);
+            let batch_before = self.engine.log_batch_bytes();
+            let reply = self
+                .engine
+                .execute_with_host(&mut client.session, &argv, &mut host);
+            if self.engine.log_batch_bytes() != batch_before {
+                client.awaiting_log = true;
+            }
+            if host.shutdown_requested() {
+                // SHUTDOWN: Redis exits without replying or reading on.
+                break;
+            }
+            if !client.session.reply_suppressed() {
+                reply.encode(client.session.resp, &mut client.out);
+            }
             if client.session.close_after_reply {
                 client.closing = true;
             }
@@ -319,18 +380,73 @@ impl Server {
         }
     }
 
+    /// Writes the turn's logged effects (one write(2), fsync per policy).
+    /// Replies of clients whose writes are in a batch that could not be
+    /// made durable stay held; if durability is lost for good (fsync
+    /// failed), those clients are disconnected: they never get an
+    /// acknowledgement that could be false.
+    fn commit_log(&mut self) {
+        if !self.engine.log_pending() {
+            return;
+        }
+        match self.engine.flush_log() {
+            Ok(()) => self.release_held(),
+            Err(crate::persist::writer::FlushError::Write(cause)) => {
+                log::log(
+                    Level::Warning,
+                    &format!(
+                        "Error writing to the AOF file: {cause}; writes refused until it succeeds"
+                    ),
+                );
+                self.pending
+                    .retain(|t| !self.clients.get(t).is_some_and(|c| c.awaiting_log));
+            }
+            Err(crate::persist::writer::FlushError::Poisoned(cause)) => {
+                log::log(
+                    Level::Warning,
+                    &format!("fsync of the AOF failed: {cause}; durability is lost, writes refused until restart"),
+                );
+                let held: Vec<usize> = self
+                    .clients
+                    .iter()
+                    .filter(|(_, c)| c.awaiting_log)
+                    .map(|(t, _)| *t)
+                    .collect();
+                for token in held {
+                    if let Some(client) = self.clients.remove(&token) {
+                        self.close(token, client);
+                    }
+                }
+            }
+        }
+    }
+
+    fn release_held(&mut self) {
+        for (token, client) in self.clients.iter_mut() {
+            if client.awaiting_log {
+                client.awaiting_log = false;
+                if client.output_len() > 0 && !self.pending.contains(token) {
+                    self.pending.push(*token);
+                }
+            }
+        }
+    }
+
     /// Writes every pending reply (the end of the event-loop turn).
     fn flush_pending(&mut self) {
-        // Clients marked for closing by another client (CLIENT KILL) go now.
-        let killed: Vec<usize> = self
-            .clients
-            .iter()
-            .filter(|(t, c)| c.closing && c.output_len() == 0 && !self.pending.contains(t))
-            .map(|(t, _)| *t)
-            .collect();
+        // Clients marked for closing by another client (CLIENT KILL) go
+        // now, unless replies are still to be written (then they go once
+        // written, below).
+        let killed = std::mem::take(&mut self.killed);
         for token in killed {
-            if let Some(client) = self.clients.remove(&token) {
-                self.close(token, client);
+            let idle = self
+                .clients
+                .get(&token)
+                .is_some_and(|c| c.output_len() == 0);
+            if idle && !self.pending.contains(&token) {
+                if let Some(client) = self.clients.remove(&token) {
+                    self.close(token, client);
+                }
             }
         }
         let pending = std::mem::take(&mut self.pending);
@@ -338,6 +454,10 @@ impl Server {
             let Some(mut client) = self.clients.remove(&token) else {
                 continue;
             };
+            if client.awaiting_log {
+                self.clients.insert(token, client);
+                continue;
+            }
             match self.write_client(&mut client) {
                 Ok(done) => {
                     if done && client.closing {
@@ -351,7 +471,12 @@ impl Server {
                         } else {
                             Interest::READABLE
                         };
-                        if self.poll.registry().reregister(&mut client.stream, Token(token), interest).is_err() {
+                        if self
+                            .poll
+                            .registry()
+                            .reregister(&mut client.stream, Token(token), interest)
+                            .is_err()
+                        {
                             self.close(token, client);
                             continue;
                         }
@@ -369,7 +494,12 @@ impl Server {
         while client.out_pos < client.out.len() {
             match client.stream.write(&client.out[client.out_pos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => client.out_pos += n,
+                Ok(n) => {
+                    client.out_pos += n;
+                    let stats = &mut self.engine.core().stats;
+                    stats.net_output_bytes += n as u64;
+                    stats.writes_processed += 1;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -392,11 +522,19 @@ impl Server {
         if timeout_s == 0 {
             return;
         }
+        // Checked at the cron rate, not every loop turn: the scan visits
+        // every client.
         let now = now_ms();
+        let hz = i64::from(self.engine.config().hz.max(1));
+        if now - self.last_idle_check_ms < 1000 / hz {
+            return;
+        }
+        self.last_idle_check_ms = now;
+        let timeout_ms = (timeout_s as i64).saturating_mul(1000);
         let idle: Vec<usize> = self
             .clients
             .iter()
-            .filter(|(_, c)| (now - c.last_interaction_ms) / 1000 > timeout_s as i64)
+            .filter(|(_, c)| now - c.last_interaction_ms > timeout_ms)
             .map(|(t, _)| *t)
             .collect();
         for token in idle {

@@ -21,7 +21,10 @@ pub struct Blob(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    Inline { len: u8, bytes: [u8; INLINE_CAPACITY] },
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_CAPACITY],
+    },
     Heap(Box<[u8]>),
 }
 

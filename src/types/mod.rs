@@ -8,6 +8,7 @@ pub mod blob;
 pub mod hash;
 pub mod list;
 pub mod num;
+pub mod ordtree;
 pub mod set;
 pub mod zset;
 
@@ -75,7 +76,7 @@ pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong
 /// (Redis's `*-max-listpack-*` / `set-max-intset-entries` parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncodingLimits {
-    /// `hash-max-listpack-entries` (128).
+    /// `hash-max-listpack-entries` (512: Redis 7.0.15's built-in default).
     pub hash_max_listpack_entries: usize,
     /// `hash-max-listpack-value` (64 bytes).
     pub hash_max_listpack_value: usize,
@@ -92,7 +93,7 @@ pub struct EncodingLimits {
 impl Default for EncodingLimits {
     fn default() -> Self {
         EncodingLimits {
-            hash_max_listpack_entries: 128,
+            hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
             zset_max_listpack_entries: 128,

@@ -46,8 +46,26 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
 /// Parses `s` as a double the way Redis's `getDoubleFromObject` does
 /// (`strtod` over the whole string): leading/trailing spaces, an empty
 /// string and NaN are rejected; `inf`, `-inf`, `+inf`, hex floats and
-/// exponents are accepted.
+/// exponents are accepted; a finite number that overflows to infinity or
+/// underflows to zero (strtod's ERANGE) is rejected.
 pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    let value = parse_f64_any_range(s)?;
+    let lower = std::str::from_utf8(s).ok()?.to_ascii_lowercase();
+    let unsigned = lower.trim_start_matches(['+', '-']);
+    let literal_infinity = matches!(unsigned, "inf" | "infinity");
+    if value.is_infinite() && !literal_infinity {
+        return None;
+    }
+    if value == 0.0 && has_nonzero_mantissa_digit(unsigned) {
+        return None;
+    }
+    Some(value)
+}
+
+/// [`parse_f64`] without the range check: what plain `strtod` returns
+/// (`1e400` is infinity, `1e-400` is 0), as Redis's score-range parsing
+/// uses it.
+pub fn parse_f64_any_range(s: &[u8]) -> Option<f64> {
     if s.is_empty() || s[0].is_ascii_whitespace() || s[s.len() - 1].is_ascii_whitespace() {
         return None;
     }
@@ -80,6 +98,14 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
     } else {
         Some(value)
     }
+}
+
+/// True when the mantissa (before any exponent) has a non-zero digit.
+fn has_nonzero_mantissa_digit(unsigned: &str) -> bool {
+    let hex = unsigned.starts_with("0x");
+    let body = if hex { &unsigned[2..] } else { unsigned };
+    let mantissa = body.split(if hex { 'p' } else { 'e' }).next().unwrap_or("");
+    mantissa.bytes().any(|b| b.is_ascii_hexdigit() && b != b'0')
 }
 
 fn parse_hex_float(s: &str) -> Option<f64> {
@@ -145,7 +171,11 @@ pub fn format_g(d: f64, precision: usize) -> String {
         return "nan".into();
     }
     if d == 0.0 {
-        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if d.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let p = precision.max(1);
     // Scientific form with p significant digits gives the decimal exponent
@@ -197,7 +227,17 @@ mod tests {
         assert_eq!(parse_i64(b"-1"), Some(-1));
         assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b""[..], b"+1", b"01", b"-0", b" 1", b"1 ", b"9223372036854775808", b"1a", b"-"] {
+        for bad in [
+            &b""[..],
+            b"+1",
+            b"01",
+            b"-0",
+            b" 1",
+            b"1 ",
+            b"9223372036854775808",
+            b"1a",
+            b"-",
+        ] {
             assert_eq!(parse_i64(bad), None, "{:?}", bad.escape_ascii().to_string());
         }
     }
@@ -210,7 +250,21 @@ mod tests {
         assert_eq!(parse_f64(b"1e3"), Some(1000.0));
         assert_eq!(parse_f64(b".5"), Some(0.5));
         assert_eq!(parse_f64(b"0x10"), Some(16.0));
-        for bad in [&b""[..], b"nan", b" 1", b"1 ", b"abc", b"--1", b"1.2.3"] {
+        assert_eq!(parse_f64(b"4e-320"), Some(4e-320)); // denormal: ERANGE but kept
+        assert_eq!(parse_f64(b"0.000"), Some(0.0));
+        assert_eq!(parse_f64_any_range(b"1e400"), Some(f64::INFINITY));
+        for bad in [
+            &b""[..],
+            b"nan",
+            b" 1",
+            b"1 ",
+            b"abc",
+            b"--1",
+            b"1.2.3",
+            b"1e400",
+            b"-1e400",
+            b"1e-400",
+        ] {
             assert_eq!(parse_f64(bad), None, "{:?}", bad.escape_ascii().to_string());
         }
     }

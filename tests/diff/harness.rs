@@ -16,6 +16,8 @@ pub struct ServerProcess {
     /// The port it listens on.
     pub port: u16,
     name: &'static str,
+    /// A private data directory (removed on drop), so no test touches ./data.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl ServerProcess {
@@ -59,7 +61,10 @@ fn wait_until_listening(port: u16, name: &str, child: &mut Child) {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("{name} exited during startup: {status}");
         }
-        assert!(Instant::now() < deadline, "{name} did not start listening on {port}");
+        assert!(
+            Instant::now() < deadline,
+            "{name} did not start listening on {port}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -70,8 +75,24 @@ pub fn start_redis(extra: &[&str]) -> ServerProcess {
     for _attempt in 0..5 {
         let port = free_port();
         let mut child = Command::new(&path)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--daemonize", "no", "--loglevel", "warning", "--dir", &std::env::temp_dir().to_string_lossy()])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args([
+                "--daemonize",
+                "no",
+                "--loglevel",
+                "warning",
+                "--dir",
+                &std::env::temp_dir().to_string_lossy(),
+            ])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -86,6 +107,7 @@ pub fn start_redis(extra: &[&str]) -> ServerProcess {
             child,
             port,
             name: "redis-server",
+            _dir: None,
         };
     }
     panic!("could not start redis-server");
@@ -95,8 +117,19 @@ pub fn start_redis(extra: &[&str]) -> ServerProcess {
 pub fn start_hozon(extra: &[&str]) -> ServerProcess {
     for _attempt in 0..5 {
         let port = free_port();
+        let dir = tempfile::tempdir().expect("temp dir for hozon-server");
         let mut child = Command::new(env!("CARGO_BIN_EXE_hozon-server"))
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--dir", &dir.path().to_string_lossy()])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -111,6 +144,7 @@ pub fn start_hozon(extra: &[&str]) -> ServerProcess {
             child,
             port,
             name: "hozon-server",
+            _dir: Some(dir),
         };
     }
     panic!("could not start hozon-server");
@@ -137,9 +171,14 @@ impl Conn {
     /// Connects to 127.0.0.1:`port`.
     pub fn connect(port: u16) -> Conn {
         let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
         stream.set_nodelay(true).expect("nodelay");
-        Conn { stream, buf: Vec::new() }
+        Conn {
+            stream,
+            buf: Vec::new(),
+        }
     }
 
     /// Sends a command and returns its raw reply.
@@ -163,7 +202,10 @@ impl Conn {
             }
             let mut chunk = [0u8; 65536];
             match self.stream.read(&mut chunk) {
-                Ok(0) => panic!("connection closed while waiting for a reply; got so far: {}", show(&self.buf)),
+                Ok(0) => panic!(
+                    "connection closed while waiting for a reply; got so far: {}",
+                    show(&self.buf)
+                ),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
                 Err(e) => panic!("reading reply: {e}; got so far: {}", show(&self.buf)),
             }
@@ -172,7 +214,9 @@ impl Conn {
 
     /// Reads until the server closes the connection (or 5 s pass).
     pub fn read_until_close(&mut self) -> Vec<u8> {
-        self.stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
         let mut all = std::mem::take(&mut self.buf);
         let mut chunk = [0u8; 65536];
         loop {
@@ -193,7 +237,8 @@ pub fn show(bytes: &[u8]) -> String {
 
 /// Splits a script line like redis-cli does (quotes, escapes).
 pub fn split_line(line: &str) -> Vec<Vec<u8>> {
-    hozon::resp::split_args(line.as_bytes()).unwrap_or_else(|| panic!("unbalanced quotes in script line: {line}"))
+    hozon::resp::split_args(line.as_bytes())
+        .unwrap_or_else(|| panic!("unbalanced quotes in script line: {line}"))
 }
 
 /// Splits a flat RESP array reply into its elements' raw encodings.
@@ -203,15 +248,24 @@ pub fn array_elements(reply: &[u8]) -> Vec<Vec<u8>> {
         "not an aggregate reply: {}",
         show(reply)
     );
-    let header_end = reply.windows(2).position(|w| w == b"\r\n").expect("header line") + 2;
-    let mut count: usize = std::str::from_utf8(&reply[1..header_end - 2]).expect("count").parse().unwrap_or(0);
+    let header_end = reply
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .expect("header line")
+        + 2;
+    let mut count: usize = std::str::from_utf8(&reply[1..header_end - 2])
+        .expect("count")
+        .parse()
+        .unwrap_or(0);
     if reply[0] == b'%' {
         count *= 2;
     }
     let mut pos = header_end;
     let mut out = Vec::new();
     for _ in 0..count {
-        let len = frame_len(&reply[pos..]).expect("valid element").expect("complete element");
+        let len = frame_len(&reply[pos..])
+            .expect("valid element")
+            .expect("complete element");
         out.push(reply[pos..pos + len].to_vec());
         pos += len;
     }
@@ -250,7 +304,10 @@ impl Pair {
 
     /// Another pair of connections to the same servers.
     pub fn connect_more(&self) -> (Conn, Conn) {
-        (Conn::connect(self.redis_server.port), Conn::connect(self.hozon_server.port))
+        (
+            Conn::connect(self.redis_server.port),
+            Conn::connect(self.hozon_server.port),
+        )
     }
 
     /// Sends to both and returns (redis, hozon) raw replies.
@@ -296,8 +353,16 @@ impl Pair {
             return r;
         }
         let same_kind = r.first() == h.first();
-        let mut re = if same_kind && matches!(r.first(), Some(b'*' | b'~')) { array_elements(&r) } else { vec![r.clone()] };
-        let mut he = if same_kind && matches!(h.first(), Some(b'*' | b'~')) { array_elements(&h) } else { vec![h.clone()] };
+        let mut re = if same_kind && matches!(r.first(), Some(b'*' | b'~')) {
+            array_elements(&r)
+        } else {
+            vec![r.clone()]
+        };
+        let mut he = if same_kind && matches!(h.first(), Some(b'*' | b'~')) {
+            array_elements(&h)
+        } else {
+            vec![h.clone()]
+        };
         re.sort();
         he.sort();
         if re != he {

@@ -1,36 +1,111 @@
 //! hozon-server: the hozon engine behind the Redis protocol.
+//!
+//! Command line as `redis-server`'s: `hozon-server [config-file | -]
+//! [--name value …]`, with Redis's parameter names. Exit codes: 0 after a
+//! clean shutdown (SHUTDOWN, SIGTERM, SIGINT), 1 when the configuration is
+//! refused or the server cannot start.
 
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use hozon::server::log::{log, Level};
+use hozon::config::{Config, Invocation};
+use hozon::server::host::{self, CountingAlloc};
+use hozon::server::log::{self, log, Level};
 use hozon::server::Server;
-use hozon::{Config, Engine};
+use hozon::Engine;
+
+/// Counts allocated bytes for INFO `used_memory` (see [`CountingAlloc`]).
+#[global_allocator]
+static ALLOCATOR: CountingAlloc = CountingAlloc;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let config = match parse_args(&args) {
-        Ok(c) => c,
-        Err(msg) => {
-            eprintln!("*** FATAL CONFIG FILE ERROR ***\n{msg}");
+    let config = match Config::from_args(&args) {
+        Ok(Invocation::Run(config)) => *config,
+        Ok(Invocation::Version) => {
+            println!(
+                "hozon-server v={} (Redis {} compatible) bits={}",
+                env!("CARGO_PKG_VERSION"),
+                hozon::command::server::REDIS_VERSION,
+                usize::BITS
+            );
+            return ExitCode::SUCCESS;
+        }
+        Ok(Invocation::Help) => {
+            print_usage();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{e}");
             return ExitCode::from(1);
         }
     };
-    let shutdown = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&shutdown)) {
-            eprintln!("cannot install signal handler: {e}");
+    if let Err(e) = config.check_supported() {
+        eprintln!("{e}");
+        return ExitCode::from(1);
+    }
+    if !config.logfile.is_empty() {
+        if let Err(why) = log::set_file(&config.logfile) {
+            eprintln!(
+                "{}",
+                hozon::config::ConfigError {
+                    line: None,
+                    message: format!("Can't open the log file: {why}"),
+                }
+            );
             return ExitCode::from(1);
         }
     }
-    let engine = match Engine::open(config) {
+    log::set_level(host::log_level(config.loglevel));
+    log::set_role(b'C');
+    log(
+        Level::Warning,
+        "oO0OoO0OoO0Oo hozon is starting oO0OoO0OoO0Oo",
+    );
+    log(
+        Level::Warning,
+        &format!(
+            "hozon version={}, Redis protocol version={}, bits={}, pid={}, just started",
+            env!("CARGO_PKG_VERSION"),
+            hozon::command::server::REDIS_VERSION,
+            usize::BITS,
+            std::process::id()
+        ),
+    );
+    if args.is_empty() {
+        log(
+            Level::Warning,
+            "Warning: no config file specified, using the default config. In order to specify a config file use hozon-server /path/to/redis.conf",
+        );
+    } else {
+        log(Level::Warning, "Configuration loaded");
+    }
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    if let Err(e) = watch_signals(Arc::clone(&shutdown)) {
+        log(
+            Level::Warning,
+            &format!("Fatal: cannot install signal handlers: {e}"),
+        );
+        return ExitCode::from(1);
+    }
+    log::set_role(b'M');
+    let port = config.port;
+    let mut engine = match Engine::open(config) {
         Ok(e) => e,
         Err(e) => {
             log(Level::Warning, &format!("Fatal: {e}"));
             return ExitCode::from(1);
         }
     };
+    for notice in engine.take_notices() {
+        log(Level::Warning, &notice);
+    }
+    log(
+        Level::Notice,
+        &format!("Running mode=standalone, port={port}."),
+    );
     let mut server = match Server::bind(engine, shutdown) {
         Ok(s) => s,
         Err(e) => {
@@ -38,9 +113,12 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    log(Level::Warning, "Server initialized");
     for addr in server.local_addrs() {
-        log(Level::Notice, &format!("Ready to accept connections tcp {addr}"));
+        log(Level::Notice, &format!("Listening on tcp {addr}"));
     }
+    host::record_startup_memory();
+    log(Level::Notice, "Ready to accept connections");
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -50,23 +128,51 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--name value` flags (the configuration module replaces this).
-fn parse_args(args: &[String]) -> Result<Config, String> {
-    let mut config = Config::default();
-    let mut i = 0;
-    while i < args.len() {
-        let name = args[i].strip_prefix("--").ok_or_else(|| format!("unexpected argument '{}'", args[i]))?;
-        let value = args.get(i + 1).ok_or_else(|| format!("'{name}' needs a value"))?;
-        match name {
-            "port" => config.port = value.parse().map_err(|_| format!("bad port '{value}'"))?,
-            "bind" => config.bind = value.split_whitespace().map(String::from).collect(),
-            "protected-mode" => config.protected_mode = value == "yes",
-            "requirepass" => config.requirepass = Some(value.clone().into_bytes()),
-            "dir" => config.dir = value.into(),
-            "appendonly" | "save" => {}
-            other => return Err(format!("Bad directive or wrong number of arguments: {other}")),
-        }
-        i += 2;
-    }
-    Ok(config)
+/// Handles SIGTERM and SIGINT on a thread of their own: the line Redis logs
+/// from its signal handler, then a shutdown request the event loop sees
+/// within one tick. A second SIGINT while shutting down exits at once.
+fn watch_signals(shutdown: Arc<AtomicBool>) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                let name = if signal == SIGINT {
+                    "SIGINT"
+                } else {
+                    "SIGTERM"
+                };
+                let unix_s = hozon::engine::now_ms() / 1000;
+                let pid = std::process::id();
+                if signal == SIGINT && shutdown.load(Ordering::SeqCst) {
+                    log::write_line(&format!(
+                        "{pid}:signal-handler ({unix_s}) You insist... exiting now.\n"
+                    ));
+                    std::process::exit(1);
+                }
+                log::write_line(&format!(
+                    "{pid}:signal-handler ({unix_s}) Received {name} scheduling shutdown...\n"
+                ));
+                shutdown.store(true, Ordering::SeqCst);
+            }
+        })?;
+    Ok(())
+}
+
+fn print_usage() {
+    println!(
+        "Usage: hozon-server [/path/to/redis.conf] [options] [-]\n       \
+         hozon-server - (read config from stdin)\n       \
+         hozon-server -v or --version\n       \
+         hozon-server -h or --help\n\n\
+         Examples:\n       \
+         hozon-server (run the server with default config)\n       \
+         hozon-server /etc/hozon/6379.conf\n       \
+         hozon-server --port 7777\n       \
+         hozon-server --port 7777 --bind 127.0.0.1 --requirepass secret\n       \
+         hozon-server /etc/myredis.conf --loglevel verbose -\n       \
+         hozon-server --appendonly no --save '' (no persistence)\n\n\
+         Options are Redis's configuration parameters (see CONFIG GET *)."
+    );
 }

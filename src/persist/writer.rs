@@ -1,0 +1,442 @@
+//! The AOF writer: batches, write(2), the fsync policies, and error states.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use super::aof::{BatchBuilder, FILE_HEADER};
+use super::io::{AppendFile, Io, SyncHandle};
+use crate::command::Effect;
+
+pub use crate::config::AppendFsync as FsyncPolicy;
+
+/// How long an everysec fsync may run before writers wait for it.
+const FSYNC_POSTPONE_MAX_MS: i64 = 2000;
+
+/// State shared with the background fsync thread.
+#[derive(Default)]
+struct BgShared {
+    in_progress: AtomicBool,
+    started_ms: AtomicI64,
+    /// Bytes of the file known durable.
+    synced_len: AtomicI64,
+    error: Mutex<Option<String>>,
+}
+
+struct BgFsync {
+    tx: Option<Sender<(Arc<dyn SyncHandle>, i64)>>,
+    shared: Arc<BgShared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl BgFsync {
+    fn start(shared: Arc<BgShared>) -> BgFsync {
+        let (tx, rx) = mpsc::channel::<(Arc<dyn SyncHandle>, i64)>();
+        let worker_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("hozon-aof-fsync".into())
+            .spawn(move || {
+                while let Ok((handle, len)) = rx.recv() {
+                    let result = handle.sync_data();
+                    match result {
+                        Ok(()) => {
+                            worker_shared.synced_len.fetch_max(len, Ordering::SeqCst);
+                        }
+                        Err(e) => {
+                            let mut err = worker_shared
+                                .error
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner());
+                            *err = Some(error_text(&e));
+                        }
+                    }
+                    worker_shared.in_progress.store(false, Ordering::SeqCst);
+                }
+            })
+            .ok();
+        BgFsync {
+            tx: Some(tx),
+            shared,
+            thread,
+        }
+    }
+}
+
+impl Drop for BgFsync {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Counters and state reported by INFO persistence.
+#[derive(Debug, Clone, Default)]
+pub struct AofStatus {
+    /// Current file size.
+    pub current_size: u64,
+    /// Size when the file was opened (or last rewritten).
+    pub base_size: u64,
+    /// A background fsync is running.
+    pub pending_bio_fsync: bool,
+    /// Writes that had to wait for a slow background fsync.
+    pub delayed_fsync: u64,
+    /// The last write error, if writes are currently failing.
+    pub write_error: Option<String>,
+    /// The fsync error that poisoned durability, if any.
+    pub poisoned: Option<String>,
+}
+
+/// Why a flush did not make its batch acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlushError {
+    /// write(2) failed or was short; the file was cut back, the batch is
+    /// kept and retried by [`AofWriter::retry`].
+    Write(String),
+    /// fsync failed: durability is poisoned until restart.
+    Poisoned(String),
+}
+
+/// Appends batches to the AOF under an fsync policy.
+pub struct AofWriter {
+    io: Arc<dyn Io>,
+    path: PathBuf,
+    file: Box<dyn AppendFile>,
+    syncer: Arc<dyn SyncHandle>,
+    /// Length of the file up to the end of the last complete batch.
+    good_len: u64,
+    selected_db: Option<usize>,
+    policy: FsyncPolicy,
+    builder: BatchBuilder,
+    /// A batch whose write failed, to retry before anything else.
+    failed_batch: Option<Vec<u8>>,
+    write_error: Option<String>,
+    poisoned: Option<String>,
+    last_fsync_request_ms: i64,
+    bg: BgFsync,
+    base_size: u64,
+    delayed_fsync: u64,
+}
+
+impl AofWriter {
+    /// Opens (creating when absent) the AOF at `path`, already loaded and
+    /// truncated to its valid length; `checksummed` says whether loading
+    /// found hozon's header (if not, a marker line starts the checksummed
+    /// part).
+    pub fn open(
+        io: Arc<dyn Io>,
+        path: &Path,
+        policy: FsyncPolicy,
+        checksummed: bool,
+    ) -> std::io::Result<AofWriter> {
+        let mut file = io.open_append(path)?;
+        let mut len = file.len()?;
+        if len == 0 || !checksummed {
+            // A new file starts with the header that marks it checksummed; a
+            // file written by Redis gets the same line as a marker: batches
+            // after it carry checksums. Durable (with the directory entry)
+            // before any batch.
+            let mut written = 0;
+            while written < FILE_HEADER.len() {
+                match file.write(&FILE_HEADER[written..])? {
+                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                    n => written += n,
+                }
+            }
+            file.syncer()?.sync_data()?;
+            if let Some(dir) = path.parent() {
+                io.sync_dir(dir)?;
+            }
+            len += FILE_HEADER.len() as u64;
+        }
+        let syncer = file.syncer()?;
+        let shared = Arc::new(BgShared::default());
+        shared.synced_len.store(len as i64, Ordering::SeqCst);
+        Ok(AofWriter {
+            io,
+            path: path.to_path_buf(),
+            file,
+            syncer,
+            good_len: len,
+            selected_db: None,
+            policy,
+            builder: BatchBuilder::new(),
+            failed_batch: None,
+            write_error: None,
+            poisoned: None,
+            last_fsync_request_ms: 0,
+            bg: BgFsync::start(shared),
+            base_size: len,
+            delayed_fsync: 0,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The fsync policy in force.
+    pub fn policy(&self) -> FsyncPolicy {
+        self.policy
+    }
+
+    /// Changes the fsync policy (CONFIG SET appendfsync).
+    pub fn set_policy(&mut self, policy: FsyncPolicy) {
+        self.policy = policy;
+    }
+
+    /// Adds the effects of one command execution to the pending batch.
+    pub fn push_unit(&mut self, effects: &[Effect]) {
+        self.builder.push_unit(effects, &mut self.selected_db);
+    }
+
+    /// Bytes in the batch being built.
+    pub fn batch_bytes(&self) -> usize {
+        self.builder.len()
+    }
+
+    /// True when a batch is waiting to be written (or retried).
+    pub fn has_pending(&self) -> bool {
+        !self.builder.is_empty() || self.failed_batch.is_some()
+    }
+
+    /// Why writes must be refused right now, as Redis's MISCONF error text.
+    pub fn refusal(&self) -> Option<String> {
+        if let Some(p) = &self.poisoned {
+            return Some(format!(
+                "MISCONF Errors writing to the AOF file: fsync failed ({p}); durability cannot be \
+                 guaranteed, restart the server"
+            ));
+        }
+        self.write_error
+            .as_ref()
+            .map(|e| format!("MISCONF Errors writing to the AOF file: {e}"))
+    }
+
+    /// Writes the pending batch with one write(2) and applies the fsync
+    /// policy. On success the batch's replies may be released.
+    pub fn flush(&mut self, now_ms: i64) -> Result<(), FlushError> {
+        self.check_background_error();
+        if let Some(p) = &self.poisoned {
+            return Err(FlushError::Poisoned(p.clone()));
+        }
+        // A previously failed batch goes first, alone: order is preserved.
+        if self.failed_batch.is_some() {
+            self.retry(now_ms)?;
+        }
+        if self.builder.is_empty() {
+            return Ok(());
+        }
+        let batch = self.builder.finish(now_ms);
+        self.write_batch(batch, now_ms)
+    }
+
+    /// Retries a failed write (called from cron). Ok when nothing is left.
+    pub fn retry(&mut self, now_ms: i64) -> Result<(), FlushError> {
+        match self.failed_batch.take() {
+            None => Ok(()),
+            Some(batch) => self.write_batch(batch, now_ms),
+        }
+    }
+
+    fn write_batch(&mut self, batch: Vec<u8>, now_ms: i64) -> Result<(), FlushError> {
+        if self.policy == FsyncPolicy::Everysec {
+            self.wait_for_slow_fsync(now_ms);
+        }
+        let mut written = 0;
+        let mut failure = None;
+        while written < batch.len() {
+            match self.file.write(&batch[written..]) {
+                Ok(0) => {
+                    failure = Some("short write (0 bytes)".to_string());
+                    break;
+                }
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    failure = Some(error_text(&e));
+                    break;
+                }
+            }
+        }
+        if let Some(cause) = failure {
+            // Cut the partial batch off so the file ends at a batch boundary.
+            if written > 0 {
+                if let Err(e) = self.file.set_len(self.good_len) {
+                    // Cannot restore a clean end: treat like a failed fsync.
+                    let why = format!("{cause}; truncating back failed: {e}");
+                    self.poisoned = Some(why.clone());
+                    return Err(FlushError::Poisoned(why));
+                }
+            }
+            self.failed_batch = Some(batch);
+            self.write_error = Some(cause.clone());
+            return Err(FlushError::Write(cause));
+        }
+        self.good_len += batch.len() as u64;
+        self.write_error = None;
+        match self.policy {
+            FsyncPolicy::Always => {
+                if let Err(e) = self.syncer.sync_data() {
+                    let why = error_text(&e);
+                    self.poisoned = Some(why.clone());
+                    return Err(FlushError::Poisoned(why));
+                }
+                self.bg
+                    .shared
+                    .synced_len
+                    .store(self.good_len as i64, Ordering::SeqCst);
+            }
+            FsyncPolicy::Everysec => self.maybe_request_fsync(now_ms),
+            FsyncPolicy::No => {}
+        }
+        Ok(())
+    }
+
+    /// Redis's postpone rule, inverted for safety: writes never wait for a
+    /// normal background fsync, but when one has run for more than 2 s the
+    /// writer waits for it, bounding what a power loss can take.
+    fn wait_for_slow_fsync(&mut self, now_ms: i64) {
+        let shared = &self.bg.shared;
+        if shared.in_progress.load(Ordering::SeqCst)
+            && now_ms - shared.started_ms.load(Ordering::SeqCst) > FSYNC_POSTPONE_MAX_MS
+        {
+            self.delayed_fsync += 1;
+            while shared.in_progress.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+    }
+
+    fn maybe_request_fsync(&mut self, now_ms: i64) {
+        let shared = &self.bg.shared;
+        if shared.in_progress.load(Ordering::SeqCst) || now_ms - self.last_fsync_request_ms < 1000 {
+            return;
+        }
+        if shared.synced_len.load(Ordering::SeqCst) >= self.good_len as i64 {
+            return;
+        }
+        self.request_fsync(now_ms);
+    }
+
+    fn request_fsync(&mut self, now_ms: i64) {
+        let shared = &self.bg.shared;
+        shared.in_progress.store(true, Ordering::SeqCst);
+        shared.started_ms.store(now_ms, Ordering::SeqCst);
+        self.last_fsync_request_ms = now_ms;
+        let sent = self
+            .bg
+            .tx
+            .as_ref()
+            .map(|tx| {
+                tx.send((Arc::clone(&self.syncer), self.good_len as i64))
+                    .is_ok()
+            })
+            .unwrap_or(false);
+        if !sent {
+            // No background thread: fsync inline rather than never.
+            shared.in_progress.store(false, Ordering::SeqCst);
+            match self.syncer.sync_data() {
+                Ok(()) => shared
+                    .synced_len
+                    .store(self.good_len as i64, Ordering::SeqCst),
+                Err(e) => self.poisoned = Some(error_text(&e)),
+            }
+        }
+    }
+
+    fn check_background_error(&mut self) {
+        let mut err = self
+            .bg
+            .shared
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = err.take() {
+            self.poisoned = Some(e);
+        }
+    }
+
+    /// Periodic work: everysec fsync scheduling, retrying failed writes.
+    pub fn cron(&mut self, now_ms: i64) {
+        self.check_background_error();
+        if self.failed_batch.is_some() && self.poisoned.is_none() {
+            let _ = self.retry(now_ms);
+        }
+        if self.policy == FsyncPolicy::Everysec && self.poisoned.is_none() {
+            self.maybe_request_fsync(now_ms);
+        }
+    }
+
+    /// Fsyncs everything written so far, waiting for it (shutdown, or a
+    /// library user asking for durability).
+    pub fn sync_now(&mut self) -> Result<(), FlushError> {
+        while self.bg.shared.in_progress.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        self.check_background_error();
+        if let Some(p) = &self.poisoned {
+            return Err(FlushError::Poisoned(p.clone()));
+        }
+        match self.syncer.sync_data() {
+            Ok(()) => {
+                self.bg
+                    .shared
+                    .synced_len
+                    .store(self.good_len as i64, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => {
+                let why = error_text(&e);
+                self.poisoned = Some(why.clone());
+                Err(FlushError::Poisoned(why))
+            }
+        }
+    }
+
+    /// Bytes of the file known durable.
+    pub fn synced_len(&self) -> u64 {
+        self.bg.shared.synced_len.load(Ordering::SeqCst) as u64
+    }
+
+    /// Length of the file up to its last complete batch.
+    pub fn len(&self) -> u64 {
+        self.good_len
+    }
+
+    /// True when only the header has been written.
+    pub fn is_empty(&self) -> bool {
+        self.good_len <= FILE_HEADER.len() as u64
+    }
+
+    /// INFO persistence figures.
+    pub fn status(&self) -> AofStatus {
+        AofStatus {
+            current_size: self.good_len,
+            base_size: self.base_size,
+            pending_bio_fsync: self.bg.shared.in_progress.load(Ordering::SeqCst),
+            delayed_fsync: self.delayed_fsync,
+            write_error: self.write_error.clone(),
+            poisoned: self.poisoned.clone(),
+        }
+    }
+
+    /// The I/O backend (for the engine's other file operations).
+    pub fn io(&self) -> &Arc<dyn Io> {
+        &self.io
+    }
+}
+
+/// An I/O error as C's `strerror` words it (what Redis prints), without
+/// Rust's ` (os error N)` suffix.
+pub fn error_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}

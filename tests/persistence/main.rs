@@ -1,0 +1,12 @@
+//! Persistence tests: AOF replay, power loss and I/O faults through the
+//! fault-injecting backend, damaged files, crashes of a real server, and
+//! file interop with Redis.
+
+mod common;
+#[path = "../diff/harness.rs"]
+mod harness;
+
+mod aof_faults;
+mod aof_replay;
+mod crash;
+mod interop;
