@@ -73,6 +73,10 @@ pub struct Core {
     pub aof: Option<AofWriter>,
     /// What loading the AOF found at startup.
     pub aof_load: Option<LoadReport>,
+    /// The file-system layer every persistence file goes through.
+    io: Arc<dyn Io>,
+    /// Held while the engine uses the data directory.
+    dir_lock: Option<DirLock>,
     next_session_id: u64,
     last_cron_ms: i64,
 }
@@ -81,6 +85,75 @@ impl Core {
     /// INFO persistence figures of the AOF, when enabled.
     pub fn aof_status(&self) -> Option<AofStatus> {
         self.aof.as_ref().map(AofWriter::status)
+    }
+
+    /// Switches the append-only file on at runtime (CONFIG SET appendonly
+    /// yes): the current dataset is written to a temporary file, fsynced and
+    /// renamed into place before logging starts, so the file alone rebuilds
+    /// the keyspace. Runs synchronously: clients wait while it writes.
+    pub fn start_aof(&mut self, now_ms: i64) -> Result<(), String> {
+        if self.aof.is_some() {
+            return Ok(());
+        }
+        let dir = self.config.dir.clone();
+        if self.io.is_real() && self.dir_lock.is_none() {
+            self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
+        }
+        let path = dir.join(&self.config.appendfilename);
+        let temp = dir.join(format!("temp-appendonly-{}.aof", std::process::id()));
+        let written = (|| -> std::io::Result<()> {
+            let mut file = self.io.open_append(&temp)?;
+            file.set_len(0)?;
+            crate::persist::rewrite::write_keyspace(&self.keyspace, now_ms, &mut |chunk| {
+                let mut done = 0;
+                while done < chunk.len() {
+                    match file.write(&chunk[done..])? {
+                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                        n => done += n,
+                    }
+                }
+                Ok(())
+            })?;
+            file.syncer()?.sync_data()?;
+            self.io.rename(&temp, &path)?;
+            self.io.sync_dir(&dir)
+        })();
+        if let Err(e) = written {
+            let _ = self.io.remove(&temp);
+            return Err(format!(
+                "writing the initial append only file: {}",
+                crate::persist::writer::error_text(&e)
+            ));
+        }
+        let writer = AofWriter::open(Arc::clone(&self.io), &path, self.config.appendfsync, true)
+            .map_err(|e| {
+                format!(
+                    "opening {}: {}",
+                    path.display(),
+                    crate::persist::writer::error_text(&e)
+                )
+            })?;
+        self.aof = Some(writer);
+        self.config.appendonly = true;
+        Ok(())
+    }
+
+    /// Switches the append-only file off at runtime (CONFIG SET appendonly
+    /// no): what was logged is fsynced, the file is closed and the data
+    /// directory released.
+    pub fn stop_aof(&mut self) -> Result<(), String> {
+        if let Some(mut aof) = self.aof.take() {
+            let synced = aof.flush(now_ms()).and_then(|()| aof.sync_now());
+            if let Err(e) = synced {
+                self.aof = Some(aof);
+                return Err(format!(
+                    "cannot flush the append only file before closing it: {e:?}"
+                ));
+            }
+        }
+        self.config.appendonly = false;
+        self.dir_lock = None;
+        Ok(())
     }
 
     /// The MISCONF error writes get while the AOF cannot be written.
@@ -140,8 +213,6 @@ pub fn now_ms() -> i64 {
 /// An in-process keyspace engine.
 pub struct Engine {
     core: Core,
-    /// Held for the engine's life when it uses the data directory.
-    _lock: Option<DirLock>,
     /// When true (the server), logged effects wait for [`Engine::flush_log`]
     /// at the end of the event-loop turn; otherwise each `execute` writes
     /// its own batch before returning.
@@ -180,7 +251,6 @@ impl Engine {
         }
         let now = now_ms();
         let mut engine = Engine {
-            _lock: None,
             group_commit: false,
             notices: Vec::new(),
             capture_effects: true,
@@ -198,6 +268,8 @@ impl Engine {
                 loading: false,
                 aof: None,
                 aof_load: None,
+                io: Arc::clone(&io),
+                dir_lock: None,
                 next_session_id: 1,
                 last_cron_ms: now,
             },
@@ -211,7 +283,7 @@ impl Engine {
     fn open_aof(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
         let dir = self.core.config.dir.clone();
         if io.is_real() {
-            self._lock = Some(DirLock::acquire(&dir)?);
+            self.core.dir_lock = Some(DirLock::acquire(&dir)?);
         }
         self.remove_temp_files(io.as_ref(), &dir)?;
         let path = dir.join(&self.core.config.appendfilename);

@@ -2168,12 +2168,7 @@ fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             return failed(shown, &why);
         }
     }
-    if new.appendonly != old.appendonly {
-        return failed(
-            "appendonly",
-            "switching the append-only file on or off at runtime is not supported yet: restart with --appendonly yes|no",
-        );
-    }
+    let switch_aof = (new.appendonly != old.appendonly).then_some(new.appendonly);
     if let Some((name, why)) = new.first_unsupported() {
         let shown = chosen
             .iter()
@@ -2191,6 +2186,23 @@ fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         aof.set_policy(new.appendfsync);
     }
     ctx.core.config = new;
+    // appendonly last: turning it on writes the dataset out under the new
+    // settings; on failure the old value stays in force.
+    match switch_aof {
+        Some(true) => {
+            ctx.core.config.appendonly = false;
+            if let Err(why) = ctx.core.start_aof(ctx.now_ms) {
+                return failed("appendonly", &why);
+            }
+        }
+        Some(false) => {
+            if let Err(why) = ctx.core.stop_aof() {
+                ctx.core.config.appendonly = true;
+                return failed("appendonly", &why);
+            }
+        }
+        None => {}
+    }
     Ok(Reply::ok())
 }
 

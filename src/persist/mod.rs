@@ -4,4 +4,5 @@
 pub mod aof;
 pub mod io;
 pub mod lock;
+pub mod rewrite;
 pub mod writer;

@@ -109,6 +109,8 @@ pub struct Server {
     shutdown: Arc<AtomicBool>,
     /// Clients with replies to write at the end of this turn.
     pending: Vec<usize>,
+    /// An AOF write error was logged and has not cleared yet.
+    aof_error_logged: bool,
     /// Clients marked for closing by another client (CLIENT KILL).
     killed: Vec<usize>,
     /// Unix ms of the last idle-client check (`timeout`).
@@ -133,6 +135,7 @@ impl Server {
             next_token: FIRST_CLIENT_TOKEN,
             shutdown,
             pending: Vec::new(),
+            aof_error_logged: false,
             killed: Vec::new(),
             last_idle_check_ms: 0,
         })
@@ -175,6 +178,13 @@ impl Server {
             self.engine.cron();
             if !self.engine.log_pending() {
                 // A batch that failed earlier was written by a retry.
+                if self.aof_error_logged {
+                    self.aof_error_logged = false;
+                    log::log(
+                        Level::Warning,
+                        "AOF write error looks solved, Redis can write again.",
+                    );
+                }
                 self.release_held();
             }
             self.close_idle_clients();
@@ -386,18 +396,24 @@ impl Server {
     /// failed), those clients are disconnected: they never get an
     /// acknowledgement that could be false.
     fn commit_log(&mut self) {
-        if !self.engine.log_pending() {
+        // Only a new batch is written here; a batch that failed is retried
+        // by the engine's cron (hz times a second), not on every turn.
+        if self.engine.log_batch_bytes() == 0 {
             return;
         }
         match self.engine.flush_log() {
-            Ok(()) => self.release_held(),
+            Ok(()) => {
+                self.aof_error_logged = false;
+                self.release_held();
+            }
             Err(crate::persist::writer::FlushError::Write(cause)) => {
-                log::log(
-                    Level::Warning,
-                    &format!(
-                        "Error writing to the AOF file: {cause}; writes refused until it succeeds"
-                    ),
-                );
+                if !self.aof_error_logged {
+                    self.aof_error_logged = true;
+                    log::log(
+                        Level::Warning,
+                        &format!("Error writing to the AOF file: {cause}; writes refused until it succeeds"),
+                    );
+                }
                 self.pending
                     .retain(|t| !self.clients.get(t).is_some_and(|c| c.awaiting_log));
             }

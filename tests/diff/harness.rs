@@ -55,8 +55,18 @@ pub fn redis_server_path() -> String {
 fn wait_until_listening(port: u16, name: &str, child: &mut Child) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
+        // Listening is not enough: a server loading its data answers
+        // -LOADING until it is done. Ready means PING answers +PONG.
+        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut reply = [0u8; 64];
+            if stream.write_all(b"*1\r\n$4\r\nPING\r\n").is_ok() {
+                if let Ok(n) = stream.read(&mut reply) {
+                    if reply[..n].starts_with(b"+PONG") {
+                        return;
+                    }
+                }
+            }
         }
         if let Ok(Some(status)) = child.try_wait() {
             panic!("{name} exited during startup: {status}");
@@ -210,6 +220,27 @@ impl Conn {
                 Err(e) => panic!("reading reply: {e}; got so far: {}", show(&self.buf)),
             }
         }
+    }
+
+    /// Reads one reply if one arrives within `wait`, else `None` (to show
+    /// that a reply is being held back).
+    pub fn try_read_reply(&mut self, wait: Duration) -> Option<Vec<u8>> {
+        self.stream.set_read_timeout(Some(wait)).expect("timeout");
+        let mut chunk = [0u8; 65536];
+        let result = loop {
+            if let Ok(Some(n)) = frame_len(&self.buf) {
+                break Some(self.buf.drain(..n).collect());
+            }
+            match self.stream.read(&mut chunk) {
+                Ok(0) => break None,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(_) => break None,
+            }
+        };
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        result
     }
 
     /// Reads until the server closes the connection (or 5 s pass).

@@ -11,7 +11,7 @@ use crate::harness::{start_hozon, start_redis, Conn};
 
 /// A decoded RESP2 reply.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Value {
+pub enum Value {
     Bulk(Vec<u8>),
     Int(i64),
     Simple(String),
@@ -58,10 +58,10 @@ fn call(conn: &mut Conn, args: &[&[u8]]) -> Value {
     decode(&raw, &mut 0)
 }
 
-type Dump = BTreeMap<(u8, Vec<u8>), (Vec<u8>, Value, Value)>;
+pub type Dump = BTreeMap<(u8, Vec<u8>), (Vec<u8>, Value, Value)>;
 
 /// Every key of databases 0..16: type, canonical value, PEXPIRETIME.
-fn dump(port: u16) -> Dump {
+pub fn dump(port: u16) -> Dump {
     let mut conn = Conn::connect(port);
     let mut out = BTreeMap::new();
     for db in 0..16u8 {
@@ -154,7 +154,7 @@ SELECT 0
 COPY h h5 DB 5
 ";
 
-fn run_workload(port: u16) {
+pub fn run_workload(port: u16) {
     let mut conn = Conn::connect(port);
     for line in WORKLOAD.lines() {
         let args = crate::harness::split_line(line);

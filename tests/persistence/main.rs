@@ -10,3 +10,5 @@ mod aof_faults;
 mod aof_replay;
 mod crash;
 mod interop;
+mod runtime;
+mod server_faults;
