@@ -56,13 +56,15 @@ fn wait_until_listening(port: u16, name: &str, child: &mut Child) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         // Listening is not enough: a server loading its data answers
-        // -LOADING until it is done. Ready means PING answers +PONG.
+        // -LOADING until it is done. Ready means PING answers anything else.
         if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
             let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
             let mut reply = [0u8; 64];
             if stream.write_all(b"*1\r\n$4\r\nPING\r\n").is_ok() {
                 if let Ok(n) = stream.read(&mut reply) {
-                    if reply[..n].starts_with(b"+PONG") {
+                    // +PONG, or -NOAUTH from a server with a password:
+                    // anything but -LOADING means the data is loaded.
+                    if n > 0 && !reply[..n].starts_with(b"-LOADING") {
                         return;
                     }
                 }
