@@ -196,6 +196,13 @@ pub enum Fault {
         /// Error number.
         errno: i32,
     },
+    /// The Nth fsync takes `delay_ms` before it completes (a slow disk).
+    SlowSync {
+        /// Which fsync.
+        nth: u64,
+        /// How long it takes.
+        delay_ms: u64,
+    },
 }
 
 #[derive(Debug, Default, Clone)]
@@ -249,6 +256,10 @@ impl FaultyIo {
             Fault::FailSync { nth, errno } => Fault::FailSync {
                 nth: s.syncs + nth,
                 errno,
+            },
+            Fault::SlowSync { nth, delay_ms } => Fault::SlowSync {
+                nth: s.syncs + nth,
+                delay_ms,
             },
         };
         s.faults.push(fault);
@@ -325,6 +336,17 @@ impl SyncHandle for FaultySync {
         let mut s = self.io.lock();
         s.syncs += 1;
         let n = s.syncs;
+        let delay_ms = s.faults.iter().find_map(|f| match f {
+            Fault::SlowSync { nth, delay_ms } if *nth == n => Some(*delay_ms),
+            _ => None,
+        });
+        if let Some(delay_ms) = delay_ms {
+            // Sleep without holding the file system's lock: writes may go
+            // on meanwhile, as on a real disk.
+            drop(s);
+            std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+            s = self.io.lock();
+        }
         if let Some(errno) = s.faults.iter().find_map(|f| match f {
             Fault::FailSync { nth, errno } if *nth == n => Some(*errno),
             _ => None,

@@ -41,6 +41,42 @@ const FIRST_CLIENT_TOKEN: usize = 1024;
 /// password is set.
 const DENIED_PROTECTED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
+/// Client tokens in first-come order without duplicates: O(1) push and
+/// membership, so a turn with thousands of active clients stays linear.
+#[derive(Debug, Default)]
+struct TokenQueue {
+    order: Vec<usize>,
+    members: std::collections::HashSet<usize>,
+}
+
+impl TokenQueue {
+    fn push(&mut self, token: usize) {
+        if self.members.insert(token) {
+            self.order.push(token);
+        }
+    }
+
+    fn contains(&self, token: &usize) -> bool {
+        self.members.contains(token)
+    }
+
+    fn take(&mut self) -> Vec<usize> {
+        self.members.clear();
+        std::mem::take(&mut self.order)
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&usize) -> bool) {
+        let members = &mut self.members;
+        self.order.retain(|t| {
+            let k = keep(t);
+            if !k {
+                members.remove(t);
+            }
+            k
+        });
+    }
+}
+
 /// One connected client.
 pub struct Client {
     stream: TcpStream,
@@ -108,7 +144,9 @@ pub struct Server {
     next_token: usize,
     shutdown: Arc<AtomicBool>,
     /// Clients with replies to write at the end of this turn.
-    pending: Vec<usize>,
+    pending: TokenQueue,
+    /// Clients whose replies wait for their batch to reach the AOF.
+    held: TokenQueue,
     /// An AOF write error was logged and has not cleared yet.
     aof_error_logged: bool,
     /// Clients marked for closing by another client (CLIENT KILL).
@@ -134,7 +172,8 @@ impl Server {
             clients: HashMap::new(),
             next_token: FIRST_CLIENT_TOKEN,
             shutdown,
-            pending: Vec::new(),
+            pending: TokenQueue::default(),
+            held: TokenQueue::default(),
             aof_error_logged: false,
             killed: Vec::new(),
             last_idle_check_ms: 0,
@@ -169,7 +208,7 @@ impl Server {
                 if event.is_readable() || event.is_read_closed() || event.is_error() {
                     self.read_client(token);
                 }
-                if event.is_writable() && !self.pending.contains(&token) {
+                if event.is_writable() {
                     self.pending.push(token);
                 }
             }
@@ -327,7 +366,10 @@ impl Server {
             self.close(token, client);
             return;
         }
-        if client.output_len() > 0 && !self.pending.contains(&token) {
+        if client.awaiting_log {
+            self.held.push(token);
+        }
+        if client.output_len() > 0 {
             self.pending.push(token);
         }
         self.clients.insert(token, client);
@@ -422,13 +464,7 @@ impl Server {
                     Level::Warning,
                     &format!("fsync of the AOF failed: {cause}; durability is lost, writes refused until restart"),
                 );
-                let held: Vec<usize> = self
-                    .clients
-                    .iter()
-                    .filter(|(_, c)| c.awaiting_log)
-                    .map(|(t, _)| *t)
-                    .collect();
-                for token in held {
+                for token in self.held.take() {
                     if let Some(client) = self.clients.remove(&token) {
                         self.close(token, client);
                     }
@@ -438,11 +474,11 @@ impl Server {
     }
 
     fn release_held(&mut self) {
-        for (token, client) in self.clients.iter_mut() {
-            if client.awaiting_log {
+        for token in self.held.take() {
+            if let Some(client) = self.clients.get_mut(&token) {
                 client.awaiting_log = false;
-                if client.output_len() > 0 && !self.pending.contains(token) {
-                    self.pending.push(*token);
+                if client.output_len() > 0 {
+                    self.pending.push(token);
                 }
             }
         }
@@ -465,7 +501,7 @@ impl Server {
                 }
             }
         }
-        let pending = std::mem::take(&mut self.pending);
+        let pending = self.pending.take();
         for token in pending {
             let Some(mut client) = self.clients.remove(&token) else {
                 continue;

@@ -341,3 +341,51 @@ fn unknown_command_in_the_log_refuses_to_start() {
     };
     assert!(err.contains("unknown command 'NOSUCHCOMMAND'"), "{err}");
 }
+
+#[test]
+fn everysec_writes_wait_for_an_fsync_slower_than_two_seconds() {
+    let io = Arc::new(FaultyIo::new());
+    let config = durable_config(Path::new("/data"), AppendFsync::Everysec);
+    let mut engine = open(config, io.clone());
+    let mut s = engine.new_session();
+    // The first write starts a background fsync that takes 2.6 s.
+    io.inject(Fault::SlowSync {
+        nth: 1,
+        delay_ms: 2600,
+    });
+    assert_eq!(run(&mut engine, &mut s, &["SET", "k0", "v"]), Reply::ok());
+    let started = std::time::Instant::now();
+    let status = |e: &mut Engine| e.core().aof_status().expect("aof on");
+    assert!(
+        status(&mut engine).pending_bio_fsync,
+        "the background fsync did not start"
+    );
+    // Writes keep going without waiting while the fsync is younger than 2 s.
+    let mut i = 1;
+    while started.elapsed() < std::time::Duration::from_millis(1500) {
+        assert_eq!(
+            run(&mut engine, &mut s, &["SET", &format!("k{i}"), "v"]),
+            Reply::ok()
+        );
+        assert_eq!(
+            status(&mut engine).delayed_fsync,
+            0,
+            "a write waited for a young fsync"
+        );
+        i += 1;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Past 2 s, the next write waits for the fsync to finish (the loss
+    // window stays bounded) and the wait is counted.
+    while started.elapsed() < std::time::Duration::from_millis(2100) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(run(&mut engine, &mut s, &["SET", "late", "v"]), Reply::ok());
+    assert_eq!(status(&mut engine).delayed_fsync, 1);
+    // It returned only once the slow fsync (2.6 s from the first write) was done.
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(2500),
+        "{:?}",
+        started.elapsed()
+    );
+}
