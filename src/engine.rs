@@ -202,6 +202,16 @@ impl Core {
     }
 }
 
+/// The reply a write gets when its logged effect could not be written.
+fn flush_error_reply(e: FlushError) -> Reply {
+    Reply::error(match e {
+        FlushError::Write(cause) => format!("MISCONF Errors writing to the AOF file: {cause}"),
+        FlushError::Poisoned(cause) => {
+            format!("MISCONF Errors writing to the AOF file: fsync failed ({cause})")
+        }
+    })
+}
+
 /// The current time in Unix milliseconds.
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -536,10 +546,27 @@ impl Engine {
         if dirty > 0 {
             self.core.dirty += dirty;
             if !logged_custom {
-                self.core.effects.push(Effect {
-                    db,
-                    argv: argv.iter().map(|a| a.to_vec()).collect(),
-                });
+                match self.core.aof.as_mut() {
+                    // The common case: logged as received, nothing else
+                    // logged by this command: encode straight into the batch.
+                    Some(aof)
+                        if !self.core.loading && self.core.effects.len() == effects_before =>
+                    {
+                        aof.push_command(db, argv);
+                        if !self.group_commit {
+                            if let Err(e) = aof.flush(now) {
+                                return flush_error_reply(e);
+                            }
+                        }
+                        return reply;
+                    }
+                    // No log and nobody collecting effects: nothing to build.
+                    None if !self.capture_effects => {}
+                    _ => self.core.effects.push(Effect {
+                        db,
+                        argv: argv.iter().map(|a| a.to_vec()).collect(),
+                    }),
+                }
             }
         }
         debug_assert!(
@@ -563,16 +590,7 @@ impl Engine {
             if !self.group_commit && logged {
                 if let Err(e) = aof.flush(now) {
                     // Applied in memory but not logged: not acknowledged.
-                    return Reply::error(match e {
-                        FlushError::Write(cause) => {
-                            format!("MISCONF Errors writing to the AOF file: {cause}")
-                        }
-                        FlushError::Poisoned(cause) => {
-                            format!(
-                                "MISCONF Errors writing to the AOF file: fsync failed ({cause})"
-                            )
-                        }
-                    });
+                    return flush_error_reply(e);
                 }
             }
         }

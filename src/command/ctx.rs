@@ -319,6 +319,15 @@ impl<'a> Ctx<'a> {
         removed
     }
 
+    /// After `removed` elements left the collection at `key`: deletes the
+    /// key if the collection is now empty, signals the key as modified and
+    /// counts `removed` changes.
+    pub fn elements_removed(&mut self, key: &[u8], removed: u64) {
+        self.delete_if_empty(key);
+        self.signal_modified(key);
+        self.dirty(removed);
+    }
+
     /// Deletes `key` when its collection became empty (Redis never keeps
     /// empty lists, hashes, sets or sorted sets). Returns true if deleted.
     pub fn delete_if_empty(&mut self, key: &[u8]) -> bool {

@@ -41,17 +41,14 @@ const SERVER: &str = "server";
 
 macro_rules! spec {
     ($name:expr, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $group:expr, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: $flags,
-            first_key: $first,
-            last_key: $last,
-            key_step: $step,
-            group: $group,
-            handler: $handler,
-            subcommands: &[],
-        }
+        CommandSpec::new(
+            $name,
+            $arity,
+            $flags,
+            ($first, $last, $step),
+            $group,
+            $handler,
+        )
     };
 }
 
@@ -482,21 +479,12 @@ fn keys(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 }
 
 fn scan(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let mut cursor = parse_scan_cursor(argv[1])?;
+    let cursor = parse_scan_cursor(argv[1])?;
     let options = parse_scan_options(argv, 2)?;
-    let count = options.count;
-    // Like Redis, visit at most ten buckets per requested key so a sparse
-    // table cannot make one call walk everything.
-    let mut budget = count.saturating_mul(10);
-    let mut batch: Vec<Blob> = Vec::new();
     let main = ctx.db().main();
-    loop {
-        cursor = main.scan_step(cursor, |key, _| batch.push(key.clone()));
-        if cursor == 0 || budget == 0 || batch.len() as u64 >= count {
-            break;
-        }
-        budget -= 1;
-    }
+    let (cursor, batch) = scan_table(cursor, options.count, 1, |cursor, batch: &mut Vec<Blob>| {
+        main.scan_step(cursor, |key, _| batch.push(key.clone()))
+    });
     let mut found = Vec::with_capacity(batch.len());
     for key in batch {
         if !options.matches(&key) {
@@ -515,12 +503,7 @@ fn scan(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
         found.push(Reply::Bulk(key.into_vec()));
     }
-    // Redis prints the unsigned cursor as a signed number.
-    let cursor_text = (cursor as i64).to_string().into_bytes();
-    Ok(Reply::Array(vec![
-        Reply::Bulk(cursor_text),
-        Reply::Array(found),
-    ]))
+    Ok(scan_reply(cursor, found))
 }
 
 fn randomkey(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
@@ -800,21 +783,49 @@ pub fn parse_scan_cursor(arg: &[u8]) -> Result<u64, Reply> {
     })
 }
 
+/// The bucket walk SCAN, HSCAN, SSCAN and ZSCAN share (Redis's
+/// `scanGenericCommand`): calls `step` (one `dictScan` call, pushing what
+/// the bucket holds) until the cursor wraps to 0, `count` elements are
+/// collected, or the budget of ten steps per requested reply entry runs out,
+/// so a sparse table cannot stall the server. `replies_per_element` is 2 for
+/// HSCAN and ZSCAN, whose COUNT Redis doubles because each element is a
+/// field or member and a value or score (which doubles the budget too).
+/// Elements are collected before MATCH / TYPE filtering, as in Redis.
+pub fn scan_table<T>(
+    mut cursor: u64,
+    count: u64,
+    replies_per_element: u64,
+    mut step: impl FnMut(u64, &mut Vec<T>) -> u64,
+) -> (u64, Vec<T>) {
+    let wanted = count.saturating_mul(replies_per_element);
+    let mut budget = wanted.saturating_mul(10);
+    let mut found = Vec::new();
+    loop {
+        cursor = step(cursor, &mut found);
+        if cursor == 0
+            || budget == 0
+            || (found.len() as u64).saturating_mul(replies_per_element) >= wanted
+        {
+            break;
+        }
+        budget -= 1;
+    }
+    (cursor, found)
+}
+
+/// The reply of every *SCAN command: the next cursor, which Redis prints
+/// as a signed 64-bit number, and the elements.
+pub fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
+    let mut text = Vec::with_capacity(20);
+    crate::types::num::write_i64(&mut text, cursor as i64);
+    Reply::Array(vec![Reply::Bulk(text), Reply::Array(items)])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Config, Effect, Engine, Session};
-
-    fn engine() -> (Engine, Session) {
-        let mut engine = Engine::open(Config::in_memory()).expect("in-memory config opens");
-        let session = engine.new_session();
-        (engine, session)
-    }
-
-    fn run(engine: &mut Engine, session: &mut Session, line: &str) -> Reply {
-        let argv: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        engine.execute(session, &argv)
-    }
+    use crate::command::test_support::{engine, run};
+    use crate::Effect;
 
     fn effect(db: usize, line: &str) -> Effect {
         Effect {

@@ -14,17 +14,14 @@ use crate::types::{Blob, List, Value};
 
 macro_rules! list_command {
     ($name:literal, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $handler:ident) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: $flags,
-            first_key: $first,
-            last_key: $last,
-            key_step: $step,
-            group: "list",
-            handler: $handler,
-            subcommands: &[],
-        }
+        CommandSpec::new(
+            $name,
+            $arity,
+            $flags,
+            ($first, $last, $step),
+            "list",
+            $handler,
+        )
     };
 }
 
@@ -480,9 +477,7 @@ fn lrem(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     let removed = list.remove_matching(argv[3], limit, from);
     if removed > 0 {
-        ctx.delete_if_empty(key);
-        ctx.signal_modified(key);
-        ctx.dirty(removed as u64);
+        ctx.elements_removed(key, removed as u64);
     }
     Ok(Reply::Int(removed as i64))
 }
@@ -502,10 +497,8 @@ fn ltrim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         None => (len, 0),
     };
     list.trim(head, tail);
-    ctx.delete_if_empty(key);
     // Redis signals the key even when nothing was trimmed.
-    ctx.signal_modified(key);
-    ctx.dirty((head + tail) as u64);
+    ctx.elements_removed(key, (head + tail) as u64);
     Ok(Reply::ok())
 }
 
@@ -617,42 +610,7 @@ fn move_reply(ctx: &mut Ctx, src: &[u8], dst: &[u8], end_from: End, end_to: End)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::Effect;
-    use crate::config::Config;
-    use crate::engine::Engine;
-
-    struct Fixture {
-        engine: Engine,
-        session: crate::command::Session,
-    }
-
-    impl Fixture {
-        fn new() -> Fixture {
-            let mut engine =
-                Engine::open(Config::in_memory()).expect("an in-memory config is valid");
-            let session = engine.new_session();
-            Fixture { engine, session }
-        }
-
-        fn run(&mut self, line: &str) -> Reply {
-            let args: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
-            self.engine.execute(&mut self.session, &args)
-        }
-
-        fn effects(&mut self) -> Vec<String> {
-            self.engine
-                .take_effects()
-                .into_iter()
-                .map(|Effect { db, argv }| {
-                    let words: Vec<String> = argv
-                        .iter()
-                        .map(|a| String::from_utf8_lossy(a).into_owned())
-                        .collect();
-                    format!("{db}: {}", words.join(" "))
-                })
-                .collect()
-        }
-    }
+    use crate::command::test_support::Fixture;
 
     fn bulks(items: &[&str]) -> Reply {
         Reply::Array(items.iter().map(|s| Reply::bulk(s.as_bytes())).collect())

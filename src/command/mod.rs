@@ -21,6 +21,9 @@ pub mod set;
 pub mod string;
 pub mod zset;
 
+#[cfg(test)]
+mod test_support;
+
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -121,6 +124,29 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
+    /// A plain command (no subcommands) of `group` whose keys are at
+    /// `(first, last, step)` (`(0, 0, 0)` for none), for the tables.
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        (first_key, last_key, key_step): (i32, i32, i32),
+        group: &'static str,
+        handler: Handler,
+    ) -> CommandSpec {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            first_key,
+            last_key,
+            key_step,
+            group,
+            handler,
+            subcommands: &[],
+        }
+    }
+
     /// True when `flag` is set.
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0

@@ -25,15 +25,8 @@ macro_rules! spec {
     };
     ($name:expr, $arity:expr, $flags:expr, $group:expr, $handler:expr, $subs:expr) => {
         CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: $flags,
-            first_key: 0,
-            last_key: 0,
-            key_step: 0,
-            group: $group,
-            handler: $handler,
             subcommands: $subs,
+            ..CommandSpec::new($name, $arity, $flags, (0, 0, 0), $group, $handler)
         }
     };
 }

@@ -5,7 +5,7 @@
 //! fresh set (an intset while the result is small and all-integer), so
 //! their replies come out sorted exactly when Redis's do.
 
-use super::keys::{parse_scan_cursor, parse_scan_options};
+use super::keys::{parse_scan_cursor, parse_scan_options, scan_reply, scan_table};
 use super::{flags::*, is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx};
 use crate::keyspace::Db;
 use crate::rand::Rng;
@@ -15,17 +15,14 @@ use crate::types::{Blob, Set, Value, WRONGTYPE};
 
 macro_rules! spec {
     ($name:literal, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: $flags,
-            first_key: $first,
-            last_key: $last,
-            key_step: $step,
-            group: "set",
-            handler: $handler,
-            subcommands: &[],
-        }
+        CommandSpec::new(
+            $name,
+            $arity,
+            $flags,
+            ($first, $last, $step),
+            "set",
+            $handler,
+        )
     };
 }
 
@@ -158,9 +155,7 @@ fn srem(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
     }
     if removed > 0 {
-        ctx.delete_if_empty(key);
-        ctx.signal_modified(key);
-        ctx.dirty(removed);
+        ctx.elements_removed(key, removed);
     }
     Ok(Reply::Int(removed as i64))
 }
@@ -252,9 +247,7 @@ fn spop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     }
     let (set, rng) = set_and_rng(ctx, key).expect("key was just found holding a set");
     let member = set.pop_random(rng).expect("a stored set is never empty");
-    ctx.delete_if_empty(key);
-    ctx.signal_modified(key);
-    ctx.dirty(1);
+    ctx.elements_removed(key, 1);
     let reply = Reply::Bulk(member.to_vec());
     ctx.log(vec![b"SREM".to_vec(), key.to_vec(), member.into_vec()]);
     Ok(reply)
@@ -595,97 +588,32 @@ fn sdiffstore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 // SSCAN.
 
 fn sscan(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let mut cursor = parse_scan_cursor(argv[2])?;
+    let cursor = parse_scan_cursor(argv[2])?;
     let Some(set) = ctx.read_set(argv[1])? else {
-        return Ok(Reply::Array(vec![
-            Reply::bulk(b"0"),
-            Reply::Array(Vec::new()),
-        ]));
+        return Ok(scan_reply(0, Vec::new()));
     };
     // Options are parsed after the key lookup, as Redis does (a missing key
     // replies an empty scan whatever follows).
     let options = parse_scan_options(argv, 3)?;
-    let mut found: Vec<Vec<u8>> = Vec::new();
-    match &**set {
+    let (cursor, found) = match &**set {
         // An intset is small: everything at once, cursor 0.
-        Set::Intset(ints) => {
-            found.extend(ints.iter().map(|&v| Member::Int(v).to_vec()));
-            cursor = 0;
-        }
-        Set::Table(table) => {
-            // Redis bounds the work at ten bucket visits per COUNT so a
-            // sparse table cannot stall the server.
-            let mut max_iterations = options.count.saturating_mul(10);
-            loop {
-                cursor = table.scan_step(cursor, |k, _| found.push(k.to_vec()));
-                if cursor == 0 || max_iterations == 0 || found.len() as u64 >= options.count {
-                    break;
-                }
-                max_iterations -= 1;
-            }
-        }
-    }
+        Set::Intset(ints) => (0, ints.iter().map(|&v| Member::Int(v).to_vec()).collect()),
+        Set::Table(table) => scan_table(cursor, options.count, 1, |cursor, found| {
+            table.scan_step(cursor, |k, _| found.push(k.to_vec()))
+        }),
+    };
     let elements = found
         .into_iter()
-        .filter(|m| options.matches(m))
+        .filter(|m: &Vec<u8>| options.matches(m))
         .map(Reply::Bulk)
         .collect();
-    // Redis writes the unsigned cursor as a signed 64-bit number.
-    let mut cursor_text = Vec::with_capacity(20);
-    crate::types::num::write_i64(&mut cursor_text, cursor as i64);
-    Ok(Reply::Array(vec![
-        Reply::Bulk(cursor_text),
-        Reply::Array(elements),
-    ]))
+    Ok(scan_reply(cursor, elements))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::Effect;
-    use crate::config::Config;
-    use crate::engine::Engine;
-
-    struct Fixture {
-        engine: Engine,
-        session: crate::command::Session,
-    }
-
-    impl Fixture {
-        fn new() -> Fixture {
-            let mut engine = Engine::open(Config::in_memory()).expect("in-memory config opens");
-            let session = engine.new_session();
-            Fixture { engine, session }
-        }
-
-        fn run(&mut self, line: &str) -> Reply {
-            let args: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
-            self.engine.execute(&mut self.session, &args)
-        }
-
-        fn effects(&mut self) -> Vec<String> {
-            self.engine
-                .take_effects()
-                .into_iter()
-                .map(|Effect { db, argv }| {
-                    let words: Vec<String> = argv
-                        .iter()
-                        .map(|a| String::from_utf8_lossy(a).into_owned())
-                        .collect();
-                    format!("{db}: {}", words.join(" "))
-                })
-                .collect()
-        }
-
-        fn encoding(&mut self, key: &str) -> Option<&'static str> {
-            self.engine
-                .core()
-                .keyspace
-                .db(0)
-                .get(key.as_bytes())
-                .map(Value::encoding)
-        }
-    }
+    use crate::command::test_support::Fixture;
 
     fn bulks(items: &[&str]) -> Vec<Reply> {
         items.iter().map(|s| Reply::bulk(s.as_bytes())).collect()

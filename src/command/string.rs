@@ -6,6 +6,7 @@
 
 use super::{flags::*, is, parse_int, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR, NOT_INT_ERR};
 use crate::reply::Reply;
+use crate::types::long_double::Ld;
 use crate::types::{Blob, Value, WRONGTYPE};
 
 /// A plain (non-container) string command with one key range.
@@ -16,17 +17,7 @@ const fn spec(
     keys: (i32, i32, i32),
     handler: super::Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        first_key: keys.0,
-        last_key: keys.1,
-        key_step: keys.2,
-        group: "string",
-        handler,
-        subcommands: &[],
-    }
+    CommandSpec::new(name, arity, flags, keys, "string", handler)
 }
 
 /// Key positions of a command whose only key is the first argument.
@@ -128,28 +119,6 @@ fn max_string_len(ctx: &Ctx) -> u64 {
     } else {
         ctx.core.config.proto_max_bulk_len
     }
-}
-
-/// A decimal integer as a blob, formatted on the stack (INCR's hot path:
-/// integers fit inline, so this allocates nothing).
-fn int_blob(n: i64) -> Blob {
-    let mut buf = [0u8; 20];
-    let mut pos = buf.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        // 19 digits at most for |i64::MIN|, so there is room for the sign.
-        pos -= 1;
-        buf[pos] = b'-';
-    }
-    Blob::new(&buf[pos..])
 }
 
 /// Decimal bytes of `n` (for logged arguments).
@@ -508,12 +477,12 @@ fn incr_decr(ctx: &mut Ctx, key: &[u8], delta: i64) -> CmdResult {
         Some(Value::Str(s)) => {
             let old = crate::types::num::parse_i64(s).ok_or(Reply::err(NOT_INT_ERR))?;
             let new = old.checked_add(delta).ok_or_else(overflow)?;
-            *s = int_blob(new);
+            *s = Blob::from_i64(new);
             new
         }
         Some(_) => return Err(Reply::err(WRONGTYPE)),
         None => {
-            ctx.db().insert_new(key, Value::Str(int_blob(delta)));
+            ctx.db().insert_new(key, Value::Str(Blob::from_i64(delta)));
             delta
         }
     };
@@ -547,14 +516,16 @@ fn incrbyfloat(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let key = argv[1];
     let not_float = || Reply::err(NOT_FLOAT_ERR);
     let (current, exists) = match ctx.lookup_write(key) {
-        Some(Value::Str(s)) => (long_double::parse(s).ok_or_else(not_float)?, true),
+        Some(Value::Str(s)) => (Ld::parse(s).ok_or_else(not_float)?, true),
         Some(_) => return Err(Reply::err(WRONGTYPE)),
-        None => (long_double::Ext::Zero, false),
+        None => (Ld::Zero { negative: false }, false),
     };
-    let delta = long_double::parse(argv[2]).ok_or_else(not_float)?;
-    let sum = long_double::add(current, delta)
-        .ok_or(Reply::err("ERR increment would produce NaN or Infinity"))?;
-    let text = long_double::format_human(sum);
+    let delta = Ld::parse(argv[2]).ok_or_else(not_float)?;
+    let sum = current + delta;
+    if !sum.is_finite() {
+        return Err(Reply::err("ERR increment would produce NaN or Infinity"));
+    }
+    let text = sum.to_human().into_bytes();
     if exists {
         // Like Redis's dbOverwrite: the TTL stays.
         ctx.set_key(key, Value::Str(Blob::new(&text)), true);
@@ -841,568 +812,11 @@ fn lcs_reply(
     Ok(Reply::Bulk(result))
 }
 
-// ---------------------------------------------------------------------------
-// INCRBYFLOAT arithmetic.
-
-/// The x87 80-bit `long double` arithmetic INCRBYFLOAT uses in Redis on
-/// x86-64, emulated exactly: 64-bit significands, correctly rounded
-/// parsing (`strtold`), addition rounded to nearest-even, and `%.17Lf`
-/// printing with trailing zeros removed. Plain `f64` would differ in
-/// common cases (`0.1 + 0.2` is `0.3` in Redis), so the emulation is
-/// needed for identical replies and stored values.
-mod long_double {
-    use std::cmp::Ordering;
-
-    /// Lowest binary exponent of a significand's last bit (the smallest
-    /// subnormal is 2^-16445).
-    const MIN_LSB_EXP: i64 = -16445;
-    /// Highest binary exponent of a significand's top bit.
-    const MAX_TOP_EXP: i64 = 16383;
-    /// Redis's `MAX_LONG_DOUBLE_CHARS`: longer inputs are not floats.
-    const MAX_CHARS: usize = 5 * 1024;
-
-    /// A `long double` value. Finite non-zero values are `mant * 2^exp`,
-    /// with a full 64-bit significand unless subnormal.
-    #[derive(Debug, Clone, Copy, PartialEq)]
-    pub enum Ext {
-        /// Zero (its sign never shows in INCRBYFLOAT results).
-        Zero,
-        /// A finite non-zero value.
-        Finite { neg: bool, mant: u64, exp: i64 },
-        /// An infinity.
-        Inf { neg: bool },
-    }
-
-    /// An unsigned big integer, little-endian 32-bit limbs, no high zeros.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    struct Big(Vec<u32>);
-
-    impl Big {
-        fn from_u64(v: u64) -> Big {
-            let mut b = Big(vec![v as u32, (v >> 32) as u32]);
-            b.trim();
-            b
-        }
-
-        fn trim(&mut self) {
-            while self.0.last() == Some(&0) {
-                self.0.pop();
-            }
-        }
-
-        fn is_zero(&self) -> bool {
-            self.0.is_empty()
-        }
-
-        fn bit_len(&self) -> u64 {
-            match self.0.last() {
-                None => 0,
-                Some(&top) => (self.0.len() as u64 - 1) * 32 + u64::from(32 - top.leading_zeros()),
-            }
-        }
-
-        fn bit(&self, i: u64) -> bool {
-            let limb = (i / 32) as usize;
-            limb < self.0.len() && (self.0[limb] >> (i % 32)) & 1 == 1
-        }
-
-        /// True when any bit below position `i` is set.
-        fn any_below(&self, i: u64) -> bool {
-            let full = ((i / 32) as usize).min(self.0.len());
-            if self.0[..full].iter().any(|&l| l != 0) {
-                return true;
-            }
-            let rest = i % 32;
-            full < self.0.len() && rest > 0 && self.0[full] & ((1u32 << rest) - 1) != 0
-        }
-
-        fn mul_add_small(&mut self, m: u32, add: u32) {
-            let mut carry = u64::from(add);
-            for limb in &mut self.0 {
-                let v = u64::from(*limb) * u64::from(m) + carry;
-                *limb = v as u32;
-                carry = v >> 32;
-            }
-            if carry > 0 {
-                self.0.push(carry as u32);
-            }
-            self.trim();
-        }
-
-        fn pow10(n: u64) -> Big {
-            let mut b = Big(vec![1]);
-            let mut left = n;
-            while left >= 9 {
-                b.mul_add_small(1_000_000_000, 0);
-                left -= 9;
-            }
-            b.mul_add_small(10u32.pow(left as u32), 0);
-            b
-        }
-
-        fn mul(&self, other: &Big) -> Big {
-            let mut out = vec![0u32; self.0.len() + other.0.len()];
-            for (i, &x) in self.0.iter().enumerate() {
-                let mut carry = 0u64;
-                for (j, &y) in other.0.iter().enumerate() {
-                    let v = u64::from(x) * u64::from(y) + u64::from(out[i + j]) + carry;
-                    out[i + j] = v as u32;
-                    carry = v >> 32;
-                }
-                out[i + other.0.len()] = carry as u32;
-            }
-            let mut b = Big(out);
-            b.trim();
-            b
-        }
-
-        fn shl(&self, bits: u64) -> Big {
-            if self.is_zero() {
-                return self.clone();
-            }
-            let limbs = (bits / 32) as usize;
-            let rest = bits % 32;
-            let mut out = vec![0u32; limbs];
-            if rest == 0 {
-                out.extend_from_slice(&self.0);
-            } else {
-                let mut carry = 0u32;
-                for &l in &self.0 {
-                    out.push((l << rest) | carry);
-                    carry = l >> (32 - rest);
-                }
-                out.push(carry);
-            }
-            let mut b = Big(out);
-            b.trim();
-            b
-        }
-
-        fn shr(&self, bits: u64) -> Big {
-            let limbs = (bits / 32) as usize;
-            if limbs >= self.0.len() {
-                return Big(Vec::new());
-            }
-            let rest = bits % 32;
-            let src = &self.0[limbs..];
-            let mut out = Vec::with_capacity(src.len());
-            for (k, &l) in src.iter().enumerate() {
-                let high = if rest == 0 {
-                    0
-                } else {
-                    src.get(k + 1).map_or(0, |&h| h << (32 - rest))
-                };
-                out.push((l >> rest) | high);
-            }
-            let mut b = Big(out);
-            b.trim();
-            b
-        }
-
-        fn add(&self, other: &Big) -> Big {
-            let (long, short) = if self.0.len() >= other.0.len() {
-                (self, other)
-            } else {
-                (other, self)
-            };
-            let mut out = Vec::with_capacity(long.0.len() + 1);
-            let mut carry = 0u64;
-            for (k, &l) in long.0.iter().enumerate() {
-                let v = u64::from(l) + u64::from(short.0.get(k).copied().unwrap_or(0)) + carry;
-                out.push(v as u32);
-                carry = v >> 32;
-            }
-            out.push(carry as u32);
-            let mut b = Big(out);
-            b.trim();
-            b
-        }
-
-        /// `self - other`, requiring `self >= other`.
-        fn sub(&self, other: &Big) -> Big {
-            debug_assert!(
-                self.cmp_big(other) != Ordering::Less,
-                "sub needs a larger minuend"
-            );
-            let mut out = Vec::with_capacity(self.0.len());
-            let mut borrow = 0i64;
-            for (k, &l) in self.0.iter().enumerate() {
-                let mut v = i64::from(l) - i64::from(other.0.get(k).copied().unwrap_or(0)) - borrow;
-                borrow = 0;
-                if v < 0 {
-                    v += 1 << 32;
-                    borrow = 1;
-                }
-                out.push(v as u32);
-            }
-            let mut b = Big(out);
-            b.trim();
-            b
-        }
-
-        fn cmp_big(&self, other: &Big) -> Ordering {
-            self.0
-                .len()
-                .cmp(&other.0.len())
-                .then_with(|| self.0.iter().rev().cmp(other.0.iter().rev()))
-        }
-
-        /// The low 64 bits.
-        fn low_u64(&self) -> u64 {
-            u64::from(self.0.first().copied().unwrap_or(0))
-                | (u64::from(self.0.get(1).copied().unwrap_or(0)) << 32)
-        }
-
-        /// Decimal digits (at least one).
-        fn to_decimal(&self) -> Vec<u8> {
-            let mut n = self.clone();
-            let mut chunks = Vec::new();
-            while !n.is_zero() {
-                let mut rem = 0u64;
-                for limb in n.0.iter_mut().rev() {
-                    let cur = (rem << 32) | u64::from(*limb);
-                    *limb = (cur / 1_000_000_000) as u32;
-                    rem = cur % 1_000_000_000;
-                }
-                n.trim();
-                chunks.push(rem as u32);
-            }
-            let mut out = Vec::new();
-            match chunks.pop() {
-                None => out.push(b'0'),
-                Some(top) => out.extend_from_slice(top.to_string().as_bytes()),
-            }
-            for chunk in chunks.iter().rev() {
-                out.extend_from_slice(format!("{chunk:09}").as_bytes());
-            }
-            out
-        }
-    }
-
-    /// Rounds `n * 2^exp` (plus a positive amount below the last bit of `n`
-    /// when `sticky`) to a `long double`, to nearest-even. `None` when it
-    /// overflows (strtold: ERANGE, HUGE_VALL) or underflows to zero.
-    fn round(neg: bool, n: &Big, exp: i64, sticky: bool) -> Option<Ext> {
-        let bits = n.bit_len() as i64;
-        debug_assert!(bits > 0, "round is only called with a non-zero value");
-        let lsb = (exp + bits - 64).max(MIN_LSB_EXP);
-        let shift = lsb - exp;
-        let (mant, lsb) = if shift <= 0 {
-            // Exact: the value fits the significand as it is.
-            debug_assert!(
-                !sticky,
-                "a sticky remainder needs bits below the significand"
-            );
-            (n.shl((-shift) as u64).low_u64(), lsb)
-        } else {
-            let shift = shift as u64;
-            let kept = n.shr(shift).low_u64();
-            let half = n.bit(shift - 1);
-            let below = sticky || n.any_below(shift - 1);
-            if half && (below || kept & 1 == 1) {
-                match kept.checked_add(1) {
-                    Some(m) => (m, lsb),
-                    // Carried out to 2^64: the same value is 2^63 * 2^(lsb+1).
-                    None => (1 << 63, lsb + 1),
-                }
-            } else {
-                (kept, lsb)
-            }
-        };
-        if mant == 0 {
-            return None;
-        }
-        let top = lsb + 63 - i64::from(mant.leading_zeros());
-        if top > MAX_TOP_EXP {
-            return None;
-        }
-        Some(Ext::Finite {
-            neg,
-            mant,
-            exp: lsb,
-        })
-    }
-
-    /// Parses `s` as Redis's `string2ld` does (`strtold` over the whole
-    /// input, no leading space, no NaN, no overflow, no underflow to zero).
-    pub fn parse(s: &[u8]) -> Option<Ext> {
-        if s.is_empty()
-            || s.len() >= MAX_CHARS
-            || matches!(s[0], b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
-        {
-            return None;
-        }
-        let (neg, body) = match s[0] {
-            b'-' => (true, &s[1..]),
-            b'+' => (false, &s[1..]),
-            _ => (false, s),
-        };
-        if body.eq_ignore_ascii_case(b"inf") || body.eq_ignore_ascii_case(b"infinity") {
-            return Some(Ext::Inf { neg });
-        }
-        if body.len() > 2 && body[0] == b'0' && (body[1] | 0x20) == b'x' {
-            return parse_hex(neg, &body[2..]);
-        }
-        parse_decimal(neg, body)
-    }
-
-    /// Reads an optionally signed decimal exponent, saturating far beyond
-    /// any exponent that matters.
-    fn parse_exponent(s: &[u8]) -> Option<i64> {
-        let (neg, digits) = match s.first() {
-            Some(b'-') => (true, &s[1..]),
-            Some(b'+') => (false, &s[1..]),
-            _ => (false, s),
-        };
-        if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        let mut v: i64 = 0;
-        for &d in digits {
-            v = (v * 10 + i64::from(d - b'0')).min(1_000_000_000);
-        }
-        Some(if neg { -v } else { v })
-    }
-
-    fn parse_decimal(neg: bool, s: &[u8]) -> Option<Ext> {
-        let mantissa_end = s
-            .iter()
-            .position(|&c| c == b'e' || c == b'E')
-            .unwrap_or(s.len());
-        let (mantissa, exponent) = s.split_at(mantissa_end);
-        let exp10 = if exponent.is_empty() {
-            0
-        } else {
-            parse_exponent(&exponent[1..])?
-        };
-        let (int_part, frac_part) = match mantissa.iter().position(|&c| c == b'.') {
-            Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
-            None => (mantissa, &mantissa[..0]),
-        };
-        if int_part.is_empty() && frac_part.is_empty() {
-            return None;
-        }
-        if !int_part.iter().chain(frac_part).all(u8::is_ascii_digit) {
-            return None;
-        }
-        let mut digits = Big(Vec::new());
-        let mut significant = 0i64;
-        for &d in int_part.iter().chain(frac_part) {
-            if significant > 0 || d != b'0' {
-                significant += 1;
-            }
-            digits.mul_add_small(10, u32::from(d - b'0'));
-        }
-        if digits.is_zero() {
-            return Some(Ext::Zero);
-        }
-        let exp10 = exp10 - frac_part.len() as i64;
-        // Decimal exponent of the leading digit: far outside the range of
-        // long double (about 3.6e-4951 to 1.2e4932) means overflow or
-        // underflow without computing anything.
-        let leading = significant - 1 + exp10;
-        if leading > 4933 {
-            return None;
-        }
-        if leading < -4952 {
-            return None;
-        }
-        if exp10 >= 0 {
-            let n = digits.mul(&Big::pow10(exp10 as u64));
-            return round(neg, &n, 0, false);
-        }
-        // value = digits / 10^-exp10: divide with enough quotient bits
-        // (67 or more) that the remainder only matters as a sticky bit.
-        let divisor = Big::pow10((-exp10) as u64);
-        let scale = (68 + divisor.bit_len() as i64 - digits.bit_len() as i64).max(0) as u64;
-        let mut rem = digits.shl(scale);
-        let mut quotient = Big(Vec::new());
-        let top = rem.bit_len() as i64 - divisor.bit_len() as i64;
-        if top >= 0 {
-            let mut step = divisor.shl(top as u64);
-            let mut q_bits = vec![false; top as usize + 1];
-            for k in (0..=top as usize).rev() {
-                if rem.cmp_big(&step) != Ordering::Less {
-                    rem = rem.sub(&step);
-                    q_bits[k] = true;
-                }
-                step = step.shr(1);
-            }
-            for &bit in q_bits.iter().rev() {
-                quotient.mul_add_small(2, u32::from(bit));
-            }
-        }
-        round(neg, &quotient, -(scale as i64), !rem.is_zero())
-    }
-
-    fn parse_hex(neg: bool, s: &[u8]) -> Option<Ext> {
-        let mantissa_end = s
-            .iter()
-            .position(|&c| c == b'p' || c == b'P')
-            .unwrap_or(s.len());
-        let (mantissa, exponent) = s.split_at(mantissa_end);
-        let exp2 = if exponent.is_empty() {
-            0
-        } else {
-            parse_exponent(&exponent[1..])?
-        };
-        let (int_part, frac_part) = match mantissa.iter().position(|&c| c == b'.') {
-            Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
-            None => (mantissa, &mantissa[..0]),
-        };
-        if int_part.is_empty() && frac_part.is_empty() {
-            return None;
-        }
-        let mut n = Big(Vec::new());
-        for &c in int_part.iter().chain(frac_part) {
-            let digit = (c as char).to_digit(16)?;
-            n.mul_add_small(16, digit);
-        }
-        if n.is_zero() {
-            return Some(Ext::Zero);
-        }
-        let exp = exp2 - 4 * frac_part.len() as i64;
-        if exp + n.bit_len() as i64 > MAX_TOP_EXP + 2
-            || exp + (n.bit_len() as i64) < MIN_LSB_EXP - 2
-        {
-            return None;
-        }
-        round(neg, &n, exp, false)
-    }
-
-    /// `a + b` rounded to nearest-even; `None` for an infinite or NaN
-    /// result (any infinite operand gives one of those).
-    pub fn add(a: Ext, b: Ext) -> Option<Ext> {
-        match (a, b) {
-            (Ext::Inf { .. }, _) | (_, Ext::Inf { .. }) => None,
-            (Ext::Zero, x) | (x, Ext::Zero) => Some(x),
-            (
-                Ext::Finite {
-                    neg: na,
-                    mant: ma,
-                    exp: ea,
-                },
-                Ext::Finite {
-                    neg: nb,
-                    mant: mb,
-                    exp: eb,
-                },
-            ) => {
-                // Far apart, the smaller is below a quarter unit of the
-                // larger's last place (whose significand is full when it is
-                // that much larger), so the sum rounds back to the larger.
-                if ea - eb > 130 {
-                    return Some(a);
-                }
-                if eb - ea > 130 {
-                    return Some(b);
-                }
-                let low = ea.min(eb);
-                let x = Big::from_u64(ma).shl((ea - low) as u64);
-                let y = Big::from_u64(mb).shl((eb - low) as u64);
-                let (neg, n) = if na == nb {
-                    (na, x.add(&y))
-                } else {
-                    match x.cmp_big(&y) {
-                        Ordering::Equal => return Some(Ext::Zero),
-                        Ordering::Greater => (na, x.sub(&y)),
-                        Ordering::Less => (nb, y.sub(&x)),
-                    }
-                };
-                round(neg, &n, low, false)
-            }
-        }
-    }
-
-    /// `printf("%.17Lf")` with trailing zeros (and a bare point) removed,
-    /// and `-0` printed as `0` — Redis's `LD_STR_HUMAN`. `value` is finite.
-    pub fn format_human(value: Ext) -> Vec<u8> {
-        let (neg, mant, exp) = match value {
-            Ext::Finite { neg, mant, exp } => (neg, mant, exp),
-            Ext::Zero | Ext::Inf { .. } => return b"0".to_vec(),
-        };
-        // The value times 10^17, rounded to an integer (nearest-even, as
-        // glibc rounds printf output), gives all the printed digits.
-        let scaled = Big::from_u64(mant).mul(&Big::pow10(17));
-        let units = if exp >= 0 {
-            scaled.shl(exp as u64)
-        } else {
-            let shift = (-exp) as u64;
-            let kept = scaled.shr(shift);
-            let half = scaled.bit(shift - 1);
-            let up = half && (scaled.any_below(shift - 1) || kept.bit(0));
-            if up {
-                kept.add(&Big(vec![1]))
-            } else {
-                kept
-            }
-        };
-        let mut digits = units.to_decimal();
-        if digits.len() < 18 {
-            let mut padded = vec![b'0'; 18 - digits.len()];
-            padded.extend_from_slice(&digits);
-            digits = padded;
-        }
-        let point = digits.len() - 17;
-        let mut frac_end = digits.len();
-        while frac_end > point && digits[frac_end - 1] == b'0' {
-            frac_end -= 1;
-        }
-        let mut out = Vec::with_capacity(frac_end + 2);
-        let is_zero = digits[..frac_end].iter().all(|&d| d == b'0');
-        if neg && !is_zero {
-            out.push(b'-');
-        }
-        out.extend_from_slice(&digits[..point]);
-        if frac_end > point {
-            out.push(b'.');
-            out.extend_from_slice(&digits[point..frac_end]);
-        }
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::long_double;
-    use crate::command::{Effect, Session};
-    use crate::config::Config;
-    use crate::engine::{now_ms, Engine};
+    use crate::command::test_support::Fixture;
+    use crate::engine::now_ms;
     use crate::reply::Reply;
-
-    struct Fixture {
-        engine: Engine,
-        session: Session,
-    }
-
-    impl Fixture {
-        fn new() -> Fixture {
-            let mut engine =
-                Engine::open(Config::in_memory()).expect("an in-memory config is valid");
-            let session = engine.new_session();
-            Fixture { engine, session }
-        }
-
-        fn run(&mut self, line: &str) -> Reply {
-            let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-            self.engine.execute(&mut self.session, &args)
-        }
-
-        /// The effects logged since the last call, as space-joined text.
-        fn effects(&mut self) -> Vec<String> {
-            self.engine
-                .take_effects()
-                .into_iter()
-                .map(|Effect { db, argv }| {
-                    assert_eq!(db, 0, "every test runs in database 0");
-                    argv.iter()
-                        .map(|a| String::from_utf8_lossy(a).into_owned())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .collect()
-        }
-    }
 
     /// Asserts a single `SET key value PXAT <ms>` effect with `ms` within
     /// `[low, high]`.
@@ -1433,7 +847,7 @@ mod tests {
             "SETRANGE k 1 xy",
         ] {
             f.run(line);
-            assert_eq!(f.effects(), vec![line.to_string()], "{line}");
+            assert_eq!(f.db0_effects(), vec![line.to_string()], "{line}");
         }
     }
 
@@ -1442,7 +856,7 @@ mod tests {
         let mut f = Fixture::new();
         f.run("SET k v");
         f.run("SET l 1");
-        f.effects();
+        f.db0_effects();
         for line in [
             "GET k",
             "SET k w NX",
@@ -1463,7 +877,7 @@ mod tests {
             "MGET k l",
         ] {
             f.run(line);
-            assert_eq!(f.effects(), Vec::<String>::new(), "{line}");
+            assert_eq!(f.db0_effects(), Vec::<String>::new(), "{line}");
         }
     }
 
@@ -1479,42 +893,42 @@ mod tests {
         ] {
             f.run("DEL k");
             f.run("SET k old");
-            f.effects();
+            f.db0_effects();
             let before = now_ms();
             let reply = f.run(line);
             let after = now_ms();
             assert!(!reply.is_error(), "{line}: {reply:?}");
-            assert_set_pxat(&f.effects(), prefix, before + ttl_ms, after + ttl_ms);
+            assert_set_pxat(&f.db0_effects(), prefix, before + ttl_ms, after + ttl_ms);
         }
         f.run("SET k v EXAT 4000000000");
-        assert_eq!(f.effects(), vec!["SET k v PXAT 4000000000000"]);
+        assert_eq!(f.db0_effects(), vec!["SET k v PXAT 4000000000000"]);
         f.run("SET k v PXAT 4000000000123");
-        assert_eq!(f.effects(), vec!["SET k v PXAT 4000000000123"]);
+        assert_eq!(f.db0_effects(), vec!["SET k v PXAT 4000000000123"]);
     }
 
     #[test]
     fn set_get_is_logged_without_get() {
         let mut f = Fixture::new();
         assert_eq!(f.run("SET k v GET"), Reply::Null);
-        assert_eq!(f.effects(), vec!["SET k v"]);
+        assert_eq!(f.db0_effects(), vec!["SET k v"]);
         assert_eq!(f.run("SET k w get KEEPTTL GET"), Reply::bulk(b"v"));
-        assert_eq!(f.effects(), vec!["SET k w KEEPTTL"]);
+        assert_eq!(f.db0_effects(), vec!["SET k w KEEPTTL"]);
     }
 
     #[test]
     fn getset_is_logged_as_set() {
         let mut f = Fixture::new();
         f.run("GETSET k v");
-        assert_eq!(f.effects(), vec!["SET k v"]);
+        assert_eq!(f.db0_effects(), vec!["SET k v"]);
     }
 
     #[test]
     fn getdel_is_logged_as_del() {
         let mut f = Fixture::new();
         f.run("SET k v");
-        f.effects();
+        f.db0_effects();
         assert_eq!(f.run("GETDEL k"), Reply::bulk(b"v"));
-        assert_eq!(f.effects(), vec!["DEL k"]);
+        assert_eq!(f.db0_effects(), vec!["DEL k"]);
         assert_eq!(f.run("GET k"), Reply::Null);
     }
 
@@ -1522,25 +936,25 @@ mod tests {
     fn getex_logs_pexpireat_persist_or_del() {
         let mut f = Fixture::new();
         f.run("SET k v");
-        f.effects();
+        f.db0_effects();
         let before = now_ms();
         f.run("GETEX k EX 10");
         let after = now_ms();
         assert_set_pxat(
-            &f.effects(),
+            &f.db0_effects(),
             "PEXPIREAT k ",
             before + 10_000,
             after + 10_000,
         );
         f.run("GETEX k PXAT 4000000000000");
-        assert_eq!(f.effects(), vec!["PEXPIREAT k 4000000000000"]);
+        assert_eq!(f.db0_effects(), vec!["PEXPIREAT k 4000000000000"]);
         f.run("GETEX k PERSIST");
-        assert_eq!(f.effects(), vec!["PERSIST k"]);
+        assert_eq!(f.db0_effects(), vec!["PERSIST k"]);
         f.run("GETEX k PERSIST");
-        assert_eq!(f.effects(), Vec::<String>::new());
+        assert_eq!(f.db0_effects(), Vec::<String>::new());
         // An absolute time already past deletes the key (after replying).
         assert_eq!(f.run("GETEX k EXAT 1"), Reply::bulk(b"v"));
-        assert_eq!(f.effects(), vec!["DEL k"]);
+        assert_eq!(f.db0_effects(), vec!["DEL k"]);
         assert_eq!(f.run("GET k"), Reply::Null);
     }
 
@@ -1548,9 +962,9 @@ mod tests {
     fn incrbyfloat_is_logged_as_set_keepttl() {
         let mut f = Fixture::new();
         f.run("SET k 10.5");
-        f.effects();
+        f.db0_effects();
         assert_eq!(f.run("INCRBYFLOAT k 0.1"), Reply::bulk(b"10.6"));
-        assert_eq!(f.effects(), vec!["SET k 10.6 KEEPTTL"]);
+        assert_eq!(f.db0_effects(), vec!["SET k 10.6 KEEPTTL"]);
     }
 
     #[test]
@@ -1559,13 +973,13 @@ mod tests {
         // SET with a past absolute time stores the key already expired,
         // as Redis 7.0 does; the next access removes it.
         assert_eq!(f.run("SET k v PXAT 1"), Reply::ok());
-        assert_eq!(f.effects(), vec!["SET k v PXAT 1"]);
+        assert_eq!(f.db0_effects(), vec!["SET k v PXAT 1"]);
         f.run("SET k w");
-        assert_eq!(f.effects(), vec!["DEL k", "SET k w"]);
+        assert_eq!(f.db0_effects(), vec!["DEL k", "SET k w"]);
         f.run("SET e v PXAT 1");
-        f.effects();
+        f.db0_effects();
         assert_eq!(f.run("INCR e"), Reply::Int(1));
-        assert_eq!(f.effects(), vec!["DEL e", "INCR e"]);
+        assert_eq!(f.db0_effects(), vec!["DEL e", "INCR e"]);
     }
 
     #[test]
@@ -1581,48 +995,5 @@ mod tests {
             f.engine.core().keyspace.db(0).expire_at(b"n"),
             Some(4_000_000_000_000)
         );
-    }
-
-    fn incr_float(a: &str, b: &str) -> Option<String> {
-        let a = long_double::parse(a.as_bytes())?;
-        let b = long_double::parse(b.as_bytes())?;
-        let sum = long_double::add(a, b)?;
-        Some(String::from_utf8(long_double::format_human(sum)).expect("digits are ASCII"))
-    }
-
-    #[test]
-    fn long_double_sums_print_like_redis() {
-        // Expected values from Redis 7.0.15 on x86-64.
-        for (a, b, expected) in [
-            ("0.1", "0.2", "0.3"),
-            ("10.5", "0.1", "10.6"),
-            ("0", "1e30", "1000000000000000000024696061952"),
-            ("1", "0.000003814697265625", "1.00000381469726562"),
-            ("3", "0", "3"),
-            ("-1e-20", "0", "0"),
-            ("5.0e3", "2.0e2", "5200"),
-            ("0", "0x1p-16445", "0"),
-            ("0", "-.5e1", "-5"),
-            ("0", "0x1.8p1", "3"),
-        ] {
-            assert_eq!(incr_float(a, b).as_deref(), Some(expected), "{a} + {b}");
-        }
-    }
-
-    #[test]
-    fn long_double_rejects_what_strtold_rejects() {
-        for bad in [
-            "", " 1", "1 ", "nan", "1e", "1e+", ".", "-", "1e-5000", "1e5000", "0x", "1.2.3",
-            "++1", "1x",
-        ] {
-            assert!(long_double::parse(bad.as_bytes()).is_none(), "{bad:?}");
-        }
-        let too_long = "1".repeat(5120);
-        assert!(long_double::parse(too_long.as_bytes()).is_none());
-        for good in ["inf", "-Infinity", "1e4932", "0e999999", "1.", ".5", "+3"] {
-            assert!(long_double::parse(good.as_bytes()).is_some(), "{good:?}");
-        }
-        assert_eq!(incr_float("inf", "1"), None);
-        assert_eq!(incr_float("1.1e4932", "1.1e4932"), None);
     }
 }

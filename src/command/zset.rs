@@ -24,17 +24,14 @@ use crate::types::{Blob, Value, WRONGTYPE};
 
 macro_rules! cmd {
     ($name:expr, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $handler:expr) => {
-        CommandSpec {
-            name: $name,
-            arity: $arity,
-            flags: $flags,
-            first_key: $first,
-            last_key: $last,
-            key_step: $step,
-            group: "sorted_set",
-            handler: $handler,
-            subcommands: &[],
-        }
+        CommandSpec::new(
+            $name,
+            $arity,
+            $flags,
+            ($first, $last, $step),
+            "sorted_set",
+            $handler,
+        )
     };
 }
 
@@ -381,9 +378,7 @@ fn zrem(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
     }
     if deleted > 0 {
-        ctx.delete_if_empty(key);
-        ctx.signal_modified(key);
-        ctx.dirty(deleted);
+        ctx.elements_removed(key, deleted);
     }
     Ok(Reply::Int(deleted as i64))
 }
@@ -449,9 +444,7 @@ fn zremrange_generic(ctx: &mut Ctx, key: &[u8], range: RemoveRange<'_>) -> CmdRe
         RemoveRange::Lex(r) => z.remove_in_range(&r),
     };
     if deleted > 0 {
-        ctx.delete_if_empty(key);
-        ctx.signal_modified(key);
-        ctx.dirty(deleted as u64);
+        ctx.elements_removed(key, deleted as u64);
     }
     Ok(Reply::Int(deleted as i64))
 }
@@ -1030,16 +1023,13 @@ fn zlexcount(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 // ZSCAN.
 
 fn zscan(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let cursor = super::keys::parse_scan_cursor(argv[2])?;
+    use super::keys::{parse_scan_cursor, parse_scan_options, scan_reply, scan_table};
+    let cursor = parse_scan_cursor(argv[2])?;
     let Some(z) = ctx.read_zset(argv[1])? else {
-        return Ok(Reply::Array(vec![
-            Reply::bulk(b"0"),
-            Reply::Array(Vec::new()),
-        ]));
+        return Ok(scan_reply(0, Vec::new()));
     };
-    let options = super::keys::parse_scan_options(argv, 3)?;
+    let options = parse_scan_options(argv, 3)?;
     let mut items = Vec::new();
-    let mut next_cursor = 0u64;
     if z.is_listpack() {
         // A listpack is returned whole, scores as the listpack holds them.
         for (member, score) in z.iter() {
@@ -1048,34 +1038,19 @@ fn zscan(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                 items.push(Reply::Bulk(listpack_score_text(score).into_bytes()));
             }
         }
-    } else {
-        // Redis counts member and score separately against COUNT*2, and
-        // bounds the work at ten times that many buckets.
-        let count = options.count.saturating_mul(2);
-        let mut max_iterations = count.saturating_mul(10);
-        let mut found: Vec<(Vec<u8>, f64)> = Vec::new();
-        let mut cursor = cursor;
-        loop {
-            cursor = z
-                .scan_step(cursor, |m, s| found.push((m.to_vec(), s)))
-                .expect("a skiplist-encoded set has a table to scan");
-            if cursor == 0 || max_iterations == 0 || (found.len() as u64) * 2 >= count {
-                break;
-            }
-            max_iterations -= 1;
-        }
-        next_cursor = cursor;
-        for (member, score) in found {
-            if options.matches(&member) {
-                items.push(Reply::Bulk(member));
-                items.push(Reply::Bulk(format_g17(score).into_bytes()));
-            }
+        return Ok(scan_reply(0, items));
+    }
+    let (cursor, found) = scan_table(cursor, options.count, 2, |cursor, found| {
+        z.scan_step(cursor, |m, s| found.push((m.to_vec(), s)))
+            .expect("a skiplist-encoded set has a table to scan")
+    });
+    for (member, score) in found {
+        if options.matches(&member) {
+            items.push(Reply::Bulk(member));
+            items.push(Reply::Bulk(format_g17(score).into_bytes()));
         }
     }
-    Ok(Reply::Array(vec![
-        Reply::Bulk(next_cursor.to_string().into_bytes()),
-        Reply::Array(items),
-    ]))
+    Ok(scan_reply(cursor, items))
 }
 
 // ---------------------------------------------------------------------------
@@ -1118,9 +1093,7 @@ pub fn pop(
         popped.reverse();
     }
     if take > 0 {
-        ctx.delete_if_empty(key);
-        ctx.signal_modified(key);
-        ctx.dirty(take as u64);
+        ctx.elements_removed(key, take as u64);
     }
     Ok(Some(popped))
 }
@@ -1365,26 +1338,8 @@ fn zrandmember_with_count(ctx: &mut Ctx, key: &[u8], l: i64, withscores: bool) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command::test_support::{db0_effects, run};
     use crate::{Config, Engine};
-
-    fn run(engine: &mut Engine, session: &mut crate::Session, cmd: &str) -> Reply {
-        let args: Vec<&[u8]> = cmd.split(' ').map(str::as_bytes).collect();
-        engine.execute(session, &args)
-    }
-
-    fn effects(engine: &mut Engine) -> Vec<String> {
-        engine
-            .take_effects()
-            .into_iter()
-            .map(|e| {
-                e.argv
-                    .iter()
-                    .map(|a| String::from_utf8_lossy(a).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .collect()
-    }
 
     #[test]
     fn strict_floats_reject_overflow_and_underflow() {
@@ -1409,7 +1364,7 @@ mod tests {
         run(&mut engine, &mut s, "ZADD z NX 5 a");
         run(&mut engine, &mut s, "ZINCRBY z 2 a");
         assert_eq!(
-            effects(&mut engine),
+            db0_effects(&mut engine),
             vec!["ZADD z 1 a 2 b 3 c", "ZINCRBY z 2 a"]
         );
 
@@ -1425,29 +1380,29 @@ mod tests {
                 ]),
             ])
         );
-        assert_eq!(effects(&mut engine), vec!["ZPOPMAX z 3"]);
+        assert_eq!(db0_effects(&mut engine), vec!["ZPOPMAX z 3"]);
 
         run(&mut engine, &mut s, "ZADD src 1 x");
         run(&mut engine, &mut s, "ZUNIONSTORE dst 1 src");
         run(&mut engine, &mut s, "ZINTERSTORE dst 2 src nokey");
         run(&mut engine, &mut s, "ZINTERSTORE dst 2 src nokey");
         assert_eq!(
-            effects(&mut engine),
+            db0_effects(&mut engine),
             vec!["ZADD src 1 x", "ZUNIONSTORE dst 1 src", "DEL dst"]
         );
         run(&mut engine, &mut s, "ZPOPMIN src 10");
         run(&mut engine, &mut s, "ZPOPMIN src 10");
-        assert_eq!(effects(&mut engine), vec!["ZPOPMIN src 10"]);
+        assert_eq!(db0_effects(&mut engine), vec!["ZPOPMIN src 10"]);
         run(&mut engine, &mut s, "ZREMRANGEBYSCORE nokey -inf +inf");
         run(&mut engine, &mut s, "ZADD z 1 a");
         run(&mut engine, &mut s, "ZINCRBY z 0 a");
         run(&mut engine, &mut s, "ZREM z nosuch");
-        assert_eq!(effects(&mut engine), vec!["ZADD z 1 a"]);
+        assert_eq!(db0_effects(&mut engine), vec!["ZADD z 1 a"]);
         run(&mut engine, &mut s, "ZRANGESTORE dst z 0 -1");
         run(&mut engine, &mut s, "ZRANGESTORE dst z 5 10");
         run(&mut engine, &mut s, "ZRANGESTORE dst z 5 10");
         assert_eq!(
-            effects(&mut engine),
+            db0_effects(&mut engine),
             vec!["ZRANGESTORE dst z 0 -1", "DEL dst"]
         );
     }

@@ -81,6 +81,22 @@ impl BatchBuilder {
         }
     }
 
+    /// Adds a single command as its own unit (no MULTI wrapping).
+    pub fn push_command(&mut self, db: usize, argv: &[&[u8]], selected_db: &mut Option<usize>) {
+        self.select(db, selected_db);
+        self.push(argv);
+    }
+
+    /// Takes back a written batch's buffer for reuse by the next batch, so
+    /// steady logging does not regrow a buffer on every turn.
+    pub fn recycle(&mut self, mut buffer: Vec<u8>) {
+        const KEEP_BYTES_MAX: usize = 4 << 20;
+        if self.body.is_empty() && buffer.capacity() <= KEEP_BYTES_MAX {
+            buffer.clear();
+            self.body = buffer;
+        }
+    }
+
     fn select(&mut self, db: usize, selected_db: &mut Option<usize>) {
         if *selected_db != Some(db) {
             self.push(&[b"SELECT".to_vec(), db.to_string().into_bytes()]);

@@ -194,6 +194,12 @@ impl AofWriter {
         self.builder.push_unit(effects, &mut self.selected_db);
     }
 
+    /// Adds one command, logged as received in database `db` (the common
+    /// case, without building an [`Effect`]).
+    pub fn push_command(&mut self, db: usize, argv: &[&[u8]]) {
+        self.builder.push_command(db, argv, &mut self.selected_db);
+    }
+
     /// Bytes in the batch being built.
     pub fn batch_bytes(&self) -> usize {
         self.builder.len()
@@ -279,6 +285,8 @@ impl AofWriter {
         }
         self.good_len += batch.len() as u64;
         self.write_error = None;
+        // Reuse the buffer for the next batch: no regrowth on every turn.
+        self.builder.recycle(batch);
         match self.policy {
             FsyncPolicy::Always => {
                 if let Err(e) = self.syncer.sync_data() {

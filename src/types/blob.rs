@@ -61,10 +61,10 @@ impl Blob {
     }
 
     /// The decimal representation of `n` (as Redis stores integers).
+    /// Formatted on the stack: integers fit inline, so this allocates
+    /// nothing (INCR's hot path).
     pub fn from_i64(n: i64) -> Blob {
-        let mut buf = Vec::with_capacity(20);
-        crate::types::num::write_i64(&mut buf, n);
-        Blob::new(&buf)
+        Blob::new(crate::types::num::format_i64(n, &mut [0u8; 20]))
     }
 
     /// The bytes.

@@ -7,6 +7,7 @@
 pub mod blob;
 pub mod hash;
 pub mod list;
+pub mod long_double;
 pub mod num;
 pub mod ordtree;
 pub mod set;

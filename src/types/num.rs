@@ -136,11 +136,10 @@ fn parse_hex_float(s: &str) -> Option<f64> {
     Some(if negative { -value } else { value })
 }
 
-/// Appends the decimal representation of `n`.
-pub fn write_i64(out: &mut Vec<u8>, n: i64) {
-    let mut buf = [0u8; 20];
+/// Formats `n` in decimal into `buf` (20 bytes hold any `i64`, sign
+/// included) and returns the digits, without allocating.
+pub fn format_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut pos = buf.len();
-    let negative = n < 0;
     let mut v = n.unsigned_abs();
     loop {
         pos -= 1;
@@ -150,10 +149,17 @@ pub fn write_i64(out: &mut Vec<u8>, n: i64) {
             break;
         }
     }
-    if negative {
-        out.push(b'-');
+    if n < 0 {
+        // 19 digits at most for |i64::MIN|, so there is room for the sign.
+        pos -= 1;
+        buf[pos] = b'-';
     }
-    out.extend_from_slice(&buf[pos..]);
+    &buf[pos..]
+}
+
+/// Appends the decimal representation of `n`.
+pub fn write_i64(out: &mut Vec<u8>, n: i64) {
+    out.extend_from_slice(format_i64(n, &mut [0u8; 20]));
 }
 
 /// Formats a double as C's `printf("%.17g")` does, which is what Redis 7.0

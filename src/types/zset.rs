@@ -50,6 +50,21 @@ struct Sorted {
     tree: OrdTree,
 }
 
+impl Sorted {
+    /// The general encoding of `entries`, whose members are unique.
+    fn from_entries(entries: Vec<(Blob, f64)>) -> Sorted {
+        let mut sorted = Sorted {
+            dict: Dict::with_capacity(entries.len()),
+            tree: OrdTree::new(),
+        };
+        for (member, score) in entries {
+            sorted.dict.insert_new(member.clone(), score);
+            sorted.tree.insert(member, score);
+        }
+        sorted
+    }
+}
+
 /// The conditions of ZADD (and ZINCRBY, which is ZADD INCR).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AddFlags {
@@ -304,16 +319,8 @@ impl ZSet {
                 repr: Repr::Listpack(entries),
             };
         }
-        let mut sorted = Sorted {
-            dict: Dict::with_capacity(entries.len()),
-            tree: OrdTree::new(),
-        };
-        for (member, score) in entries {
-            sorted.dict.insert_new(member.clone(), score);
-            sorted.tree.insert(member, score);
-        }
         ZSet {
-            repr: Repr::Skiplist(Box::new(sorted)),
+            repr: Repr::Skiplist(Box::new(Sorted::from_entries(entries))),
         }
     }
 
@@ -349,15 +356,7 @@ impl ZSet {
     pub fn convert_to_skiplist(&mut self) {
         if let Repr::Listpack(v) = &mut self.repr {
             let entries = std::mem::take(v);
-            let mut sorted = Sorted {
-                dict: Dict::with_capacity(entries.len()),
-                tree: OrdTree::new(),
-            };
-            for (member, score) in entries {
-                sorted.dict.insert_new(member.clone(), score);
-                sorted.tree.insert(member, score);
-            }
-            self.repr = Repr::Skiplist(Box::new(sorted));
+            self.repr = Repr::Skiplist(Box::new(Sorted::from_entries(entries)));
         }
     }
 

@@ -3,12 +3,14 @@
 
 #![allow(dead_code)] // each test module uses a different part of the harness
 
+use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hozon::resp::reply_frame::frame_len;
+use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 
 /// A server process, killed when dropped.
 pub struct ServerProcess {
@@ -410,7 +412,9 @@ impl Pair {
     }
 
     /// Runs a script: one command per line (redis-cli quoting); blank lines
-    /// and lines starting with `#` are skipped. Every reply must match.
+    /// and lines starting with `#` are skipped. Every reply must match, byte
+    /// for byte, or as a multiset (see [`Pair::check_unordered`]) on lines
+    /// starting with `~`.
     #[track_caller]
     pub fn script(&mut self, text: &str) {
         for line in text.lines() {
@@ -418,9 +422,21 @@ impl Pair {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let args = split_line(line);
-            let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
-            self.check_bytes(&refs);
+            match line.strip_prefix('~') {
+                Some(rest) => {
+                    let args: Vec<String> = split_line(rest.trim())
+                        .into_iter()
+                        .map(|a| String::from_utf8(a).expect("unordered lines are UTF-8"))
+                        .collect();
+                    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+                    self.check_unordered(&refs);
+                }
+                None => {
+                    let args = split_line(line);
+                    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+                    self.check_bytes(&refs);
+                }
+            }
         }
     }
 
@@ -447,4 +463,110 @@ impl Default for Pair {
     fn default() -> Self {
         Pair::new()
     }
+}
+
+/// Checks `property` on `tests` random inputs of QuickCheck size `size`;
+/// the random command-sequence tests of every module use it.
+pub fn quickcheck_ops<T>(size: usize, tests: u64, property: fn(Vec<T>) -> TestResult)
+where
+    T: Arbitrary + std::fmt::Debug,
+{
+    QuickCheck::new()
+        .rng(Gen::new(size))
+        .tests(tests)
+        .quickcheck(property);
+}
+
+/// Runs `f` on this thread's pair of servers, started on first use (in
+/// RESP3 when `resp3`). QuickCheck calls a property many times per test and
+/// each test runs on its own thread, so one pair serves a whole test.
+pub fn with_thread_pair<R>(resp3: bool, f: impl FnOnce(&mut Pair) -> R) -> R {
+    thread_local! {
+        static PAIR: RefCell<Option<(Pair, bool)>> = const { RefCell::new(None) };
+    }
+    PAIR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().is_some_and(|(_, r)| *r != resp3) {
+            *slot = None;
+        }
+        let (p, _) = slot.get_or_insert_with(|| {
+            let mut p = Pair::new();
+            if resp3 {
+                p.resp3();
+            }
+            (p, resp3)
+        });
+        f(p)
+    })
+}
+
+/// Sends every command of `all` to both servers in turn; `same` decides
+/// whether the two replies agree (it may query the servers). The first
+/// disagreement is an error showing the commands so far, less the first
+/// `setup` ones.
+pub fn compare_sequence(
+    p: &mut Pair,
+    all: &[Vec<String>],
+    setup: usize,
+    mut same: impl FnMut(&mut Pair, &[String], &[u8], &[u8]) -> bool,
+) -> TestResult {
+    for (i, words) in all.iter().enumerate() {
+        let args: Vec<&str> = words.iter().map(String::as_str).collect();
+        let (r, h) = p.both(&args);
+        if !same(p, words, &r, &h) {
+            let history: Vec<String> = all[setup.min(i)..=i]
+                .iter()
+                .map(|w| format!("{w:?}"))
+                .collect();
+            return TestResult::error(format!(
+                "replies differ for {:?}\n  redis: {}\n  hozon: {}\n  sequence{}:\n    {}",
+                words.join(" "),
+                show(&r),
+                show(&h),
+                if setup > 0 { " after setup" } else { "" },
+                history.join("\n    ")
+            ));
+        }
+    }
+    TestResult::passed()
+}
+
+/// Byte-for-byte equality, the usual `same` for [`compare_sequence`].
+pub fn identical(_: &mut Pair, _: &[String], r: &[u8], h: &[u8]) -> bool {
+    r == h
+}
+
+/// `DEL` of every key in `keys`.
+pub fn del_command(keys: &[&str]) -> Vec<String> {
+    std::iter::once("DEL")
+        .chain(keys.iter().copied())
+        .map(String::from)
+        .collect()
+}
+
+/// Sorts the elements of two aggregate replies and compares them.
+pub fn same_elements(r: &[u8], h: &[u8]) -> bool {
+    let mut re = array_elements(r);
+    let mut he = array_elements(h);
+    re.sort();
+    he.sort();
+    re == he
+}
+
+/// Runs `script` (see [`Pair::script`]) in RESP2, then again in RESP3 on
+/// a fresh database (SELECT 1), every reply compared with Redis.
+#[track_caller]
+pub fn check_both_protocols(script: &str) {
+    let mut p = Pair::new();
+    p.script(script);
+    p.resp3();
+    p.check(&["SELECT", "1"]);
+    p.script(script);
+}
+
+/// Sends a command built from owned strings to both servers and compares.
+#[track_caller]
+pub fn check_owned(p: &mut Pair, args: &[String]) -> Vec<u8> {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    p.check(&refs)
 }

@@ -4,23 +4,14 @@
 //! order, so those are compared byte for byte. Hash-table replies have no
 //! defined order and are compared as sets of (field, value) pairs.
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use quickcheck::{Arbitrary, Gen, TestResult};
 
-use crate::harness::{array_elements, show, Conn, Pair};
-
-/// Runs `script` in RESP2, then again in RESP3 on a fresh database (SELECT
-/// 1), every reply compared with Redis.
-#[track_caller]
-fn check_both_protocols(script: &str) {
-    let mut p = Pair::new();
-    p.script(script);
-    p.resp3();
-    p.check(&["SELECT", "1"]);
-    p.script(script);
-}
+use crate::harness::{
+    array_elements, check_both_protocols, compare_sequence, del_command, quickcheck_ops,
+    same_elements, show, with_thread_pair, Conn, Pair,
+};
 
 /// The bulk payload of a raw `$<len>\r\n<bytes>\r\n` reply.
 fn bulk_payload(raw: &[u8]) -> Vec<u8> {
@@ -844,10 +835,6 @@ impl Arbitrary for Op {
     }
 }
 
-thread_local! {
-    static RANDOM_PAIR: RefCell<Option<Pair>> = const { RefCell::new(None) };
-}
-
 /// True for replies whose order follows the hash's internal layout.
 fn order_dependent(words: &[String]) -> bool {
     matches!(
@@ -859,82 +846,41 @@ fn order_dependent(words: &[String]) -> bool {
 /// Runs `ops` from an empty keyspace and compares every reply (hash-table
 /// replies as sets of elements), then the final contents of every key.
 fn random_sequence_matches(ops: Vec<Op>, resp3: bool) -> TestResult {
-    RANDOM_PAIR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let p = slot.get_or_insert_with(|| {
-            let mut p = Pair::new();
-            if resp3 {
-                p.resp3();
-            }
-            p
-        });
-        let mut all: Vec<Vec<String>> =
-            vec![KEYS.iter().fold(vec!["DEL".to_string()], |mut w, k| {
-                w.push(k.to_string());
-                w
-            })];
-        all.extend(ops.into_iter().map(|op| op.0));
-        for key in KEYS {
-            all.push(vec!["HGETALL".into(), key.to_string()]);
-            all.push(vec!["OBJECT".into(), "ENCODING".into(), key.to_string()]);
-        }
-        for (i, words) in all.iter().enumerate() {
-            let args: Vec<&str> = words.iter().map(String::as_str).collect();
-            let (r, h) = p.both(&args);
+    let mut all = vec![del_command(KEYS)];
+    all.extend(ops.into_iter().map(|op| op.0));
+    for key in KEYS {
+        all.push(vec!["HGETALL".into(), key.to_string()]);
+        all.push(vec!["OBJECT".into(), "ENCODING".into(), key.to_string()]);
+    }
+    with_thread_pair(resp3, |p| {
+        compare_sequence(p, &all, 0, |p, words, r, h| {
             if r == h {
-                continue;
+                return true;
             }
             // A hash table has no defined order: compare the elements.
             let table = words.len() > 1
                 && order_dependent(words)
                 && p.redis(&["OBJECT", "ENCODING", &words[1]])
                     .ends_with(b"hashtable\r\n");
-            if table && r.first() == h.first() {
-                let mut re = array_elements(&r);
-                let mut he = array_elements(&h);
-                if words[0] == "HSCAN" {
-                    re = array_elements(&re[1]);
-                    he = array_elements(&he[1]);
-                }
-                re.sort();
-                he.sort();
-                if re == he {
-                    continue;
-                }
+            if !table || r.first() != h.first() {
+                return false;
             }
-            let history: Vec<String> = all[..=i].iter().map(|w| w.join(" ")).collect();
-            return TestResult::error(format!(
-                "replies differ for {:?}\n  redis: {}\n  hozon: {}\n  sequence:\n    {}",
-                words.join(" "),
-                show(&r),
-                show(&h),
-                history.join("\n    ")
-            ));
-        }
-        TestResult::passed()
+            if words[0] == "HSCAN" {
+                // The elements only: the cursors may differ.
+                same_elements(&array_elements(r)[1], &array_elements(h)[1])
+            } else {
+                same_elements(r, h)
+            }
+        })
     })
-}
-
-fn random_sequence_resp2(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, false)
-}
-
-fn random_sequence_resp3(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, true)
 }
 
 #[test]
 fn random_command_sequences_match_redis_resp2() {
-    QuickCheck::new()
-        .rng(Gen::new(60))
-        .tests(150)
-        .quickcheck(random_sequence_resp2 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(60, 150, |ops: Vec<Op>| random_sequence_matches(ops, false));
 }
 
 #[test]
 fn random_command_sequences_match_redis_resp3() {
-    QuickCheck::new()
-        .rng(Gen::new(60))
-        .tests(100)
-        .quickcheck(random_sequence_resp3 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(60, 100, |ops: Vec<Op>| random_sequence_matches(ops, true));
 }

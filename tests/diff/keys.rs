@@ -9,56 +9,20 @@
 //! - SCAN cursors and the keys per call depend on the hash table; full
 //!   iterations are compared as sets.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use quickcheck::{Arbitrary, Gen, TestResult};
 
-use crate::harness::{array_elements, show, Conn, Pair};
-
-/// A [`Pair`] whose hozon-server works in its own fresh directory (so
-/// tests running in parallel never share data files); the directory is
-/// removed when the pair is dropped.
-struct IsolatedPair {
-    pair: Pair,
-    dir: std::path::PathBuf,
-}
-
-impl IsolatedPair {
-    fn new() -> IsolatedPair {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("hozon-diff-keys-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("create a test directory");
-        let pair = Pair::with_args(&[], &["--dir", &dir.to_string_lossy()]);
-        IsolatedPair { pair, dir }
-    }
-}
-
-impl std::ops::Deref for IsolatedPair {
-    type Target = Pair;
-    fn deref(&self) -> &Pair {
-        &self.pair
-    }
-}
-
-impl std::ops::DerefMut for IsolatedPair {
-    fn deref_mut(&mut self) -> &mut Pair {
-        &mut self.pair
-    }
-}
-
-impl Drop for IsolatedPair {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use crate::harness::{
+    array_elements, compare_sequence, quickcheck_ops, same_elements, show, split_line,
+    with_thread_pair, Conn, Pair,
+};
 
 /// Runs `script` in RESP2, then again in RESP3 after FLUSHALL, every reply
 /// compared with Redis.
 #[track_caller]
 fn check_both_protocols(script: &str) {
-    let mut p = IsolatedPair::new();
+    let mut p = Pair::new();
     p.script(script);
     p.resp3();
     p.check(&["FLUSHALL"]);
@@ -116,7 +80,7 @@ fn zset_type_and_encoding() {
 
 #[test]
 fn scan_type_zset() {
-    let mut p = IsolatedPair::new();
+    let mut p = Pair::new();
     p.script("ZADD z 1 a\nZADD z2 1 a\nSET s v");
     check_scan_keys(&mut p, &["SCAN", "0", "TYPE", "zset"]);
     check_scan_keys(&mut p, &["SCAN", "0", "TYPE", "ZSET", "MATCH", "z?"]);
@@ -217,7 +181,7 @@ fn expire_family_options_and_errors() {
 
 #[test]
 fn pttl_is_close_to_redis() {
-    let mut p = IsolatedPair::new();
+    let mut p = Pair::new();
     p.check(&["SET", "k", "v"]);
     p.check(&["PEXPIRE", "k", "100000"]);
     let (r, h) = p.both(&["PTTL", "k"]);
@@ -237,7 +201,7 @@ fn pttl_is_close_to_redis() {
 
 #[test]
 fn keys_expire_when_their_time_comes() {
-    let mut p = IsolatedPair::new();
+    let mut p = Pair::new();
     p.script(
         "SET k v\nPEXPIRE k 50\nSET j v\nPEXPIRE j 50\nSET m v\nPEXPIRE m 50\nSET stay v\nEXISTS k",
     );
@@ -496,7 +460,7 @@ fn object_freq_and_idletime_follow_the_maxmemory_policy() {
 
 #[test]
 fn keys_patterns() {
-    let mut p = IsolatedPair::new();
+    let mut p = Pair::new();
     p.script(
         "MSET hello 1 hallo 2 hxllo 3 hllo 4 heeeello 5 \"\" 6 a*b 7 a\\\\b 8 \"a]\" 9 _ 10 - 11 ^ 12 \
          AB 13 ab 14",
@@ -546,7 +510,7 @@ fn keys_patterns() {
 #[test]
 fn random_glob_patterns_select_the_same_keys() {
     const ALPHABET: &[u8] = b"ab*?[]^-\\A";
-    let mut p = IsolatedPair::new();
+    let mut p = Pair::new();
     let mut keys: Vec<Vec<u8>> = Vec::new();
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = |bound: usize| {
@@ -646,7 +610,7 @@ fn bulk(key: &str) -> Vec<u8> {
 
 #[test]
 fn scan_full_iteration_returns_every_key_exactly_once() {
-    let mut p = IsolatedPair::new();
+    let mut p = Pair::new();
     let mut expected: BTreeMap<&str, BTreeSet<Vec<u8>>> = BTreeMap::new();
     let mut mset = vec!["MSET".to_string()];
     for i in 0..1200 {
@@ -878,94 +842,55 @@ impl Arbitrary for Op {
     }
 }
 
-thread_local! {
-    static RANDOM_PAIR: RefCell<Option<IsolatedPair>> = const { RefCell::new(None) };
-}
-
 /// Compares one command's replies; SCAN and KEYS are compared as sets.
 fn replies_match(words: &[String], r: &[u8], h: &[u8]) -> bool {
     match words[0].as_str() {
-        "KEYS" => {
-            let (mut re, mut he) = (array_elements(r), array_elements(h));
-            re.sort();
-            he.sort();
-            re == he
-        }
+        "KEYS" => same_elements(r, h),
         "SCAN" => {
             let (re, he) = (array_elements(r), array_elements(h));
             if re.len() != 2 || he.len() != 2 {
                 return r == h;
             }
-            let (mut rk, mut hk) = (array_elements(&re[1]), array_elements(&he[1]));
-            rk.sort();
-            hk.sort();
-            re[0] == he[0] && rk == hk
+            re[0] == he[0] && same_elements(&re[1], &he[1])
         }
         _ => r == h,
     }
 }
 
 fn random_sequence_matches(ops: Vec<Op>, resp3: bool) -> TestResult {
-    RANDOM_PAIR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let p = slot.get_or_insert_with(IsolatedPair::new);
-        let mut all: Vec<Vec<String>> =
-            vec![vec!["FLUSHALL".into()], vec!["SELECT".into(), "0".into()]];
-        all.push(vec!["HELLO".into(), if resp3 { "3" } else { "2" }.into()]);
-        all.extend(ops.into_iter().map(|op| op.0));
-        for db in ["0", "1"] {
-            all.push(vec!["SELECT".into(), db.into()]);
-            for key in KEYS {
-                all.push(vec!["GET".into(), key.into()]);
-                all.push(vec!["PEXPIRETIME".into(), key.into()]);
-            }
-            all.push(vec!["DBSIZE".into()]);
+    let mut all: Vec<Vec<String>> =
+        vec![vec!["FLUSHALL".into()], vec!["SELECT".into(), "0".into()]];
+    all.extend(ops.into_iter().map(|op| op.0));
+    for db in ["0", "1"] {
+        all.push(vec!["SELECT".into(), db.into()]);
+        for key in KEYS {
+            all.push(vec!["GET".into(), key.into()]);
+            all.push(vec!["PEXPIRETIME".into(), key.into()]);
         }
-        for (i, words) in all.iter().enumerate() {
-            let args: Vec<Vec<u8>> = words
+        all.push(vec!["DBSIZE".into()]);
+    }
+    // Words are in redis-cli quoting (`""` is the empty key).
+    let all: Vec<Vec<String>> = all
+        .iter()
+        .map(|words| {
+            words
                 .iter()
-                .flat_map(|w| crate::harness::split_line(w))
-                .collect();
-            let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-            let (r, h) = p.both_bytes(&refs);
-            if words[0] == "HELLO" {
-                continue;
-            }
-            if !replies_match(words, &r, &h) {
-                let history: Vec<String> = all[..=i].iter().map(|w| w.join(" ")).collect();
-                return TestResult::error(format!(
-                    "replies differ for {:?}\n  redis: {}\n  hozon: {}\n  sequence:\n    {}",
-                    words.join(" "),
-                    show(&r),
-                    show(&h),
-                    history.join("\n    ")
-                ));
-            }
-        }
-        TestResult::passed()
+                .flat_map(|w| split_line(w))
+                .map(|a| String::from_utf8(a).expect("generated words are UTF-8"))
+                .collect()
+        })
+        .collect();
+    with_thread_pair(resp3, |p| {
+        compare_sequence(p, &all, 0, |_, words, r, h| replies_match(words, r, h))
     })
-}
-
-fn random_sequence_resp2(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, false)
-}
-
-fn random_sequence_resp3(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, true)
 }
 
 #[test]
 fn random_generic_command_sequences_match_redis_resp2() {
-    QuickCheck::new()
-        .rng(Gen::new(50))
-        .tests(150)
-        .quickcheck(random_sequence_resp2 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(50, 150, |ops: Vec<Op>| random_sequence_matches(ops, false));
 }
 
 #[test]
 fn random_generic_command_sequences_match_redis_resp3() {
-    QuickCheck::new()
-        .rng(Gen::new(50))
-        .tests(100)
-        .quickcheck(random_sequence_resp3 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(50, 100, |ops: Vec<Op>| random_sequence_matches(ops, true));
 }

@@ -1,21 +1,11 @@
 //! Differential tests: lists (LPUSH … LMPOP), RESP2 and RESP3.
 
-use std::cell::RefCell;
+use quickcheck::{Arbitrary, Gen, TestResult};
 
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
-
-use crate::harness::{show, Pair};
-
-/// Runs `script` in RESP2, then again in RESP3 on a fresh database (SELECT
-/// 1), every reply compared with Redis.
-#[track_caller]
-fn check_both_protocols(script: &str) {
-    let mut p = Pair::new();
-    p.script(script);
-    p.resp3();
-    p.check(&["SELECT", "1"]);
-    p.script(script);
-}
+use crate::harness::{
+    check_both_protocols, compare_sequence, del_command, identical, quickcheck_ops, show,
+    with_thread_pair, Pair,
+};
 
 #[test]
 fn push_and_pop_at_both_ends() {
@@ -579,75 +569,31 @@ impl Arbitrary for Op {
     }
 }
 
-thread_local! {
-    static RANDOM_PAIR: RefCell<Option<Pair>> = const { RefCell::new(None) };
-}
-
 /// Runs `ops` from an empty keyspace and compares every reply, then the
 /// final contents of every key.
 fn random_sequence_matches(ops: Vec<Op>, resp3: bool) -> TestResult {
-    RANDOM_PAIR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let p = slot.get_or_insert_with(|| {
-            let mut p = Pair::new();
-            if resp3 {
-                p.resp3();
-            }
-            p
-        });
-        let mut all: Vec<Vec<String>> = vec![["DEL", "a", "b", "s"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()];
-        all.extend(ops.into_iter().map(|op| op.0));
-        for key in KEYS {
-            all.push(vec![
-                "LRANGE".into(),
-                key.to_string(),
-                "0".into(),
-                "-1".into(),
-            ]);
-            all.push(vec!["GET".into(), key.to_string()]);
-        }
-        for (i, words) in all.iter().enumerate() {
-            let (r, h) = p.both(&words.iter().map(String::as_str).collect::<Vec<_>>());
-            if r != h {
-                let history: Vec<String> = all[..=i].iter().map(|w| w.join(" ")).collect();
-                return TestResult::error(format!(
-                    "replies differ for {:?}\n  redis: {}\n  hozon: {}\n  sequence:\n    {}",
-                    words.join(" "),
-                    show(&r),
-                    show(&h),
-                    history.join("\n    ")
-                ));
-            }
-        }
-        TestResult::passed()
-    })
-}
-
-fn random_sequence_resp2(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, false)
-}
-
-fn random_sequence_resp3(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, true)
+    let mut all = vec![del_command(KEYS)];
+    all.extend(ops.into_iter().map(|op| op.0));
+    for key in KEYS {
+        all.push(vec![
+            "LRANGE".into(),
+            key.to_string(),
+            "0".into(),
+            "-1".into(),
+        ]);
+        all.push(vec!["GET".into(), key.to_string()]);
+    }
+    with_thread_pair(resp3, |p| compare_sequence(p, &all, 0, identical))
 }
 
 #[test]
 fn random_command_sequences_match_redis_resp2() {
-    QuickCheck::new()
-        .rng(Gen::new(60))
-        .tests(150)
-        .quickcheck(random_sequence_resp2 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(60, 150, |ops: Vec<Op>| random_sequence_matches(ops, false));
 }
 
 #[test]
 fn random_command_sequences_match_redis_resp3() {
-    QuickCheck::new()
-        .rng(Gen::new(60))
-        .tests(100)
-        .quickcheck(random_sequence_resp3 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(60, 100, |ops: Vec<Op>| random_sequence_matches(ops, true));
 }
 
 #[test]

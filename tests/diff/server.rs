@@ -24,9 +24,12 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use quickcheck::{Arbitrary, Gen, TestResult};
 
-use crate::harness::{encode_command, show, split_line, start_hozon, start_redis, Conn, Pair};
+use crate::harness::{
+    compare_sequence, encode_command, quickcheck_ops, show, split_line, start_hozon, start_redis,
+    Conn, Pair,
+};
 
 // ---------------------------------------------------------------------------
 // A small RESP value model, to compare replies whose parts legitimately
@@ -1919,46 +1922,20 @@ fn random_sequence_matches(ops: Vec<Op>, resp3: bool) -> TestResult {
     if resp3 {
         p.resp3();
     }
-    for (i, op) in ops.iter().enumerate() {
-        let args: Vec<&str> = op.0.iter().map(String::as_str).collect();
-        let (r, h) = p.both(&args);
-        let same = r == h
-            || (args[0] == "CONFIG" && args[1] == "GET" && same_config(&r, &h))
-            || (args[0] == "HELLO" && hello_without_id(&r) == hello_without_id(&h));
-        if !same {
-            let history: Vec<String> = ops[..=i].iter().map(|o| o.0.join(" ")).collect();
-            return TestResult::error(format!(
-                "replies differ for {:?}\n  redis: {}\n  hozon: {}\n  sequence:\n    {}",
-                args.join(" "),
-                show(&r),
-                show(&h),
-                history.join("\n    ")
-            ));
-        }
-    }
-    TestResult::passed()
-}
-
-fn random_sequence_resp2(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, false)
-}
-
-fn random_sequence_resp3(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, true)
+    let all: Vec<Vec<String>> = ops.into_iter().map(|op| op.0).collect();
+    compare_sequence(&mut p, &all, 0, |_, args, r, h| {
+        r == h
+            || (args[0] == "CONFIG" && args[1] == "GET" && same_config(r, h))
+            || (args[0] == "HELLO" && hello_without_id(r) == hello_without_id(h))
+    })
 }
 
 #[test]
 fn random_connection_and_config_sequences_match_redis_resp2() {
-    QuickCheck::new()
-        .rng(Gen::new(40))
-        .tests(12)
-        .quickcheck(random_sequence_resp2 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(40, 12, |ops: Vec<Op>| random_sequence_matches(ops, false));
 }
 
 #[test]
 fn random_connection_and_config_sequences_match_redis_resp3() {
-    QuickCheck::new()
-        .rng(Gen::new(40))
-        .tests(8)
-        .quickcheck(random_sequence_resp3 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(40, 8, |ops: Vec<Op>| random_sequence_matches(ops, true));
 }

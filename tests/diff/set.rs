@@ -6,54 +6,14 @@
 //! where Redis is deterministic (count ≥ size, count 0, errors) and checked
 //! for size, distinctness and membership otherwise.
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use quickcheck::{Arbitrary, Gen, TestResult};
 
-use crate::harness::{array_elements, show, split_line, Pair};
-
-/// Runs one script line; a leading `~` compares the reply as a multiset.
-#[track_caller]
-fn run_line(p: &mut Pair, line: &str) {
-    let line = line.trim();
-    if line.is_empty() || line.starts_with('#') {
-        return;
-    }
-    match line.strip_prefix('~') {
-        Some(rest) => {
-            let args: Vec<String> = split_line(rest.trim())
-                .into_iter()
-                .map(|a| String::from_utf8(a).expect("unordered lines are UTF-8"))
-                .collect();
-            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-            p.check_unordered(&refs);
-        }
-        None => {
-            let args = split_line(line);
-            let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-            p.check_bytes(&refs);
-        }
-    }
-}
-
-#[track_caller]
-fn run(p: &mut Pair, script: &str) {
-    for line in script.lines() {
-        run_line(p, line);
-    }
-}
-
-/// Runs `script` in RESP2, then again in RESP3 on a fresh database (SELECT
-/// 1), every reply compared with Redis.
-#[track_caller]
-fn check_both_protocols(script: &str) {
-    let mut p = Pair::new();
-    run(&mut p, script);
-    p.resp3();
-    p.check(&["SELECT", "1"]);
-    run(&mut p, script);
-}
+use crate::harness::{
+    array_elements, check_both_protocols, check_owned, compare_sequence, del_command,
+    quickcheck_ops, show, with_thread_pair, Pair,
+};
 
 /// The payloads of the bulk strings in an aggregate reply.
 fn bulk_payloads(reply: &[u8]) -> Vec<Vec<u8>> {
@@ -76,12 +36,6 @@ fn sadd_range(key: &str, from: i64, to: i64) -> Vec<String> {
     let mut args = vec!["SADD".to_string(), key.to_string()];
     args.extend((from..to).map(|i| i.to_string()));
     args
-}
-
-#[track_caller]
-fn check_owned(p: &mut Pair, args: &[String]) {
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    p.check(&refs);
 }
 
 #[test]
@@ -157,8 +111,7 @@ fn non_canonical_integers_make_a_hashtable() {
 fn intset_converts_past_512_members_and_never_back() {
     let mut p = Pair::new();
     check_owned(&mut p, &sadd_range("s", -256, 256));
-    run(
-        &mut p,
+    p.script(
         "SCARD s\n\
          OBJECT ENCODING s\n\
          SMEMBERS s\n\
@@ -183,8 +136,7 @@ fn intset_converts_past_512_members_and_never_back() {
     );
     // The set algebra builds fresh sets: a hash table of integers gives an
     // intset result (sorted reply) when it fits.
-    run(
-        &mut p,
+    p.script(
         "SUNION t\n\
          SDIFF t missing\n\
          SUNIONSTORE u t\n\
@@ -732,10 +684,6 @@ impl Arbitrary for Op {
     }
 }
 
-thread_local! {
-    static RANDOM_PAIR: RefCell<Option<Pair>> = const { RefCell::new(None) };
-}
-
 /// The keys whose encoding decides the order of `words`' reply.
 fn order_sources(words: &[String]) -> &[String] {
     match words[0].as_str() {
@@ -795,72 +743,30 @@ fn replies_match(p: &mut Pair, words: &[String], r: &[u8], h: &[u8]) -> bool {
 /// Runs `ops` from an empty keyspace and compares every reply, then the
 /// final contents and encoding of every key.
 fn random_sequence_matches(ops: Vec<Op>, resp3: bool) -> TestResult {
-    RANDOM_PAIR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let p = slot.get_or_insert_with(|| {
-            let mut p = Pair::new();
-            if resp3 {
-                p.resp3();
-            }
-            p
-        });
-        let mut all: Vec<Vec<String>> =
-            vec![KEYS.iter().fold(vec!["DEL".to_string()], |mut v, k| {
-                v.push(k.to_string());
-                v
-            })];
-        all.extend(ops.into_iter().map(|op| op.0));
-        for key in KEYS {
-            all.push(vec!["SMEMBERS".into(), key.to_string()]);
-            all.push(vec!["OBJECT".into(), "ENCODING".into(), key.to_string()]);
-            all.push(vec!["TYPE".into(), key.to_string()]);
-        }
-        for (i, words) in all.iter().enumerate() {
-            let (r, h) = p.both(&words.iter().map(String::as_str).collect::<Vec<_>>());
-            if !replies_match(p, words, &r, &h) {
-                let history: Vec<String> = all[..=i].iter().map(|w| format!("{w:?}")).collect();
-                return TestResult::error(format!(
-                    "replies differ for {:?}\n  redis: {}\n  hozon: {}\n  sequence:\n    {}",
-                    words.join(" "),
-                    show(&r),
-                    show(&h),
-                    history.join("\n    ")
-                ));
-            }
-        }
-        TestResult::passed()
-    })
-}
-
-fn random_sequence_resp2(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, false)
-}
-
-fn random_sequence_resp3(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, true)
+    let mut all = vec![del_command(KEYS)];
+    all.extend(ops.into_iter().map(|op| op.0));
+    for key in KEYS {
+        all.push(vec!["SMEMBERS".into(), key.to_string()]);
+        all.push(vec!["OBJECT".into(), "ENCODING".into(), key.to_string()]);
+        all.push(vec!["TYPE".into(), key.to_string()]);
+    }
+    with_thread_pair(resp3, |p| compare_sequence(p, &all, 0, replies_match))
 }
 
 #[test]
 fn random_command_sequences_match_redis_resp2() {
-    QuickCheck::new()
-        .rng(Gen::new(40))
-        .tests(150)
-        .quickcheck(random_sequence_resp2 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(40, 150, |ops: Vec<Op>| random_sequence_matches(ops, false));
 }
 
 #[test]
 fn random_command_sequences_match_redis_resp3() {
-    QuickCheck::new()
-        .rng(Gen::new(40))
-        .tests(100)
-        .quickcheck(random_sequence_resp3 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(40, 100, |ops: Vec<Op>| random_sequence_matches(ops, true));
 }
 
 #[test]
 fn ttls_survive_in_place_changes_and_expired_sets_are_missing() {
     let mut p = Pair::new();
-    run(
-        &mut p,
+    p.script(
         "SADD s 1 2 3 4 5 6 7 8 9 10\n\
          EXPIRE s 1000\n",
     );
@@ -868,8 +774,7 @@ fn ttls_survive_in_place_changes_and_expired_sets_are_missing() {
     // stays. Which members go is random: compare the sizes only.
     let (r, h) = p.both(&["SPOP", "s", "9"]);
     assert_eq!(bulk_payloads(&r).len(), bulk_payloads(&h).len());
-    run(
-        &mut p,
+    p.script(
         "TTL s\n\
          SCARD s\n\
          SADD s 20\n\
@@ -889,8 +794,7 @@ fn ttls_survive_in_place_changes_and_expired_sets_are_missing() {
          PEXPIRE gone 1\n",
     );
     std::thread::sleep(std::time::Duration::from_millis(20));
-    run(
-        &mut p,
+    p.script(
         "SCARD gone\n\
          SINTER other gone\n\
          SUNION other gone\n\

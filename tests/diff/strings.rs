@@ -5,28 +5,12 @@
 //! or with a tolerance on `PTTL`; expiry in the past uses absolute times
 //! (`PXAT 1`) so no test depends on the clock.
 
-use std::cell::RefCell;
+use quickcheck::{Arbitrary, Gen, TestResult};
 
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
-
-use crate::harness::{array_elements, show, Pair};
-
-/// Runs `script` (one command per line, redis-cli quoting) on `p`.
-#[track_caller]
-fn run(p: &mut Pair, script: &str) {
-    p.script(script);
-}
-
-/// Runs `script` in RESP2, then again in RESP3 on a fresh database
-/// (SELECT 1), every reply compared with Redis.
-#[track_caller]
-fn check_both_protocols(script: &str) {
-    let mut p = Pair::new();
-    run(&mut p, script);
-    p.resp3();
-    p.check(&["SELECT", "1"]);
-    run(&mut p, script);
-}
+use crate::harness::{
+    array_elements, check_both_protocols, compare_sequence, identical, quickcheck_ops, show,
+    with_thread_pair, Pair,
+};
 
 /// Parses an integer reply (`:123\r\n`).
 fn int_reply(reply: &[u8]) -> i64 {
@@ -1017,61 +1001,20 @@ impl Arbitrary for Op {
     }
 }
 
-thread_local! {
-    static RANDOM_PAIR: RefCell<Option<Pair>> = const { RefCell::new(None) };
-}
-
-/// Runs `ops` on both servers from an empty keyspace; false (after
-/// printing the difference) when any reply differs.
+/// Runs `ops` on both servers from an empty keyspace, comparing every
+/// reply.
 fn random_sequence(ops: Vec<Op>, resp3: bool) -> TestResult {
-    RANDOM_PAIR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let p = slot.get_or_insert_with(|| {
-            let mut p = Pair::new();
-            if resp3 {
-                p.resp3();
-            }
-            p
-        });
-        p.check(&["FLUSHALL"]);
-        for (i, Op(args)) in ops.iter().enumerate() {
-            let refs: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-            let (r, h) = p.both_bytes(&refs);
-            if r != h {
-                let history: Vec<String> = ops[..=i].iter().map(|Op(a)| a.join(" ")).collect();
-                eprintln!(
-                    "replies differ at step {i}:\n  {}\n  redis: {}\n  hozon: {}",
-                    history.join("\n  "),
-                    show(&r),
-                    show(&h)
-                );
-                return TestResult::failed();
-            }
-        }
-        TestResult::passed()
-    })
-}
-
-fn random_sequence_resp2(ops: Vec<Op>) -> TestResult {
-    random_sequence(ops, false)
-}
-
-fn random_sequence_resp3(ops: Vec<Op>) -> TestResult {
-    random_sequence(ops, true)
+    let mut all = vec![vec!["FLUSHALL".to_string()]];
+    all.extend(ops.into_iter().map(|op| op.0));
+    with_thread_pair(resp3, |p| compare_sequence(p, &all, 1, identical))
 }
 
 #[test]
 fn random_string_command_sequences_match_redis_resp2() {
-    QuickCheck::new()
-        .rng(Gen::new(40))
-        .tests(300)
-        .quickcheck(random_sequence_resp2 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(40, 300, |ops: Vec<Op>| random_sequence(ops, false));
 }
 
 #[test]
 fn random_string_command_sequences_match_redis_resp3() {
-    QuickCheck::new()
-        .rng(Gen::new(40))
-        .tests(200)
-        .quickcheck(random_sequence_resp3 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(40, 200, |ops: Vec<Op>| random_sequence(ops, true));
 }

@@ -6,61 +6,14 @@
 //! Random commands are compared where Redis is deterministic and checked
 //! for size, distinctness and membership otherwise.
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use quickcheck::{Arbitrary, Gen, TestResult};
 
-use crate::harness::{array_elements, show, split_line, Pair};
-
-/// Runs one script line; a leading `~` compares the reply as a multiset.
-#[track_caller]
-fn run_line(p: &mut Pair, line: &str) {
-    let line = line.trim();
-    if line.is_empty() || line.starts_with('#') {
-        return;
-    }
-    match line.strip_prefix('~') {
-        Some(rest) => {
-            let args: Vec<String> = split_line(rest.trim())
-                .into_iter()
-                .map(|a| String::from_utf8(a).expect("unordered lines are UTF-8"))
-                .collect();
-            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-            p.check_unordered(&refs);
-        }
-        None => {
-            let args = split_line(line);
-            let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-            p.check_bytes(&refs);
-        }
-    }
-}
-
-#[track_caller]
-fn run(p: &mut Pair, script: &str) {
-    for line in script.lines() {
-        run_line(p, line);
-    }
-}
-
-/// Runs `script` in RESP2, then again in RESP3 on a fresh database (SELECT
-/// 1), every reply compared with Redis.
-#[track_caller]
-fn check_both_protocols(script: &str) {
-    let mut p = Pair::new();
-    run(&mut p, script);
-    p.resp3();
-    p.check(&["SELECT", "1"]);
-    run(&mut p, script);
-}
-
-/// Sends a command built from owned strings to both servers and compares.
-#[track_caller]
-fn check_owned(p: &mut Pair, args: &[String]) -> Vec<u8> {
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    p.check(&refs)
-}
+use crate::harness::{
+    array_elements, check_both_protocols, check_owned, compare_sequence, del_command, identical,
+    quickcheck_ops, show, with_thread_pair, Pair,
+};
 
 /// `ZADD key score member …` for members `prefix0..prefixN` with scores
 /// from `score(i)`.
@@ -182,10 +135,8 @@ fn zincrby_and_score_formatting() {
 fn negative_zero_is_kept_only_in_the_skiplist_encoding() {
     let mut p = Pair::new();
     let long = "x".repeat(70);
-    run(
-        &mut p,
-        &format!(
-            r#"
+    p.script(&format!(
+        r#"
             ZADD lp -0 a
             ZSCORE lp a
             ZADD sk -0 {long}
@@ -200,8 +151,7 @@ fn negative_zero_is_kept_only_in_the_skiplist_encoding() {
             ZRANGESTORE st2 sk 0 0
             ZSCORE st2 a
             "#
-        ),
-    );
+    ));
 }
 
 #[test]
@@ -401,8 +351,7 @@ fn lex_bounds_with_nul_bytes_and_mixed_scores_in_a_listpack() {
     p.check_bytes(&[b"ZRANGEBYLEX", b"z", b"[a\x00", b"+"]);
     p.check_bytes(&[b"ZRANGEBYSCORE", b"z", b"0\x00junk", b"1"]);
     // Mixed scores: Redis scans a listpack linearly, which this mirrors.
-    run(
-        &mut p,
+    p.script(
         r#"
         ZADD m 1 d 2 a 3 c 4 b 5 e
         ZRANGEBYLEX m [b [d
@@ -703,8 +652,7 @@ fn set_operations_over_large_and_hashtable_inputs() {
     let mut sadd = vec!["SADD".to_string(), "hs".to_string()];
     sadd.extend((0..200).map(|i| format!("m{}", i * 2)));
     check_owned(&mut p, &sadd);
-    run(
-        &mut p,
+    p.script(
         r#"
         ZUNION 3 big1 big2 hs WITHSCORES
         ZINTER 3 big1 big2 hs WEIGHTS 1 2 3 WITHSCORES
@@ -735,10 +683,8 @@ fn encoding_boundaries_listpack_to_skiplist() {
     p.check(&["OBJECT", "ENCODING", "z"]);
     let member64 = "y".repeat(64);
     let member65 = "y".repeat(65);
-    run(
-        &mut p,
-        &format!(
-            r#"
+    p.script(&format!(
+        r#"
             ZADD v 1 {member64}
             OBJECT ENCODING v
             ZADD v 2 {member65}
@@ -780,8 +726,7 @@ fn encoding_boundaries_listpack_to_skiplist() {
             OBJECT ENCODING cv2
             CONFIG SET zset-max-listpack-value 64
             "#
-        ),
-    );
+    ));
     // Every command over both encodings of the same content.
     check_owned(
         &mut p,
@@ -798,10 +743,8 @@ fn encoding_boundaries_listpack_to_skiplist() {
     p.check(&["ZREM", "large", &format!("{}0", "x".repeat(100))]);
     p.check(&["OBJECT", "ENCODING", "large"]);
     for key in ["small", "large"] {
-        run(
-            &mut p,
-            &format!(
-                r#"
+        p.script(&format!(
+            r#"
                 ZRANGE {key} 10 20 WITHSCORES
                 ZREVRANGE {key} 5 9 WITHSCORES
                 ZRANGEBYSCORE {key} (5 10 LIMIT 2 4 WITHSCORES
@@ -818,8 +761,7 @@ fn encoding_boundaries_listpack_to_skiplist() {
                 ZREMRANGEBYSCORE {key} 10 12
                 ZRANGE {key} 0 -1 WITHSCORES
                 "#
-            ),
-        );
+        ));
     }
 }
 
@@ -851,8 +793,7 @@ fn large_sets_rank_and_range_correctness() {
         p.check(&["ZRANGE", "big", &s, &e, "WITHSCORES"]);
         p.check(&["ZREVRANGE", "big", &s, &e, "WITHSCORES"]);
     }
-    run(
-        &mut p,
+    p.script(
         r#"
         ZRANGE big -30 -1 WITHSCORES
         ZRANGEBYSCORE big 100 (100.5 WITHSCORES
@@ -888,8 +829,7 @@ fn large_sets_rank_and_range_correctness() {
         args.push(format!("w{:05}", (i * 31) % 3000));
     }
     check_owned(&mut p, &args);
-    run(
-        &mut p,
+    p.script(
         r#"
         ZRANGEBYLEX lex [w01000 (w01010
         ZREVRANGEBYLEX lex (w02000 [w01990 LIMIT 2 3
@@ -1168,8 +1108,7 @@ fn leaderboard_use_case() {
             ],
         );
     }
-    run(
-        &mut p,
+    p.script(
         r#"
         ZREVRANGE board 0 9 WITHSCORES
         ZREVRANK board player42
@@ -1197,8 +1136,7 @@ fn sliding_window_rate_limit_use_case() {
         p.check(&["ZRANGE", "rate:user1", "0", "0", "WITHSCORES"]);
         now += 3;
     }
-    run(
-        &mut p,
+    p.script(
         r#"
         OBJECT ENCODING rate:user1
         ZCARD rate:user1
@@ -1438,76 +1376,28 @@ impl Arbitrary for Op {
     }
 }
 
-thread_local! {
-    static RANDOM_PAIR: RefCell<Option<(Pair, bool)>> = const { RefCell::new(None) };
-}
-
 /// Lex commands are only meaningful when all scores in a key are equal;
 /// Redis leaves them unspecified otherwise and its skip-list answer
 /// depends on random node levels. Small keys are listpacks, where both
 /// scan linearly, so every reply is compared.
 fn random_sequence_matches(ops: Vec<Op>, resp3: bool) -> TestResult {
-    RANDOM_PAIR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.as_ref().is_some_and(|(_, r)| *r != resp3) {
-            *slot = None;
-        }
-        let (p, _) = slot.get_or_insert_with(|| {
-            let mut p = Pair::new();
-            if resp3 {
-                p.resp3();
-            }
-            (p, resp3)
-        });
-        let mut all: Vec<Vec<String>> =
-            vec![KEYS.iter().fold(vec!["DEL".to_string()], |mut v, k| {
-                v.push(k.to_string());
-                v
-            })];
-        all.extend(ops.into_iter().map(|op| op.0));
-        for key in KEYS {
-            all.push(vec!["TYPE".into(), key.to_string()]);
-            all.push(vec!["OBJECT".into(), "ENCODING".into(), key.to_string()]);
-        }
-        for (i, words) in all.iter().enumerate() {
-            let (r, h) = p.both(&words.iter().map(String::as_str).collect::<Vec<_>>());
-            if r != h {
-                let history: Vec<String> = all[..=i].iter().map(|w| format!("{w:?}")).collect();
-                return TestResult::error(format!(
-                    "replies differ for {:?}\n  redis: {}\n  hozon: {}\n  sequence:\n    {}",
-                    words.join(" "),
-                    show(&r),
-                    show(&h),
-                    history.join("\n    ")
-                ));
-            }
-        }
-        TestResult::passed()
-    })
-}
-
-fn random_sequence_resp2(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, false)
-}
-
-fn random_sequence_resp3(ops: Vec<Op>) -> TestResult {
-    random_sequence_matches(ops, true)
+    let mut all = vec![del_command(KEYS)];
+    all.extend(ops.into_iter().map(|op| op.0));
+    for key in KEYS {
+        all.push(vec!["TYPE".into(), key.to_string()]);
+        all.push(vec!["OBJECT".into(), "ENCODING".into(), key.to_string()]);
+    }
+    with_thread_pair(resp3, |p| compare_sequence(p, &all, 0, identical))
 }
 
 #[test]
 fn random_command_sequences_match_redis_resp2() {
-    QuickCheck::new()
-        .rng(Gen::new(40))
-        .tests(150)
-        .quickcheck(random_sequence_resp2 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(40, 150, |ops: Vec<Op>| random_sequence_matches(ops, false));
 }
 
 #[test]
 fn random_command_sequences_match_redis_resp3() {
-    QuickCheck::new()
-        .rng(Gen::new(40))
-        .tests(100)
-        .quickcheck(random_sequence_resp3 as fn(Vec<Op>) -> TestResult);
+    quickcheck_ops(40, 100, |ops: Vec<Op>| random_sequence_matches(ops, true));
 }
 
 // ---------------------------------------------------------------------------
@@ -1659,43 +1549,26 @@ impl Arbitrary for BigOp {
 }
 
 fn random_big_sequence_matches(ops: Vec<BigOp>) -> TestResult {
-    thread_local! {
-        static BIG_PAIR: RefCell<Option<Pair>> = const { RefCell::new(None) };
+    let mut all: Vec<Vec<String>> = vec![
+        vec!["DEL".into(), "big".into(), "lex".into(), "out".into()],
+        zadd_many("big", 300, "m", |i| ((i * 13) % 40).to_string()),
+        zadd_many("lex", 300, "m", |_| "0".to_string()),
+    ];
+    all.extend(ops.into_iter().map(|op| op.0));
+    for key in ["big", "lex", "out"] {
+        all.push(vec![
+            "ZRANGE".into(),
+            key.into(),
+            "0".into(),
+            "-1".into(),
+            "WITHSCORES".into(),
+        ]);
+        all.push(vec!["OBJECT".into(), "ENCODING".into(), key.into()]);
     }
-    BIG_PAIR.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let p = slot.get_or_insert_with(Pair::new);
-        let mut all: Vec<Vec<String>> = vec![
-            vec!["DEL".into(), "big".into(), "lex".into(), "out".into()],
-            zadd_many("big", 300, "m", |i| ((i * 13) % 40).to_string()),
-            zadd_many("lex", 300, "m", |_| "0".to_string()),
-        ];
-        all.extend(ops.into_iter().map(|op| op.0));
-        for key in ["big", "lex", "out"] {
-            all.push(vec!["ZRANGE".into(), key.into(), "0".into(), "-1".into(), "WITHSCORES".into()]);
-            all.push(vec!["OBJECT".into(), "ENCODING".into(), key.into()]);
-        }
-        for (i, words) in all.iter().enumerate() {
-            let (r, h) = p.both(&words.iter().map(String::as_str).collect::<Vec<_>>());
-            if r != h {
-                let history: Vec<String> = all[3..=i].iter().map(|w| format!("{w:?}")).collect();
-                return TestResult::error(format!(
-                    "replies differ for {:?}\n  redis: {}\n  hozon: {}\n  sequence after setup:\n    {}",
-                    words.join(" "),
-                    show(&r),
-                    show(&h),
-                    history.join("\n    ")
-                ));
-            }
-        }
-        TestResult::passed()
-    })
+    with_thread_pair(false, |p| compare_sequence(p, &all, 3, identical))
 }
 
 #[test]
 fn random_command_sequences_on_large_sets_match_redis() {
-    QuickCheck::new()
-        .rng(Gen::new(60))
-        .tests(40)
-        .quickcheck(random_big_sequence_matches as fn(Vec<BigOp>) -> TestResult);
+    quickcheck_ops(60, 40, random_big_sequence_matches);
 }

@@ -17,7 +17,7 @@ fn rounds() -> u64 {
     std::env::var("HOZON_CRASH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(12)
+        .unwrap_or(24)
 }
 
 fn parse_int(reply: &[u8]) -> i64 {
