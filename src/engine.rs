@@ -220,7 +220,8 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// An in-process keyspace engine.
+/// An in-process keyspace engine. `Send`, so a host can move it to the
+/// thread that runs it or share it behind a `Mutex` (checked at compile time).
 pub struct Engine {
     core: Core,
     /// When true (the server), logged effects wait for [`Engine::flush_log`]
@@ -299,11 +300,13 @@ impl Engine {
         let path = dir.join(&self.core.config.appendfilename);
         if io.exists(&path) {
             let started = std::time::Instant::now();
-            let data = io.read_all(&path).map_err(|source| crate::Error::Io {
+            let data = io.map(&path).map_err(|source| crate::Error::Io {
                 context: format!("reading {}", path.display()),
                 source,
             })?;
             let report = self.replay_aof(&data, &path)?;
+            // Unmap before the file is truncated or appended to.
+            drop(data);
             if let Some(torn) = &report.torn {
                 let facts = format!(
                     "the AOF {} ends with a torn write at offset {} ({}): {} bytes and {} complete commands after it",
@@ -645,3 +648,10 @@ impl Engine {
         std::mem::take(&mut self.core.effects)
     }
 }
+
+// Compile-time check of the threading contract: an engine may move
+// between threads.
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<Engine>();
+};

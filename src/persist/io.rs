@@ -39,6 +39,11 @@ pub trait Io: Send + Sync {
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>>;
     /// Reads the whole file.
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// The whole file as bytes for reading, memory-mapped where possible
+    /// so a large file is not copied into the heap.
+    fn map(&self, path: &Path) -> io::Result<FileBytes> {
+        self.read_all(path).map(FileBytes::Owned)
+    }
     /// True when `path` exists.
     fn exists(&self, path: &Path) -> bool;
     /// Removes a file.
@@ -54,6 +59,24 @@ pub trait Io: Send + Sync {
     /// True for the real file system (the directory lock applies there).
     fn is_real(&self) -> bool {
         false
+    }
+}
+
+/// A file's contents: mapped, or read into memory.
+pub enum FileBytes {
+    /// A read-only memory map of the file.
+    Mapped(memmap2::Mmap),
+    /// The bytes, copied.
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(m) => m,
+            FileBytes::Owned(v) => v,
+        }
     }
 }
 
@@ -102,6 +125,18 @@ impl AppendFile for RealFile {
 impl Io for RealIo {
     fn is_real(&self) -> bool {
         true
+    }
+
+    fn map(&self, path: &Path) -> io::Result<FileBytes> {
+        let file = File::open(path)?;
+        if file.metadata()?.len() == 0 {
+            return Ok(FileBytes::Owned(Vec::new())); // empty files cannot be mapped
+        }
+        // SAFETY: the data directory is locked by this engine, so no other
+        // hozon process modifies the file while it is mapped; the map is
+        // dropped before the engine truncates or appends to the file.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(FileBytes::Mapped(map))
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
