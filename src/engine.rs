@@ -616,6 +616,14 @@ impl Engine {
 
     fn cron_at(&mut self, now: i64) {
         self.core.last_cron_ms = now;
+        // Active rehashing: finish resizes that writes alone would leave
+        // half done (at most 1 ms per database and cycle).
+        for db in 0..self.core.keyspace.db_count() {
+            self.core
+                .keyspace
+                .db_mut(db)
+                .rehash_for(std::time::Duration::from_millis(1));
+        }
         let before = self.core.effects.len();
         self.core.active_expire_cycle(now);
         if let Some(aof) = self.core.aof.as_mut() {

@@ -1,4 +1,5 @@
-//! [`Dict`]: a chained hash table with Redis's SCAN cursor guarantees.
+//! [`Dict`]: a chained hash table with Redis's SCAN cursor guarantees and
+//! incremental rehashing.
 //!
 //! Why not `std::collections::HashMap`: SCAN/HSCAN/SSCAN/ZSCAN promise that
 //! every element present for the whole iteration is returned at least once,
@@ -6,10 +7,14 @@
 //! a power-of-two bucket array walked in reverse-binary cursor order; an
 //! open-addressing table moves elements on resize and cannot give it. This
 //! table keeps Redis's layout (buckets of singly linked nodes), so the same
-//! cursor algorithm applies, and resizing only relinks nodes.
+//! cursor algorithm applies.
 //!
-//! Resizing is done in one step (not incrementally like Redis): relinking a
-//! million nodes takes a few milliseconds.
+//! Why incremental: moving a table of millions of keys to a bigger one in
+//! one go stalls every client for tens of milliseconds. Like Redis, a resize
+//! allocates the new table and then moves one bucket per write operation
+//! (and more from [`Dict::rehash_for`] in the background), so no single
+//! command pays for the whole move. While that runs, lookups check both
+//! tables and new keys go to the new one.
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
@@ -26,12 +31,17 @@ struct Node<K, V> {
 
 /// A hash table from `K` to `V` with SCAN cursors and random sampling.
 pub struct Dict<K, V> {
-    buckets: Vec<Link<K, V>>,
+    /// `tables[0]` is the table in use; while rehashing, its buckets below
+    /// `rehash_index` have been moved to `tables[1]`.
+    tables: [Vec<Link<K, V>>; 2],
+    rehash_index: Option<usize>,
     len: usize,
     hasher: foldhash::quality::RandomState,
 }
 
 const MIN_BUCKETS: usize = 4;
+/// Empty buckets one rehash step may skip before giving up (Redis: 10×).
+const EMPTY_VISITS_PER_STEP: usize = 10;
 
 impl<K: Hash + Eq, V> Default for Dict<K, V> {
     fn default() -> Self {
@@ -39,11 +49,69 @@ impl<K: Hash + Eq, V> Default for Dict<K, V> {
     }
 }
 
+fn find<'a, K: Borrow<Q>, Q: Eq + ?Sized, V>(
+    mut link: &'a Link<K, V>,
+    key: &Q,
+) -> Option<&'a Node<K, V>> {
+    while let Some(node) = link {
+        if node.key.borrow() == key {
+            return Some(node);
+        }
+        link = &node.next;
+    }
+    None
+}
+
+fn find_mut<'a, K: Borrow<Q>, Q: Eq + ?Sized, V>(
+    mut link: &'a mut Link<K, V>,
+    key: &Q,
+) -> Option<&'a mut V> {
+    while let Some(node) = link {
+        if node.key.borrow() == key {
+            return Some(&mut node.value);
+        }
+        link = &mut node.next;
+    }
+    None
+}
+
+fn unlink<K: Borrow<Q>, Q: Eq + ?Sized, V>(mut link: &mut Link<K, V>, key: &Q) -> Option<(K, V)> {
+    loop {
+        match link {
+            None => return None,
+            Some(node) if node.key.borrow() == key => {
+                let mut node = link.take().expect("matched Some");
+                *link = node.next.take();
+                return Some((node.key, node.value));
+            }
+            Some(node) => link = &mut node.next,
+        }
+    }
+}
+
+/// Unlinks every node of `bucket` one at a time (a long chain dropped
+/// recursively could overflow the stack).
+fn drop_chain<K, V>(bucket: &mut Link<K, V>) {
+    let mut link = bucket.take();
+    while let Some(mut node) = link {
+        link = node.next.take();
+    }
+}
+
+/// Redis's reverse-binary cursor increment over the bits of `mask`.
+fn next_cursor(cursor: u64, mask: u64) -> u64 {
+    (cursor | !mask)
+        .reverse_bits()
+        .wrapping_add(1)
+        .reverse_bits()
+}
+
 impl<K: Hash + Eq, V> Dict<K, V> {
     /// An empty table (allocates nothing until the first insert).
     pub fn new() -> Self {
         Dict {
-            buckets: Vec::new(),
+            tables: [Vec::new(), Vec::new()],
+            rehash_index: None,
             len: 0,
             hasher: foldhash::quality::RandomState::default(),
         }
@@ -53,7 +121,7 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     pub fn with_capacity(capacity: usize) -> Self {
         let mut d = Dict::new();
         if capacity > 0 {
-            d.resize(capacity.next_power_of_two().max(MIN_BUCKETS));
+            d.tables[0] = empty_buckets(capacity.next_power_of_two().max(MIN_BUCKETS));
         }
         d
     }
@@ -68,17 +136,23 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         self.len == 0
     }
 
-    /// Number of buckets (for INFO / DEBUG-style reporting).
+    /// Number of buckets (both tables while rehashing).
     pub fn bucket_count(&self) -> usize {
-        self.buckets.len()
+        self.tables[0].len() + self.tables[1].len()
+    }
+
+    /// True while a resize is moving buckets to the new table.
+    pub fn is_rehashing(&self) -> bool {
+        self.rehash_index.is_some()
     }
 
     fn hash<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
         self.hasher.hash_one(key)
     }
 
-    fn bucket_of<Q: Hash + ?Sized>(&self, key: &Q) -> usize {
-        (self.hash(key) as usize) & (self.buckets.len() - 1)
+    /// The bucket index of hash `h` in table `t` (which must be non-empty).
+    fn index(&self, t: usize, h: u64) -> usize {
+        (h as usize) & (self.tables[t].len() - 1)
     }
 
     /// The value stored under `key`.
@@ -99,12 +173,17 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         if self.len == 0 {
             return None;
         }
-        let mut link = &self.buckets[self.bucket_of(key)];
-        while let Some(node) = link {
-            if node.key.borrow() == key {
+        let h = self.hash(key);
+        for t in 0..2 {
+            if self.tables[t].is_empty() {
+                continue;
+            }
+            if let Some(node) = find(&self.tables[t][self.index(t, h)], key) {
                 return Some((&node.key, &node.value));
             }
-            link = &node.next;
+            if self.rehash_index.is_none() {
+                break;
+            }
         }
         None
     }
@@ -118,15 +197,17 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         if self.len == 0 {
             return None;
         }
-        let b = self.bucket_of(key);
-        let mut link = &mut self.buckets[b];
-        while let Some(node) = link {
-            if node.key.borrow() == key {
-                return Some(&mut node.value);
+        let h = self.hash(key);
+        let i0 = (!self.tables[0].is_empty()).then(|| self.index(0, h));
+        let i1 =
+            (self.rehash_index.is_some() && !self.tables[1].is_empty()).then(|| self.index(1, h));
+        let [t0, t1] = &mut self.tables;
+        if let Some(i) = i0 {
+            if let Some(v) = find_mut(&mut t0[i], key) {
+                return Some(v);
             }
-            link = &mut node.next;
         }
-        None
+        i1.and_then(|i| find_mut(&mut t1[i], key))
     }
 
     /// True when `key` is present.
@@ -152,14 +233,18 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     /// reference to the stored value.
     pub fn insert_new(&mut self, key: K, value: V) -> &mut V {
         debug_assert!(!self.contains_key(&key), "insert_new on a present key");
-        if self.len >= self.buckets.len() {
-            self.resize((self.buckets.len() * 2).max(MIN_BUCKETS));
+        if self.rehash_index.is_some() {
+            self.rehash_step();
+        } else if self.len >= self.tables[0].len() {
+            self.start_resize((self.tables[0].len() * 2).max(MIN_BUCKETS));
         }
-        let b = self.bucket_of(&key);
-        let next = self.buckets[b].take();
-        self.buckets[b] = Some(Box::new(Node { key, value, next }));
+        // New keys go to the table being filled.
+        let t = if self.rehash_index.is_some() { 1 } else { 0 };
+        let b = self.index(t, self.hash(&key));
+        let next = self.tables[t][b].take();
+        self.tables[t][b] = Some(Box::new(Node { key, value, next }));
         self.len += 1;
-        &mut self.buckets[b].as_mut().expect("just inserted").value
+        &mut self.tables[t][b].as_mut().expect("just inserted").value
     }
 
     /// The value under `key`, inserting `make()` first when absent.
@@ -184,71 +269,116 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         if self.len == 0 {
             return None;
         }
-        let b = self.bucket_of(key);
-        let mut link = &mut self.buckets[b];
-        loop {
-            match link {
-                None => return None,
-                Some(node) if node.key.borrow() == key => {
-                    let mut node = link.take().expect("matched Some");
-                    *link = node.next.take();
-                    self.len -= 1;
-                    self.maybe_shrink();
-                    return Some((node.key, node.value));
-                }
-                Some(node) => link = &mut node.next,
+        if self.rehash_index.is_some() {
+            self.rehash_step();
+        }
+        let h = self.hash(key);
+        let mut removed = None;
+        for t in 0..2 {
+            if self.tables[t].is_empty() {
+                continue;
+            }
+            let b = self.index(t, h);
+            removed = unlink(&mut self.tables[t][b], key);
+            if removed.is_some() || self.rehash_index.is_none() {
+                break;
             }
         }
+        if removed.is_some() {
+            self.len -= 1;
+            self.maybe_shrink();
+        }
+        removed
     }
 
     /// Removes every element.
     pub fn clear(&mut self) {
-        self.drop_all();
-        self.buckets = Vec::new();
-        self.len = 0;
-    }
-
-    // Dropping a long chain recursively could overflow the stack; unlink
-    // nodes one at a time instead.
-    fn drop_all(&mut self) {
-        for bucket in &mut self.buckets {
-            let mut link = bucket.take();
-            while let Some(mut node) = link {
-                link = node.next.take();
+        for table in &mut self.tables {
+            for bucket in table.iter_mut() {
+                drop_chain(bucket);
             }
+            *table = Vec::new();
         }
+        self.rehash_index = None;
+        self.len = 0;
     }
 
     fn maybe_shrink(&mut self) {
         // Shrink below 1/8 fill (Redis resizes under 10%).
-        if self.buckets.len() > MIN_BUCKETS && self.len * 8 < self.buckets.len() {
+        if self.rehash_index.is_none()
+            && self.tables[0].len() > MIN_BUCKETS
+            && self.len * 8 < self.tables[0].len()
+        {
             let target = self.len.next_power_of_two().max(MIN_BUCKETS);
-            self.resize(target);
+            self.start_resize(target);
         }
     }
 
-    fn resize(&mut self, new_count: usize) {
+    fn start_resize(&mut self, new_count: usize) {
         debug_assert!(
             new_count.is_power_of_two(),
             "bucket count is a power of two"
         );
-        let old = std::mem::take(&mut self.buckets);
-        self.buckets.resize_with(new_count, || None);
-        let mask = new_count - 1;
-        for mut link in old {
+        debug_assert!(self.rehash_index.is_none(), "one resize at a time");
+        if self.tables[0].is_empty() {
+            self.tables[0] = empty_buckets(new_count);
+            return;
+        }
+        self.tables[1] = empty_buckets(new_count);
+        self.rehash_index = Some(0);
+        self.rehash_step();
+    }
+
+    /// Moves one bucket of the old table (visiting at most a few empty
+    /// ones) to the new table; finishes the resize at the end.
+    fn rehash_step(&mut self) {
+        let Some(mut index) = self.rehash_index else {
+            return;
+        };
+        let mut empty_visits = 0;
+        while index < self.tables[0].len() && self.tables[0][index].is_none() {
+            index += 1;
+            empty_visits += 1;
+            if empty_visits >= EMPTY_VISITS_PER_STEP {
+                self.rehash_index = Some(index);
+                return;
+            }
+        }
+        if index < self.tables[0].len() {
+            let mask = self.tables[1].len() - 1;
+            let mut link = self.tables[0][index].take();
             while let Some(mut node) = link {
                 link = node.next.take();
                 let b = (self.hasher.hash_one(&node.key) as usize) & mask;
-                node.next = self.buckets[b].take();
-                self.buckets[b] = Some(node);
+                node.next = self.tables[1][b].take();
+                self.tables[1][b] = Some(node);
+            }
+            index += 1;
+        }
+        if index >= self.tables[0].len() {
+            self.tables[0] = std::mem::take(&mut self.tables[1]);
+            self.rehash_index = None;
+        } else {
+            self.rehash_index = Some(index);
+        }
+    }
+
+    /// Background rehashing (cron): moves buckets for up to `budget`, so an
+    /// idle or read-only table still finishes its resize.
+    pub fn rehash_for(&mut self, budget: std::time::Duration) {
+        let started = std::time::Instant::now();
+        while self.rehash_index.is_some() && started.elapsed() < budget {
+            for _ in 0..100 {
+                self.rehash_step();
             }
         }
     }
 
-    /// Iterates over all elements in bucket order.
+    /// Iterates over all elements.
     pub fn iter(&self) -> Iter<'_, K, V> {
         Iter {
-            buckets: &self.buckets,
+            tables: [&self.tables[0], &self.tables[1]],
+            table: 0,
             bucket: 0,
             node: None,
             remaining: self.len,
@@ -267,11 +397,13 @@ impl<K: Hash + Eq, V> Dict<K, V> {
 
     /// Visits every value mutably.
     pub fn for_each_mut(&mut self, mut f: impl FnMut(&K, &mut V)) {
-        for bucket in &mut self.buckets {
-            let mut link = bucket;
-            while let Some(node) = link {
-                f(&node.key, &mut node.value);
-                link = &mut node.next;
+        for table in &mut self.tables {
+            for bucket in table.iter_mut() {
+                let mut link = bucket;
+                while let Some(node) = link {
+                    f(&node.key, &mut node.value);
+                    link = &mut node.next;
+                }
             }
         }
     }
@@ -279,19 +411,21 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     /// Removes every element for which `keep` returns false.
     pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
         let mut removed = 0;
-        for bucket in &mut self.buckets {
-            let mut link = bucket;
-            loop {
-                let remove = match link {
-                    None => break,
-                    Some(node) => !keep(&node.key, &mut node.value),
-                };
-                if remove {
-                    let mut node = link.take().expect("matched Some");
-                    *link = node.next.take();
-                    removed += 1;
-                } else {
-                    link = &mut link.as_mut().expect("matched Some").next;
+        for table in &mut self.tables {
+            for bucket in table.iter_mut() {
+                let mut link = bucket;
+                loop {
+                    let remove = match link {
+                        None => break,
+                        Some(node) => !keep(&node.key, &mut node.value),
+                    };
+                    if remove {
+                        let mut node = link.take().expect("matched Some");
+                        *link = node.next.take();
+                        removed += 1;
+                    } else {
+                        link = &mut link.as_mut().expect("matched Some").next;
+                    }
                 }
             }
         }
@@ -303,39 +437,64 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     /// `cursor` and returns the next cursor (0 when the scan is complete).
     ///
     /// Elements present from the first call to the last are visited at
-    /// least once, whatever resizes happen in between (the reverse-binary
-    /// cursor of Redis's `dictScan`).
+    /// least once, whatever resizes happen in between, also while a resize
+    /// is under way (Redis's `dictScan`: the bucket of the smaller table,
+    /// then every bucket of the larger table that expands from it).
     pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&K, &V)) -> u64 {
-        if self.buckets.is_empty() {
-            return 0;
+        let mut visit_bucket = |bucket: &Link<K, V>| {
+            let mut link = bucket;
+            while let Some(node) = link {
+                visit(&node.key, &node.value);
+                link = &node.next;
+            }
+        };
+        if self.rehash_index.is_none() {
+            if self.tables[0].is_empty() {
+                return 0;
+            }
+            let mask = (self.tables[0].len() - 1) as u64;
+            visit_bucket(&self.tables[0][(cursor & mask) as usize]);
+            return next_cursor(cursor, mask);
         }
-        let mask = (self.buckets.len() - 1) as u64;
-        let mut link = &self.buckets[(cursor & mask) as usize];
-        while let Some(node) = link {
-            visit(&node.key, &node.value);
-            link = &node.next;
+        let (small, large) = if self.tables[0].len() <= self.tables[1].len() {
+            (&self.tables[0], &self.tables[1])
+        } else {
+            (&self.tables[1], &self.tables[0])
+        };
+        let m0 = (small.len() - 1) as u64;
+        let m1 = (large.len() - 1) as u64;
+        let mut v = cursor;
+        visit_bucket(&small[(v & m0) as usize]);
+        loop {
+            visit_bucket(&large[(v & m1) as usize]);
+            v = next_cursor(v, m1);
+            if v & (m0 ^ m1) == 0 {
+                break;
+            }
         }
-        // Increment the reversed cursor: set the unmasked high bits, reverse,
-        // add one, reverse back.
-        let mut v = cursor | !mask;
-        v = v.reverse_bits();
-        v = v.wrapping_add(1);
-        v.reverse_bits()
+        v
     }
 
     /// A random element, or `None` when empty. Picks a random non-empty
-    /// bucket, then a random node of its chain (Redis's approach: not
-    /// perfectly uniform for long chains, which the load factor keeps rare).
+    /// bucket (of either table while rehashing), then a random node of its
+    /// chain (Redis's approach: not perfectly uniform for long chains, which
+    /// the load factor keeps rare).
     pub fn random(&self, rng: &mut Rng) -> Option<(&K, &V)> {
         if self.len == 0 {
             return None;
         }
-        let mask = self.buckets.len() - 1;
+        let sizes = [self.tables[0].len(), self.tables[1].len()];
+        let total = sizes[0] + sizes[1];
         loop {
-            let b = (rng.next_u64() as usize) & mask;
-            if let Some(head) = &self.buckets[b] {
+            let pick = rng.index(total);
+            let (t, b) = if pick < sizes[0] {
+                (0, pick)
+            } else {
+                (1, pick - sizes[0])
+            };
+            if let Some(head) = &self.tables[t][b] {
                 let mut chain_len = 0usize;
-                let mut link = &self.buckets[b];
+                let mut link = &self.tables[t][b];
                 while let Some(node) = link {
                     chain_len += 1;
                     link = &node.next;
@@ -352,12 +511,17 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     }
 }
 
+fn empty_buckets<K, V>(count: usize) -> Vec<Link<K, V>> {
+    let mut buckets = Vec::with_capacity(count);
+    buckets.resize_with(count, || None);
+    buckets
+}
+
 impl<K, V> Drop for Dict<K, V> {
     fn drop(&mut self) {
-        for bucket in &mut self.buckets {
-            let mut link = bucket.take();
-            while let Some(mut node) = link {
-                link = node.next.take();
+        for table in &mut self.tables {
+            for bucket in table.iter_mut() {
+                drop_chain(bucket);
             }
         }
     }
@@ -381,7 +545,8 @@ impl<K: Hash + Eq + std::fmt::Debug, V: std::fmt::Debug> std::fmt::Debug for Dic
 
 /// Iterator over a [`Dict`].
 pub struct Iter<'a, K, V> {
-    buckets: &'a [Link<K, V>],
+    tables: [&'a [Link<K, V>]; 2],
+    table: usize,
     bucket: usize,
     node: Option<&'a Node<K, V>>,
     remaining: usize,
@@ -397,10 +562,14 @@ impl<'a, K, V> Iterator for Iter<'a, K, V> {
                 self.remaining -= 1;
                 return Some((&node.key, &node.value));
             }
-            if self.bucket >= self.buckets.len() {
-                return None;
+            while self.bucket >= self.tables[self.table].len() {
+                if self.table == 1 {
+                    return None;
+                }
+                self.table = 1;
+                self.bucket = 0;
             }
-            self.node = self.buckets[self.bucket].as_deref();
+            self.node = self.tables[self.table][self.bucket].as_deref();
             self.bucket += 1;
         }
     }
@@ -466,6 +635,41 @@ mod tests {
         }
         for k in 0..500u64 {
             assert!(seen.contains(&k), "key {k} missed by scan");
+        }
+    }
+
+    #[test]
+    fn scan_and_iteration_see_everything_while_rehashing() {
+        let mut d: Dict<u64, ()> = Dict::new();
+        // Grow until a resize is in progress, then scan and iterate mid-move.
+        let mut k = 0u64;
+        while !d.is_rehashing() || d.len() < 1000 {
+            d.insert(k, ());
+            k += 1;
+        }
+        assert!(d.is_rehashing());
+        assert_eq!(d.iter().count(), d.len());
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut steps = 0;
+        loop {
+            cursor = d.scan_step(cursor, |key, _| {
+                seen.insert(*key);
+            });
+            // Keep writing: buckets move between the calls.
+            d.insert(1_000_000 + steps, ());
+            steps += 1;
+            if cursor == 0 {
+                break;
+            }
+        }
+        for key in 0..k {
+            assert!(seen.contains(&key), "key {key} missed while rehashing");
+        }
+        d.rehash_for(std::time::Duration::from_secs(1));
+        assert!(!d.is_rehashing());
+        for key in 0..k {
+            assert!(d.contains_key(&key));
         }
     }
 

@@ -154,6 +154,17 @@ impl Db {
         expired
     }
 
+    /// Continues an incremental resize of the key tables for up to
+    /// `budget` (Redis's active rehashing, run from cron).
+    pub fn rehash_for(&mut self, budget: std::time::Duration) {
+        if self.main.is_rehashing() {
+            self.main.rehash_for(budget);
+        }
+        if self.expires.is_rehashing() {
+            self.expires.rehash_for(budget);
+        }
+    }
+
     /// Swaps the contents of two databases (SWAPDB, FLUSH in place).
     pub fn swap(&mut self, other: &mut Db) {
         std::mem::swap(self, other);
