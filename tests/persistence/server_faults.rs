@@ -84,3 +84,38 @@ fn enospc_holds_the_reply_until_the_write_succeeds() {
     }
     assert_eq!(run(&mut engine, &mut s, &["GET", "c"]), Reply::Null);
 }
+
+#[test]
+fn failed_fsync_disconnects_the_writer_and_refuses_writes_until_restart() {
+    let io = Arc::new(FaultyIo::new());
+    let mut config = durable_config(Path::new("/data"), AppendFsync::Always);
+    config.port = 0;
+    config.bind = vec!["127.0.0.1".into()];
+    let engine = open(config.clone(), io.clone());
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let mut server = Server::bind(engine, Arc::clone(&shutdown)).expect("bind");
+    let port = server.local_addrs()[0].port();
+    let thread = std::thread::spawn(move || server.run());
+
+    let mut writer = Conn::connect(port);
+    let mut reader = Conn::connect(port);
+    assert_eq!(writer.call(&[b"SET", b"a", b"1"]), b"+OK\r\n");
+    io.inject(Fault::FailSync { nth: 1, errno: 5 });
+    writer.send_raw(&crate::harness::encode_command(&[b"SET", b"b", b"2"]));
+    // The write's durability cannot be confirmed: no reply, the connection
+    // is closed instead of answering +OK.
+    assert_eq!(
+        writer.read_until_close(),
+        b"",
+        "a write was acknowledged after its fsync failed"
+    );
+    let refused = reader.call(&[b"SET", b"c", b"3"]);
+    assert!(
+        refused.starts_with(b"-MISCONF Errors writing to the AOF file: fsync failed"),
+        "{}",
+        String::from_utf8_lossy(&refused)
+    );
+    assert_eq!(reader.call(&[b"GET", b"a"]), b"$1\r\n1\r\n");
+    shutdown.store(true, Ordering::SeqCst);
+    thread.join().expect("server thread").expect("server run");
+}
