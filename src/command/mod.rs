@@ -197,11 +197,17 @@ fn families() -> [&'static [CommandSpec]; 7] {
     ]
 }
 
+/// The command table type: lower-case name to spec.
+pub type CommandTable = HashMap<&'static str, &'static CommandSpec, foldhash::fast::FixedState>;
+
 /// The command table, keyed by lower-case name.
-pub fn table() -> &'static HashMap<&'static str, &'static CommandSpec> {
-    static TABLE: OnceLock<HashMap<&'static str, &'static CommandSpec>> = OnceLock::new();
+///
+/// Looked up once per command: hashed with foldhash rather than SipHash (the
+/// keys are fixed names, so flooding resistance buys nothing here).
+pub fn table() -> &'static CommandTable {
+    static TABLE: OnceLock<CommandTable> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut map = HashMap::new();
+        let mut map = CommandTable::default();
         for family in families() {
             for spec in family {
                 let previous = map.insert(spec.name, spec);

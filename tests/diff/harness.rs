@@ -86,82 +86,43 @@ fn wait_until_listening(port: u16, name: &str, child: &mut Child) {
 /// Starts redis-server with persistence off and `extra` arguments.
 pub fn start_redis(extra: &[&str]) -> ServerProcess {
     let path = redis_server_path();
-    for _attempt in 0..5 {
-        let port = free_port();
-        let mut child = Command::new(&path)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args([
-                "--daemonize",
-                "no",
-                "--loglevel",
-                "warning",
-                "--dir",
-                &std::env::temp_dir().to_string_lossy(),
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn redis-server");
-        std::thread::sleep(Duration::from_millis(2));
-        if let Ok(Some(_)) = child.try_wait() {
-            continue; // most likely the port was taken meanwhile
-        }
-        wait_until_listening(port, "redis-server", &mut child);
-        return ServerProcess {
-            child,
-            port,
-            name: "redis-server",
-            _dir: None,
-        };
-    }
-    panic!("could not start redis-server");
+    let quiet = ["--daemonize", "no", "--loglevel", "warning"];
+    start_server(&path, "redis-server", &[&quiet[..], extra].concat())
 }
 
 /// Starts hozon-server with persistence off and `extra` arguments.
 pub fn start_hozon(extra: &[&str]) -> ServerProcess {
+    start_server(env!("CARGO_BIN_EXE_hozon-server"), "hozon-server", extra)
+}
+
+/// Starts `binary` on a free port with persistence off and a private data
+/// directory (removed on drop); `extra` arguments come last, so they win.
+fn start_server(binary: &str, name: &'static str, extra: &[&str]) -> ServerProcess {
     for _attempt in 0..5 {
         let port = free_port();
-        let dir = tempfile::tempdir().expect("temp dir for hozon-server");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hozon-server"))
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+        let dir = tempfile::tempdir().expect("temp dir for a test server");
+        let mut child = Command::new(binary)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
             .args(["--dir", &dir.path().to_string_lossy()])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn hozon-server");
+            .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
         std::thread::sleep(Duration::from_millis(2));
         if let Ok(Some(_)) = child.try_wait() {
-            continue;
+            continue; // most likely the port was taken meanwhile
         }
-        wait_until_listening(port, "hozon-server", &mut child);
+        wait_until_listening(port, name, &mut child);
         return ServerProcess {
             child,
             port,
-            name: "hozon-server",
+            name,
             _dir: Some(dir),
         };
     }
-    panic!("could not start hozon-server");
+    panic!("could not start {name}");
 }
 
 /// A client connection that reads one RESP reply per command.

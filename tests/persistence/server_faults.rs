@@ -19,8 +19,18 @@ use crate::harness::Conn;
 
 const ENOSPC: i32 = 28;
 
-#[test]
-fn enospc_holds_the_reply_until_the_write_succeeds() {
+type ServerThread = std::thread::JoinHandle<Result<(), hozon::Error>>;
+
+/// A server running in this process on a fault-injecting file system
+/// (appendfsync always, a free port): the I/O, its configuration, the port,
+/// the shutdown flag and the thread running the event loop.
+fn start_in_process() -> (
+    Arc<FaultyIo>,
+    hozon::Config,
+    u16,
+    Arc<AtomicBool>,
+    ServerThread,
+) {
     let io = Arc::new(FaultyIo::new());
     let mut config = durable_config(Path::new("/data"), AppendFsync::Always);
     config.port = 0;
@@ -30,6 +40,12 @@ fn enospc_holds_the_reply_until_the_write_succeeds() {
     let mut server = Server::bind(engine, Arc::clone(&shutdown)).expect("bind");
     let port = server.local_addrs()[0].port();
     let thread = std::thread::spawn(move || server.run());
+    (io, config, port, shutdown, thread)
+}
+
+#[test]
+fn enospc_holds_the_reply_until_the_write_succeeds() {
+    let (io, config, port, shutdown, thread) = start_in_process();
 
     let mut writer = Conn::connect(port);
     let mut reader = Conn::connect(port);
@@ -87,15 +103,7 @@ fn enospc_holds_the_reply_until_the_write_succeeds() {
 
 #[test]
 fn failed_fsync_disconnects_the_writer_and_refuses_writes_until_restart() {
-    let io = Arc::new(FaultyIo::new());
-    let mut config = durable_config(Path::new("/data"), AppendFsync::Always);
-    config.port = 0;
-    config.bind = vec!["127.0.0.1".into()];
-    let engine = open(config.clone(), io.clone());
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let mut server = Server::bind(engine, Arc::clone(&shutdown)).expect("bind");
-    let port = server.local_addrs()[0].port();
-    let thread = std::thread::spawn(move || server.run());
+    let (io, _config, port, shutdown, thread) = start_in_process();
 
     let mut writer = Conn::connect(port);
     let mut reader = Conn::connect(port);
