@@ -113,6 +113,26 @@ pub struct Config {
     /// The configuration file the server was started with, if any (INFO
     /// `config_file`).
     pub config_file: Option<PathBuf>,
+    /// `client-output-buffer-limit normal …` (0 0 0: none). Kept and shown;
+    /// replies to a client's own commands are not cut off.
+    pub normal_output_limit: OutputLimit,
+    /// `client-output-buffer-limit replica …` (256mb 64mb 60); hozon has no
+    /// replicas, the value is kept for CONFIG GET.
+    pub replica_output_limit: OutputLimit,
+    /// `client-output-buffer-limit pubsub …` (32mb 8mb 60): a subscriber
+    /// whose unread messages exceed it is disconnected.
+    pub pubsub_output_limit: OutputLimit,
+}
+
+/// One class of `client-output-buffer-limit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutputLimit {
+    /// Disconnect at once at this many bytes of pending output (0: never).
+    pub hard_bytes: u64,
+    /// Disconnect when over this many bytes for `soft_seconds` (0: never).
+    pub soft_bytes: u64,
+    /// How long the soft limit may be exceeded.
+    pub soft_seconds: u64,
 }
 
 impl Default for Config {
@@ -148,6 +168,9 @@ impl Default for Config {
             maxmemory_policy: 0,
             busy_reply_threshold_ms: 0,
             config_file: None,
+            normal_output_limit: OutputLimit::default(),
+            replica_output_limit: OutputLimit::default(),
+            pubsub_output_limit: OutputLimit::default(),
         };
         for param in PARAMS {
             let args = default_args(param);
@@ -477,6 +500,28 @@ pub static PARAMS: &[Param] = &[
         },
         unsupported: Some(|c| (!c.save.is_empty()).then_some(&NO_SNAPSHOTS)),
     },
+    Param {
+        name: "client-output-buffer-limit",
+        alias: None,
+        flags: MULTI_ARG,
+        default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        kind: Kind::Special {
+            get: |c| {
+                let class = |name: &str, l: &OutputLimit| {
+                    format!("{name} {} {} {}", l.hard_bytes, l.soft_bytes, l.soft_seconds)
+                };
+                [
+                    class("normal", &c.normal_output_limit),
+                    class("slave", &c.replica_output_limit),
+                    class("pubsub", &c.pubsub_output_limit),
+                ]
+                .join(" ")
+                .into_bytes()
+            },
+            set: set_output_limits,
+        },
+        unsupported: None,
+    },
     bool_param!("aof-load-truncated", None, 0, "yes", aof_load_truncated),
     bool_param!(
         "stop-writes-on-bgsave-error",
@@ -602,7 +647,7 @@ const REDIS_ONLY_PARAMS: &[&str] = &[
     "slowlog-log-slower-than", "latency-monitor-threshold", "stream-node-max-entries", "repl-backlog-size",
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes", "stream-node-max-bytes", "hll-sparse-max-bytes",
     "tracking-table-max-keys", "maxmemory-clients", "repl-backlog-ttl", "auto-aof-rewrite-min-size",
-    "client-output-buffer-limit", "oom-score-adj-values", "notify-keyspace-events", "replicaof", "slaveof",
+    "oom-score-adj-values", "notify-keyspace-events", "replicaof", "slaveof",
     "latency-tracking-info-percentiles", "tls-port", "rename-command", "user", "loadmodule",
 ];
 
@@ -721,6 +766,50 @@ fn strtoll_whole(s: &[u8]) -> Option<i64> {
     }
     let value = if negative { -value } else { value };
     Some(value.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
+}
+
+/// Redis's setConfigClientOutputBufferLimitOption: groups of
+/// `<class> <hard> <soft> <soft seconds>`; only the named classes change,
+/// and nothing changes unless every group is valid.
+fn set_output_limits(c: &mut Config, args: &[&[u8]], _: &mut LoadState) -> Result<(), String> {
+    if !args.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut limits = [
+        c.normal_output_limit,
+        c.replica_output_limit,
+        c.pubsub_output_limit,
+    ];
+    for group in args.chunks(4) {
+        let class = String::from_utf8_lossy(group[0]).to_ascii_lowercase();
+        let target = match class.as_str() {
+            "normal" => &mut limits[0],
+            "slave" | "replica" => &mut limits[1],
+            "pubsub" => &mut limits[2],
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        };
+        let bad = || {
+            "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string()
+        };
+        let hard = memtoull(group[1]).filter(|v| *v >= 0).ok_or_else(bad)?;
+        let soft = memtoull(group[2]).filter(|v| *v >= 0).ok_or_else(bad)?;
+        let seconds = crate::types::num::parse_i64(group[3])
+            .filter(|v| *v >= 0)
+            .ok_or_else(bad)?;
+        *target = OutputLimit {
+            hard_bytes: hard as u64,
+            soft_bytes: soft as u64,
+            soft_seconds: seconds as u64,
+        };
+    }
+    [
+        c.normal_output_limit,
+        c.replica_output_limit,
+        c.pubsub_output_limit,
+    ] = limits;
+    Ok(())
 }
 
 /// Redis's `memtoull`: digits followed by an optional unit (`b`, `k`,

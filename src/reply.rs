@@ -37,6 +37,12 @@ pub enum Reply {
     Verbatim(&'static str, Vec<u8>),
     /// `>` push message in RESP3 (an array in RESP2).
     Push(Vec<Reply>),
+    /// Several replies written back to back (SUBSCRIBE confirms each
+    /// channel with its own push message); nothing when empty.
+    Frames(Vec<Reply>),
+    /// A reply already encoded, for whichever protocol was in force when
+    /// it was produced (a command in EXEC after HELLO switched protocols).
+    Raw(Vec<u8>),
 }
 
 impl Reply {
@@ -63,6 +69,16 @@ impl Reply {
     /// A bulk reply copying `b`.
     pub fn bulk(b: &[u8]) -> Reply {
         Reply::Bulk(b.to_vec())
+    }
+
+    /// True for push messages (and frames made only of them), which reach
+    /// the client even with CLIENT REPLY OFF, as Redis's pushes do.
+    pub fn is_push(&self) -> bool {
+        match self {
+            Reply::Push(_) => true,
+            Reply::Frames(items) => !items.is_empty() && items.iter().all(Reply::is_push),
+            _ => false,
+        }
     }
 
     /// True for error replies.
@@ -117,6 +133,12 @@ impl Reply {
                     item.encode(resp, out);
                 }
             }
+            Reply::Frames(items) => {
+                for item in items {
+                    item.encode(resp, out);
+                }
+            }
+            Reply::Raw(bytes) => out.extend_from_slice(bytes),
             Reply::Map(pairs) => {
                 if resp >= 3 {
                     encode_int(out, b'%', pairs.len() as i64);

@@ -1,9 +1,11 @@
 //! [`Ctx`]: what a command sees while it executes.
 
+use super::clients::{BlockRequest, BlockState};
+use super::CmdResult;
 use crate::engine::Core;
 use crate::keyspace::Db;
 use crate::reply::Reply;
-use crate::types::{Blob, Hash, List, Set, Value, ZSet, WRONGTYPE};
+use crate::types::{Blob, Hash, List, Set, Stream, Value, ZSet, WRONGTYPE};
 
 /// One client's state as the engine sees it (the server adds sockets).
 #[derive(Debug, Clone)]
@@ -34,6 +36,30 @@ pub struct Session {
     pub reply_skip_next: bool,
     /// CLIENT NO-EVICT ON (CLIENT LIST flag `e`).
     pub no_evict: bool,
+    /// The wait of a blocked command (BLPOP, XREAD BLOCK, …): while set, the
+    /// host sends no reply and reads no further command from the client.
+    pub blocked: Option<Box<BlockState>>,
+    /// MULTI was called: commands are queued until EXEC or DISCARD.
+    pub multi: Option<Box<MultiState>>,
+    /// Keys this session WATCHes (db, key).
+    pub watched: Vec<(usize, Blob)>,
+    /// Channels this session is subscribed to, in subscription order.
+    pub channels: Vec<Blob>,
+    /// Patterns this session is subscribed to, in subscription order.
+    pub patterns: Vec<Blob>,
+    /// Shard channels this session is subscribed to (SSUBSCRIBE).
+    pub shard_channels: Vec<Blob>,
+}
+
+/// The commands queued by MULTI.
+#[derive(Debug, Clone, Default)]
+pub struct MultiState {
+    /// Queued commands, in order.
+    pub commands: Vec<Vec<Vec<u8>>>,
+    /// A queued command was rejected: EXEC answers EXECABORT.
+    pub failed: bool,
+    /// A queued command writes (EXEC is then refused like a write).
+    pub has_write: bool,
 }
 
 impl Session {
@@ -52,7 +78,19 @@ impl Session {
             reply_skip: false,
             reply_skip_next: false,
             no_evict: false,
+            blocked: None,
+            multi: None,
+            watched: Vec::new(),
+            channels: Vec::new(),
+            patterns: Vec::new(),
+            shard_channels: Vec::new(),
         }
+    }
+
+    /// True while subscribed to a channel or pattern (RESP2's subscribed
+    /// mode restricts the commands a client may send).
+    pub fn subscribed(&self) -> bool {
+        !self.channels.is_empty() || !self.patterns.is_empty() || !self.shard_channels.is_empty()
     }
 
     /// Called by the server after each command: true when that command's
@@ -127,6 +165,13 @@ pub trait Host {
         0
     }
 
+    /// Ends the wait of the blocked client `id` (CLIENT UNBLOCK): with its
+    /// timeout reply, or with the UNBLOCKED error. False when no such
+    /// client is blocked.
+    fn unblock_client(&mut self, _id: u64, _with_error: bool) -> bool {
+        false
+    }
+
     /// Applies a configuration change made by CONFIG SET to what the host
     /// owns (listening sockets, logging). An error rolls the change back
     /// and is reported to the client.
@@ -180,6 +225,17 @@ pub struct Ctx<'a> {
     pub(crate) logged_custom: bool,
     /// Keyspace changes made by this command (`server.dirty` delta).
     pub(crate) dirty: u64,
+    /// Blocking is not allowed (inside MULTI/EXEC, a script, or replay):
+    /// a command that would block answers its timeout reply at once.
+    pub(crate) deny_blocking: bool,
+    /// Set when the command runs again because this key, which it waits
+    /// on, received data: it serves from this key only (Redis 7.0 serves a
+    /// blocked client from the key that became ready).
+    pub(crate) ready_key: Option<Blob>,
+    /// The command asked to block ([`Ctx::block`]).
+    pub(crate) block_request: Option<BlockRequest>,
+    /// The command runs inside EXEC.
+    pub(crate) in_exec: bool,
 }
 
 macro_rules! typed_access {
@@ -220,7 +276,71 @@ impl<'a> Ctx<'a> {
             now_ms,
             logged_custom: false,
             dirty: 0,
+            deny_blocking: false,
+            ready_key: None,
+            block_request: None,
+            in_exec: false,
         }
+    }
+
+    /// True when the command may block. False inside MULTI/EXEC, scripts
+    /// and AOF replay, where a command that would block answers as if its
+    /// timeout had passed (call [`Ctx::block`] anyway: it does that).
+    pub fn may_block(&self) -> bool {
+        !self.deny_blocking && !self.core.loading
+    }
+
+    /// When the command runs again because a key it waits on became
+    /// ready: that key. The command serves from it alone (and blocks again
+    /// with [`Ctx::block`] if it still cannot be served).
+    pub fn ready_key(&self) -> Option<&[u8]> {
+        self.ready_key.as_deref()
+    }
+
+    /// Blocks the client on `request.keys` (in the selected database) until
+    /// one of them receives data of `request.kind`, the deadline passes, or
+    /// the client is unblocked. Returns the reply to return from the
+    /// handler: nothing is sent while blocked; where blocking is not
+    /// allowed ([`Ctx::may_block`] is false) it is the timeout reply.
+    pub fn block(&mut self, request: BlockRequest) -> CmdResult {
+        if !self.may_block() {
+            return Ok(request.timeout_reply);
+        }
+        self.block_request = Some(request);
+        Ok(Reply::NullArray)
+    }
+
+    /// Parses a blocking timeout argument into an absolute deadline (Unix
+    /// ms), or None for 0 (wait forever), as Redis's
+    /// `getTimeoutFromObjectOrReply`: seconds may be fractional and are
+    /// rounded up to the millisecond; milliseconds must be an integer.
+    pub fn parse_block_timeout(&self, arg: &[u8], in_seconds: bool) -> Result<Option<i64>, Reply> {
+        let timeout_ms: i64 = if in_seconds {
+            // Acceptance is `strtold`'s (string2ld); the value fits a double
+            // for every timeout that is not out of range anyway.
+            if crate::types::long_double::Ld::parse(arg).is_none() {
+                return Err(Reply::err("ERR timeout is not a float or out of range"));
+            }
+            let seconds = crate::types::num::parse_f64_any_range(arg).unwrap_or(f64::INFINITY);
+            let ms = (seconds * 1000.0).ceil();
+            if ms.is_finite() && ms.abs() < 9.2e18 {
+                ms as i64
+            } else {
+                // Redis converts with a C cast, which on x86-64 gives
+                // LLONG_MIN for anything out of range: "timeout is negative".
+                i64::MIN
+            }
+        } else {
+            crate::types::num::parse_i64(arg)
+                .ok_or_else(|| Reply::err("ERR timeout is not an integer or out of range"))?
+        };
+        if timeout_ms < 0 {
+            return Err(Reply::err("ERR timeout is negative"));
+        }
+        if timeout_ms == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.now_ms.saturating_add(timeout_ms)))
     }
 
     /// The selected database.
@@ -298,6 +418,7 @@ impl<'a> Ctx<'a> {
     typed_access!(read_hash, write_hash, Hash, Box<Hash>);
     typed_access!(read_set, write_set, Set, Box<Set>);
     typed_access!(read_zset, write_zset, ZSet, Box<ZSet>);
+    typed_access!(read_stream, write_stream, Stream, Box<Stream>);
 
     /// Stores `value` under `key` (SET semantics: the TTL is removed unless
     /// `keep_ttl`), and signals the modification.

@@ -578,18 +578,26 @@ fn swapdb(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     }
     let (a, b) = (first as usize, second as usize);
     if a != b {
-        // Every key of either database changes meaning in both (WATCH).
-        // The databases are taken out so their keys can be signalled
-        // without copying them, then put back swapped.
+        let now = ctx.now_ms;
         let core = &mut *ctx.core;
-        let old_a = std::mem::take(core.keyspace.db_mut(a));
-        let old_b = std::mem::take(core.keyspace.db_mut(b));
-        for (key, _) in old_a.iter().chain(old_b.iter()) {
-            core.signal_modified(a, key);
-            core.signal_modified(b, key);
+        let (first, second) = core.keyspace.two_dbs_mut(a, b);
+        first.swap(second);
+        // WATCHes and blocked clients see each database's new contents
+        // (Redis's touchAllWatchedKeysInDb and scanDatabaseForReadyKeys).
+        for (db, other) in [(a, b), (b, a)] {
+            for key in core.clients.watched_keys_in(db) {
+                let was_there = core.keyspace.db(other).get(&key).is_some();
+                let is_there = core.keyspace.db(db).get(&key).is_some();
+                let now_expired = is_there && core.keyspace.db(db).is_expired(&key, now);
+                core.clients
+                    .touch_watched_replaced(db, &key, was_there, is_there, now_expired);
+            }
+            for key in core.clients.blocked_keys_in(db) {
+                if core.keyspace.db(db).get(&key).is_some() {
+                    core.clients.mark_ready(db, &key);
+                }
+            }
         }
-        *core.keyspace.db_mut(a) = old_b;
-        *core.keyspace.db_mut(b) = old_a;
     }
     ctx.dirty(1);
     Ok(Reply::ok())

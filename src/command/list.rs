@@ -1,12 +1,15 @@
 //! List commands: pushes, pops (single, counted, multi-key), ranges,
-//! positional access, LINSERT/LREM/LTRIM/LPOS, and moves between lists.
+//! positional access, LINSERT/LREM/LTRIM/LPOS, moves between lists, and
+//! the blocking pops and moves (BLPOP, BRPOP, BLMPOP, BLMOVE, BRPOPLPUSH).
 //!
 //! Argument errors, reply shapes and logged effects follow Redis 7.0.15's
-//! `t_list.c`. The pop and move primitives ([`pop_one`], [`pop_many`],
-//! [`move_element`]) are public so the blocking commands (BLPOP, BLMPOP,
-//! BLMOVE) can serve a client with exactly the same keyspace changes, and
-//! log what Redis propagates for them ([`pop_effect`], [`move_effect`]).
+//! `t_list.c` and `blocked.c`. The blocking commands serve a client
+//! through the same pop and move primitives ([`pop_one`], [`pop_many`],
+//! [`move_element`]) as the plain ones, so the keyspace changes are the
+//! same, and log what Redis propagates for them ([`pop_effect`],
+//! [`move_effect`]): never the blocking command itself.
 
+use super::clients::{BlockKind, BlockRequest};
 use super::{flags::*, is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NO_SUCH_KEY_ERR};
 use crate::reply::Reply;
 use crate::types::list::End;
@@ -45,6 +48,35 @@ pub static COMMANDS: &[CommandSpec] = &[
     list_command!("lmove", 5, WRITE | DENYOOM, 1, 2, 1, lmove),
     list_command!("rpoplpush", 3, WRITE | DENYOOM, 1, 2, 1, rpoplpush),
     list_command!("lmpop", -4, WRITE | MOVABLE_KEYS, 0, 0, 0, lmpop),
+    list_command!("blpop", -3, WRITE | NOSCRIPT | BLOCKING, 1, -2, 1, blpop),
+    list_command!("brpop", -3, WRITE | NOSCRIPT | BLOCKING, 1, -2, 1, brpop),
+    list_command!(
+        "blmove",
+        6,
+        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        1,
+        2,
+        1,
+        blmove
+    ),
+    list_command!(
+        "brpoplpush",
+        4,
+        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        1,
+        2,
+        1,
+        brpoplpush
+    ),
+    list_command!(
+        "blmpop",
+        -5,
+        WRITE | BLOCKING | MOVABLE_KEYS,
+        0,
+        0,
+        0,
+        blmpop
+    ),
 ];
 
 /// `ERR index out of range` (LSET).
@@ -347,12 +379,24 @@ fn pop_generic(ctx: &mut Ctx, argv: &[&[u8]], end: End) -> CmdResult {
     }
 }
 
-/// LMPOP `numkeys key [key ...] LEFT|RIGHT [COUNT count]`: pops from the
-/// first non-empty list, logged as `LPOP/RPOP key <popped>`.
-fn lmpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let numkeys = parse_int_in(argv[1], 1, i64::MAX, "ERR numkeys should be greater than 0")?;
+/// The parsed arguments of LMPOP/BLMPOP after the numkeys at `numkeys_at`:
+/// `(keys, end, count)`. Checks in Redis's order (numkeys, the LEFT/RIGHT
+/// position, then COUNT), so the first failing check picks the error.
+fn parse_mpop<'a>(
+    argv: &[&'a [u8]],
+    numkeys_at: usize,
+) -> Result<(Vec<&'a [u8]>, End, usize), Reply> {
+    let numkeys = parse_int_in(
+        argv[numkeys_at],
+        1,
+        i64::MAX,
+        "ERR numkeys should be greater than 0",
+    )?;
     // An index past the arguments (or past usize) means too few of them.
-    let end_at = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)) {
+    let end_at = match usize::try_from(numkeys)
+        .ok()
+        .and_then(|n| n.checked_add(numkeys_at + 1))
+    {
         Some(i) if i < argv.len() => i,
         _ => return syntax_error(),
     };
@@ -375,7 +419,21 @@ fn lmpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         j += 1;
     }
     let count = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
-    for &key in &argv[2..end_at] {
+    Ok((argv[numkeys_at + 1..end_at].to_vec(), end, count))
+}
+
+/// Pops up to `count` elements from the first of `keys` holding a
+/// non-empty list, logged as `LPOP/RPOP key <popped>` (what Redis
+/// propagates for LMPOP and BLMPOP). The reply is `[key, [elements]]`;
+/// `Ok(None)` when no key has elements, WRONGTYPE when a key met before
+/// that holds another type.
+fn mpop_serve(
+    ctx: &mut Ctx,
+    keys: &[&[u8]],
+    end: End,
+    count: usize,
+) -> Result<Option<Reply>, Reply> {
+    for &key in keys {
         match ctx.write_list(key)? {
             Some(list) if !list.is_empty() => {}
             _ => continue,
@@ -383,9 +441,175 @@ fn lmpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         let popped =
             pop_many(ctx, key, end, count)?.expect("the list was found non-empty just above");
         ctx.log(pop_effect(key, end, Some(popped.len())));
-        return Ok(Reply::Array(vec![Reply::bulk(key), bulk_array(popped)]));
+        return Ok(Some(Reply::Array(vec![
+            Reply::bulk(key),
+            bulk_array(popped),
+        ])));
     }
-    Ok(Reply::NullArray)
+    Ok(None)
+}
+
+/// LMPOP `numkeys key [key ...] LEFT|RIGHT [COUNT count]`: pops from the
+/// first non-empty list, logged as `LPOP/RPOP key <popped>`.
+fn lmpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let (keys, end, count) = parse_mpop(argv, 1)?;
+    Ok(mpop_serve(ctx, &keys, end, count)?.unwrap_or(Reply::NullArray))
+}
+
+// ---------------------------------------------------------------------------
+// Blocking commands.
+//
+// Each handler first tries to serve the client like its non-blocking
+// counterpart and otherwise blocks (see `Ctx::block`). When a key it waits
+// on receives a list, the engine runs the handler again with
+// `ctx.ready_key()` set: as Redis 7.0 does, it then serves from that key
+// alone, or blocks again when another client took the elements first.
+// Served commands are logged as Redis propagates them: BLPOP/BRPOP as
+// `LPOP/RPOP key`, BLMPOP as `LPOP/RPOP key <popped>`, BLMOVE as `LMOVE`
+// and BRPOPLPUSH as `RPOPLPUSH`.
+
+/// The key a retried command may serve from: `None` on a first run (all
+/// keys are candidates); on a retry `Some(Some(key))` when the ready key
+/// holds a non-empty list, `Some(None)` when it does not (emptied by a
+/// client served before, or replaced by another type, which Redis ignores:
+/// the client stays blocked).
+fn retry_key(ctx: &mut Ctx) -> Option<Option<Blob>> {
+    let key = Blob::new(ctx.ready_key()?);
+    let ready = matches!(ctx.lookup_write(&key), Some(Value::List(l)) if !l.is_empty());
+    Some(ready.then_some(key))
+}
+
+/// Blocks on `keys` for a list, answering `timeout_reply` on timeout.
+fn block_on_lists(
+    ctx: &mut Ctx,
+    keys: &[&[u8]],
+    deadline_ms: Option<i64>,
+    timeout_reply: Reply,
+) -> CmdResult {
+    ctx.block(BlockRequest {
+        keys: keys.iter().map(|k| Blob::new(k)).collect(),
+        deadline_ms,
+        kind: BlockKind::List,
+        timeout_reply,
+        argv: None,
+        wake_on_delete: false,
+    })
+}
+
+fn blpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    blocking_pop(ctx, argv, End::Head)
+}
+
+fn brpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    blocking_pop(ctx, argv, End::Tail)
+}
+
+/// BLPOP/BRPOP `key [key ...] timeout`: `[key, element]` from the first
+/// non-empty list, logged as `LPOP/RPOP key`. The timeout is checked
+/// before the keys.
+fn blocking_pop(ctx: &mut Ctx, argv: &[&[u8]], end: End) -> CmdResult {
+    let keys = &argv[1..argv.len() - 1];
+    let deadline_ms = ctx.parse_block_timeout(argv[argv.len() - 1], true)?;
+    let served = match retry_key(ctx) {
+        None => pop_first(ctx, keys, end)?,
+        Some(Some(key)) => pop_first(ctx, &[key.as_bytes()], end)?,
+        Some(None) => None,
+    };
+    match served {
+        Some(reply) => Ok(reply),
+        None => block_on_lists(ctx, keys, deadline_ms, Reply::NullArray),
+    }
+}
+
+/// Pops one element from the first of `keys` holding a non-empty list:
+/// `[key, element]`, logged as `LPOP/RPOP key`. `Ok(None)` when no key
+/// has elements; WRONGTYPE when a key met before that holds another type.
+fn pop_first(ctx: &mut Ctx, keys: &[&[u8]], end: End) -> Result<Option<Reply>, Reply> {
+    for &key in keys {
+        let Some(value) = pop_one(ctx, key, end)? else {
+            continue;
+        };
+        ctx.log(pop_effect(key, end, None));
+        return Ok(Some(Reply::Array(vec![
+            Reply::bulk(key),
+            Reply::Bulk(value.into_vec()),
+        ])));
+    }
+    Ok(None)
+}
+
+/// BLMPOP `timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]`: as
+/// LMPOP, blocking when every list is empty. The timeout is checked after
+/// the other arguments.
+fn blmpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let (keys, end, count) = parse_mpop(argv, 2)?;
+    let deadline_ms = ctx.parse_block_timeout(argv[1], true)?;
+    let served = match retry_key(ctx) {
+        None => mpop_serve(ctx, &keys, end, count)?,
+        Some(Some(key)) => mpop_serve(ctx, &[key.as_bytes()], end, count)?,
+        Some(None) => None,
+    };
+    match served {
+        Some(reply) => Ok(reply),
+        None => block_on_lists(ctx, &keys, deadline_ms, Reply::NullArray),
+    }
+}
+
+/// BLMOVE `source destination LEFT|RIGHT LEFT|RIGHT timeout`.
+fn blmove(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let end_from = parse_end(argv[3])?;
+    let end_to = parse_end(argv[4])?;
+    let deadline_ms = ctx.parse_block_timeout(argv[5], true)?;
+    blocking_move(ctx, argv, end_from, end_to, deadline_ms)
+}
+
+/// BRPOPLPUSH `source destination timeout` (BLMOVE … RIGHT LEFT).
+fn brpoplpush(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let deadline_ms = ctx.parse_block_timeout(argv[3], true)?;
+    blocking_move(ctx, argv, End::Tail, End::Head, deadline_ms)
+}
+
+/// Serves BLMOVE/BRPOPLPUSH like LMOVE when the source has elements, or
+/// blocks on the source.
+///
+/// Logged as Redis 7.0 propagates it: served at once, `LMOVE` with the
+/// client's own LEFT/RIGHT words (BRPOPLPUSH: `RPOPLPUSH src dst`); served
+/// after waiting, `LMOVE` with `left`/`right` spelled by the server. A
+/// destination of another type is an error in both cases (the waiting
+/// client is unblocked with it). Where blocking is not allowed the answer
+/// is a null bulk, but a wait that times out answers a null array, as in
+/// Redis.
+fn blocking_move(
+    ctx: &mut Ctx,
+    argv: &[&[u8]],
+    end_from: End,
+    end_to: End,
+    deadline_ms: Option<i64>,
+) -> CmdResult {
+    let (src, dst) = (argv[1], argv[2]);
+    let as_rpoplpush = argv.len() == 4;
+    let retry = ctx.ready_key().is_some();
+    if retry && !matches!(ctx.lookup_write(src), Some(Value::List(l)) if !l.is_empty()) {
+        return block_on_lists(ctx, &[src], deadline_ms, Reply::NullArray);
+    }
+    let Some(value) = move_element(ctx, src, dst, end_from, end_to)? else {
+        if !ctx.may_block() {
+            return Ok(Reply::Null);
+        }
+        return block_on_lists(ctx, &[src], deadline_ms, Reply::NullArray);
+    };
+    if retry || as_rpoplpush {
+        ctx.log(move_effect(src, dst, end_from, end_to, as_rpoplpush));
+    } else {
+        ctx.log(vec![
+            b"LMOVE".to_vec(),
+            src.to_vec(),
+            dst.to_vec(),
+            argv[3].to_vec(),
+            argv[4].to_vec(),
+        ]);
+    }
+    Ok(Reply::Bulk(value.into_vec()))
 }
 
 fn llen(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
@@ -748,6 +972,211 @@ mod tests {
             move_effect(b"s", b"d", End::Tail, End::Head, true),
             [b"RPOPLPUSH".to_vec(), b"s".to_vec(), b"d".to_vec()]
         );
+    }
+
+    /// Runs `line` for a second session of `f`'s engine, which blocks.
+    fn block(f: &mut Fixture, line: &str) -> crate::command::Session {
+        let mut other = f.engine.new_session();
+        let argv: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        f.engine.execute(&mut other, &argv);
+        assert!(other.blocked.is_some(), "{line} blocks");
+        other
+    }
+
+    /// Serves `waiting` as the host does after a command: for every ready
+    /// key, each waiting session in turn. Returns the replies of the ones
+    /// served.
+    fn serve(f: &mut Fixture, waiting: &mut [&mut crate::command::Session]) -> Vec<Reply> {
+        let mut replies = Vec::new();
+        while f.engine.has_ready_keys() {
+            for (db, key, ids) in f.engine.take_ready_keys() {
+                for id in ids {
+                    if let Some(s) = waiting.iter_mut().find(|s| s.id == id) {
+                        replies.extend(f.engine.serve_blocked(s, db, &key));
+                    }
+                }
+            }
+        }
+        replies
+    }
+
+    /// Runs a handler with blocking denied (as inside MULTI/EXEC).
+    fn run_denied(f: &mut Fixture, line: &str) -> Reply {
+        let argv: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        let spec = crate::command::resolve(&argv)
+            .expect("the test command exists")
+            .1;
+        let mut host = crate::command::NullHost;
+        let mut ctx = Ctx::new(
+            f.engine.core(),
+            &mut f.session,
+            &mut host,
+            crate::engine::now_ms(),
+        );
+        ctx.deny_blocking = true;
+        let reply = match (spec.handler)(&mut ctx, &argv) {
+            Ok(r) | Err(r) => r,
+        };
+        assert!(ctx.block_request.is_none(), "{line} does not block");
+        reply
+    }
+
+    #[test]
+    fn blocking_pops_served_at_once_are_logged_as_plain_pops() {
+        let mut f = Fixture::new();
+        f.run("RPUSH l a b c d e");
+        f.effects();
+        assert_eq!(f.run("BLPOP none l 0"), bulks(&["l", "a"]));
+        assert_eq!(f.run("brpop l 1.5"), bulks(&["l", "e"]));
+        assert_eq!(
+            f.run("BLMPOP 0 2 none l RIGHT COUNT 2"),
+            Reply::Array(vec![Reply::bulk(b"l"), bulks(&["d", "c"])])
+        );
+        assert_eq!(
+            f.run("BLMPOP 0 1 l LEFT COUNT 9"),
+            Reply::Array(vec![Reply::bulk(b"l"), bulks(&["b"])])
+        );
+        assert_eq!(
+            f.effects(),
+            ["0: LPOP l", "0: RPOP l", "0: RPOP l 2", "0: LPOP l 1"]
+        );
+        assert!(!f.engine.core().keyspace.db(0).contains(b"l"));
+        assert_eq!(f.engine.core().dirty, 5 + 5);
+    }
+
+    #[test]
+    fn blocking_moves_served_at_once_keep_the_clients_words() {
+        let mut f = Fixture::new();
+        f.run("RPUSH s a b c");
+        f.effects();
+        assert_eq!(f.run("BLMOVE s d Left riGHT 0"), Reply::bulk(b"a"));
+        assert_eq!(f.run("BRPOPLPUSH s d 0"), Reply::bulk(b"c"));
+        assert_eq!(f.run("LRANGE d 0 -1"), bulks(&["c", "a"]));
+        assert_eq!(f.effects(), ["0: LMOVE s d Left riGHT", "0: RPOPLPUSH s d"]);
+    }
+
+    #[test]
+    fn blocking_commands_check_types_before_blocking() {
+        let mut f = Fixture::new();
+        f.run("SET str v");
+        f.run("RPUSH l a");
+        f.effects();
+        for line in [
+            "BLPOP none str 0",
+            "BRPOP str l 0",
+            "BLMPOP 0 2 str l LEFT",
+            "BLMOVE str l LEFT LEFT 0",
+            "BLMOVE l str LEFT LEFT 0",
+            "BRPOPLPUSH l str 0",
+        ] {
+            assert_eq!(f.run(line), Reply::err(crate::types::WRONGTYPE), "{line}");
+        }
+        // A non-empty key before the wrong one serves the client.
+        assert_eq!(f.run("BLPOP l str 0"), bulks(&["l", "a"]));
+        // A missing source blocks whatever the destination holds.
+        let waiting = block(&mut f, "BLMOVE none str LEFT LEFT 0");
+        assert!(waiting.blocked.is_some());
+        assert_eq!(f.effects(), ["0: LPOP l"]);
+    }
+
+    #[test]
+    fn blocking_denied_answers_the_timeout_reply() {
+        let mut f = Fixture::new();
+        assert_eq!(run_denied(&mut f, "BLPOP a b 0"), Reply::NullArray);
+        assert_eq!(run_denied(&mut f, "BRPOP a 1"), Reply::NullArray);
+        assert_eq!(run_denied(&mut f, "BLMPOP 0 1 a LEFT"), Reply::NullArray);
+        // BLMOVE answers a null bulk here, but a null array on timeout.
+        assert_eq!(run_denied(&mut f, "BLMOVE a b LEFT LEFT 0"), Reply::Null);
+        assert_eq!(run_denied(&mut f, "BRPOPLPUSH a b 0"), Reply::Null);
+        f.run("RPUSH a x");
+        assert_eq!(run_denied(&mut f, "BRPOPLPUSH a b 0"), Reply::bulk(b"x"));
+        assert_eq!(f.effects(), ["0: RPUSH a x", "0: RPOPLPUSH a b"]);
+    }
+
+    #[test]
+    fn blocking_requests_name_the_keys_and_timeout_reply() {
+        let mut f = Fixture::new();
+        let s = block(&mut f, "BLMPOP 2.5 2 a b RIGHT COUNT 3");
+        let state = s.blocked.as_ref().expect("blocked");
+        assert_eq!(state.request.keys, [Blob::new(b"a"), Blob::new(b"b")]);
+        assert_eq!(state.request.kind, BlockKind::List);
+        assert_eq!(state.request.timeout_reply, Reply::NullArray);
+        let deadline = state.request.deadline_ms.expect("a finite timeout");
+        let now = crate::engine::now_ms();
+        assert!(deadline > now + 2000 && deadline <= now + 2500);
+        let s = block(&mut f, "BLMOVE src dst LEFT LEFT 0");
+        let state = s.blocked.as_ref().expect("blocked");
+        assert_eq!(state.request.keys, [Blob::new(b"src")]);
+        assert_eq!(state.request.deadline_ms, None);
+        assert_eq!(state.request.timeout_reply, Reply::NullArray);
+        assert_eq!(f.effects(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn served_after_waiting_is_logged_as_redis_propagates_it() {
+        let mut f = Fixture::new();
+        let mut pop = block(&mut f, "BRPOP a1 a2 0");
+        let mut mpop = block(&mut f, "BLMPOP 0 1 a2 LEFT COUNT 5");
+        let mut mv = block(&mut f, "BLMOVE src a1 RIGHT LEFT 0");
+        let mut rpl = block(&mut f, "BRPOPLPUSH s2 a2 0");
+        f.effects();
+        f.run("RPUSH a2 p q r");
+        assert_eq!(
+            serve(&mut f, &mut [&mut pop, &mut mpop]),
+            [
+                bulks(&["a2", "r"]),
+                Reply::Array(vec![Reply::bulk(b"a2"), bulks(&["p", "q"])])
+            ]
+        );
+        f.run("RPUSH src x");
+        assert_eq!(serve(&mut f, &mut [&mut mv, &mut rpl]), [Reply::bulk(b"x")]);
+        f.run("RPUSH s2 y");
+        assert_eq!(serve(&mut f, &mut [&mut mv, &mut rpl]), [Reply::bulk(b"y")]);
+        assert_eq!(
+            f.effects(),
+            [
+                "0: RPUSH a2 p q r",
+                "0: RPOP a2",
+                "0: LPOP a2 2",
+                "0: RPUSH src x",
+                "0: LMOVE src a1 right left",
+                "0: RPUSH s2 y",
+                "0: RPOPLPUSH s2 a2",
+            ]
+        );
+        assert_eq!(f.run("LRANGE a1 0 -1"), bulks(&["x"]));
+        assert_eq!(f.run("LRANGE a2 0 -1"), bulks(&["y"]));
+    }
+
+    #[test]
+    fn a_retry_serves_only_the_ready_key_or_blocks_again() {
+        let mut f = Fixture::new();
+        let mut first = block(&mut f, "BLPOP k1 k2 0");
+        let mut second = block(&mut f, "BLPOP k2 0");
+        f.run("RPUSH k1 a");
+        f.run("RPUSH k2 b");
+        // k1 became ready first: `first` takes from it although k2 has
+        // data too, and k2 goes to `second`.
+        assert_eq!(
+            serve(&mut f, &mut [&mut first, &mut second]),
+            [bulks(&["k1", "a"]), bulks(&["k2", "b"])]
+        );
+        // One element, two waiters: the second blocks again.
+        let mut a = block(&mut f, "BLMOVE q d LEFT LEFT 0");
+        let mut b = block(&mut f, "BLMOVE q d LEFT LEFT 0");
+        f.run("RPUSH q x");
+        assert_eq!(serve(&mut f, &mut [&mut a, &mut b]), [Reply::bulk(b"x")]);
+        assert!(a.blocked.is_none() && b.blocked.is_some());
+        // A destination of another type unblocks the waiter with an error
+        // and leaves the source alone.
+        f.run("SET d str");
+        f.run("RPUSH q y");
+        assert_eq!(
+            serve(&mut f, &mut [&mut b]),
+            [Reply::err(crate::types::WRONGTYPE)]
+        );
+        assert!(b.blocked.is_none());
+        assert_eq!(f.run("LLEN q"), Reply::Int(1));
     }
 
     #[test]

@@ -11,13 +11,18 @@
 //! received; a handler that must log something else (absolute expiry times,
 //! SPOP as SREM, …) calls [`Ctx::log`] instead.
 
+pub mod clients;
 pub mod ctx;
 pub mod docs;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod multi;
+pub mod pubsub;
 pub mod server;
 pub mod set;
+pub mod stream;
+pub mod stream_group;
 pub mod string;
 pub mod zset;
 
@@ -27,7 +32,8 @@ mod test_support;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-pub use ctx::{Ctx, Effect, Host, NullHost, Session};
+pub use clients::{BlockKind, BlockRequest, BlockState};
+pub use ctx::{Ctx, Effect, Host, MultiState, NullHost, Session};
 
 use crate::reply::Reply;
 
@@ -185,8 +191,12 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 7] {
+fn families() -> [&'static [CommandSpec]; 11] {
     [
+        stream::COMMANDS,
+        stream_group::COMMANDS,
+        multi::COMMANDS,
+        pubsub::COMMANDS,
         keys::COMMANDS,
         string::COMMANDS,
         list::COMMANDS,
@@ -216,6 +226,43 @@ pub fn table() -> &'static CommandTable {
         }
         map
     })
+}
+
+/// The command of `argv` and the spec that runs it (the same, or the
+/// subcommand for a container); the unknown-command, unknown-subcommand
+/// or arity error otherwise (Redis's checks, in its order).
+pub fn resolve(argv: &[&[u8]]) -> Result<(&'static CommandSpec, &'static CommandSpec), Reply> {
+    let Some(name) = argv.first() else {
+        return Err(Reply::err("ERR empty command"));
+    };
+    let Some(spec) = lookup(name) else {
+        return Err(unknown_command_error(argv));
+    };
+    if spec.subcommands.is_empty() {
+        return if spec.arity_ok(argv.len()) {
+            Ok((spec, spec))
+        } else {
+            Err(arity_error(spec.name))
+        };
+    }
+    if argv.len() < 2 {
+        return Err(arity_error(spec.name));
+    }
+    match spec.subcommand(argv[1]) {
+        Some(sub) if sub.arity_ok(argv.len()) => Ok((spec, sub)),
+        Some(sub) => Err(arity_error(&format!("{}|{}", spec.name, sub.name))),
+        None => Err(unknown_subcommand_error(spec.name, argv[1])),
+    }
+}
+
+/// The name Redis reports for a resolved command: `get`, or
+/// `client|list` for a subcommand.
+pub fn full_name(top: &CommandSpec, spec: &CommandSpec) -> String {
+    if std::ptr::eq(top, spec) {
+        top.name.to_string()
+    } else {
+        format!("{}|{}", top.name, spec.name)
+    }
 }
 
 /// Finds a command by name, case-insensitively.
@@ -298,6 +345,16 @@ pub fn error_text(bytes: &[u8]) -> String {
         .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
         .collect();
     String::from_utf8_lossy(&cleaned).into_owned()
+}
+
+/// Redis's addReplySubcommandSyntaxError: a known subcommand with a
+/// wrong number of arguments where the command checks it itself.
+pub fn subcommand_syntax_error(argv: &[&[u8]]) -> Reply {
+    let sub = error_text(argv.get(1).copied().unwrap_or_default());
+    Reply::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {} HELP.",
+        String::from_utf8_lossy(argv[0]).to_ascii_uppercase()
+    ))
 }
 
 /// The unknown-subcommand error (`ERR unknown subcommand 'x'. Try CONFIG HELP.`).

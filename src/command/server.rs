@@ -157,6 +157,14 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     ),
     sub!("reply", "client|reply", 3, CONN, "connection", client_reply),
     sub!(
+        "unblock",
+        "client|unblock",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE | CONN,
+        "connection",
+        client_unblock
+    ),
+    sub!(
         "setname",
         "client|setname",
         3,
@@ -279,7 +287,7 @@ fn subcommands_of(spec: &CommandSpec) -> &'static [CommandSpec] {
 
 /// A HELP reply: Redis's header with the command name as typed
 /// (upper-cased), the lines, and the HELP footer.
-fn help_reply(argv: &[&[u8]], lines: &[&'static str]) -> Reply {
+pub(crate) fn help_reply(argv: &[&[u8]], lines: &[&'static str]) -> Reply {
     let name = String::from_utf8_lossy(argv[0]).to_ascii_uppercase();
     let mut out = Vec::with_capacity(lines.len() + 3);
     out.push(Reply::Simple(
@@ -301,7 +309,18 @@ fn now_us() -> i64 {
 // ---------------------------------------------------------------------------
 // PING ECHO SELECT TIME QUIT
 
-fn ping(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+fn ping(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    if ctx.session.resp == 2 && ctx.session.subscribed() {
+        // RESP2 subscribed mode: replies are arrays like messages.
+        let payload = argv.get(1).map_or(Vec::new(), |a| a.to_vec());
+        return match argv.len() {
+            1 | 2 => Ok(Reply::Array(vec![
+                Reply::bulk(b"pong"),
+                Reply::Bulk(payload),
+            ])),
+            _ => Err(super::arity_error("ping")),
+        };
+    }
     match argv.len() {
         1 => Ok(Reply::simple("PONG")),
         2 => Ok(Reply::bulk(argv[1])),
@@ -463,8 +482,9 @@ fn hello(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 
 fn reset(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
     // Redis's clearClientConnectionState: back to a fresh connection's
-    // state (transactions, WATCH and subscriptions are reset by their own
-    // modules when they exist).
+    // state (no transaction, WATCH or subscription).
+    super::multi::discard_transaction(ctx.core, ctx.session);
+    super::pubsub::unsubscribe_everything(ctx.core, ctx.session);
     let session = &mut *ctx.session;
     session.db = 0;
     session.resp = 2;
@@ -568,6 +588,25 @@ fn client_reply(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     }
 }
 
+fn client_unblock(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    if argv.len() > 4 {
+        return Err(super::subcommand_syntax_error(argv));
+    }
+    let with_error = match argv.get(3) {
+        None => false,
+        Some(reason) if is(reason, "timeout") => false,
+        Some(reason) if is(reason, "error") => true,
+        Some(_) => {
+            return Err(Reply::err(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+    };
+    let id = super::parse_int(argv[2])?;
+    let unblocked = id >= 0 && ctx.host.unblock_client(id as u64, with_error);
+    Ok(Reply::Int(i64::from(unblocked)))
+}
+
 fn client_no_evict(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if is(argv[2], "on") {
         ctx.session.no_evict = true;
@@ -588,8 +627,21 @@ fn client_line(
     conn: &Connection,
     now_ms: i64,
     current: Option<(&str, usize)>,
+    dirty_cas: bool,
 ) -> String {
     let mut flags = String::new();
+    if session.subscribed() {
+        flags.push('P');
+    }
+    if session.multi.is_some() {
+        flags.push('x');
+    }
+    if session.blocked.is_some() {
+        flags.push('b');
+    }
+    if dirty_cas {
+        flags.push('d');
+    }
     if session.close_after_reply {
         flags.push('c');
     }
@@ -611,7 +663,7 @@ fn client_line(
     // rbs/rbp: hozon has one growable output buffer per client; it is
     // reported as both the reply buffer size and its peak.
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
         session.id,
         conn.addr,
         conn.laddr,
@@ -621,6 +673,10 @@ fn client_line(
         (now_ms - conn.last_interaction_ms).max(0) / 1000,
         flags,
         session.db,
+        session.channels.len(),
+        session.patterns.len(),
+        session.shard_channels.len(),
+        session.multi.as_ref().map_or(-1, |m| m.commands.len() as i64),
         conn.query_buffer_bytes,
         conn.query_buffer_free_bytes,
         argv_mem,
@@ -641,21 +697,44 @@ fn current_line(ctx: &Ctx, argv: &[&[u8]], cmd: &str) -> String {
         ..Connection::default()
     });
     let argv_mem = argv.iter().map(|a| a.len()).sum();
-    client_line(ctx.session, &conn, ctx.now_ms, Some((cmd, argv_mem)))
+    let dirty = ctx.core.clients.is_dirty(ctx.session.id);
+    // Inside EXEC the client's last command is EXEC itself.
+    let cmd = if ctx.in_exec { "exec" } else { cmd };
+    client_line(ctx.session, &conn, ctx.now_ms, Some((cmd, argv_mem)), dirty)
 }
 
-/// Client types CLIENT LIST/KILL TYPE accept: all of hozon's clients are
-/// `normal` (no replication; Pub/Sub clients will be `pubsub`).
-fn client_type_matches(name: &[u8]) -> Result<bool, Reply> {
-    if is(name, "normal") {
-        Ok(true)
-    } else if is(name, "slave") || is(name, "replica") || is(name, "pubsub") || is(name, "master") {
-        Ok(false)
-    } else {
-        let mut msg = b"ERR Unknown client type '".to_vec();
-        msg.extend_from_slice(name);
-        msg.push(b'\'');
-        Err(Reply::error(super::error_text(&msg)))
+/// A client type CLIENT LIST/KILL TYPE names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientType {
+    Normal,
+    Pubsub,
+    /// `master`, `replica`/`slave`: hozon has no such clients.
+    Replication,
+}
+
+impl ClientType {
+    fn parse(name: &[u8]) -> Result<ClientType, Reply> {
+        if is(name, "normal") {
+            Ok(ClientType::Normal)
+        } else if is(name, "pubsub") {
+            Ok(ClientType::Pubsub)
+        } else if is(name, "slave") || is(name, "replica") || is(name, "master") {
+            Ok(ClientType::Replication)
+        } else {
+            let mut msg = b"ERR Unknown client type '".to_vec();
+            msg.extend_from_slice(name);
+            msg.push(b'\'');
+            Err(Reply::error(super::error_text(&msg)))
+        }
+    }
+
+    /// Redis's getClientType: a subscribed client is `pubsub`.
+    fn of(session: &Session) -> ClientType {
+        if session.subscribed() {
+            ClientType::Pubsub
+        } else {
+            ClientType::Normal
+        }
     }
 }
 
@@ -667,9 +746,9 @@ fn client_info(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 
 fn client_list(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let mut ids: Option<Vec<i64>> = None;
-    let mut include = true;
+    let mut wanted: Option<ClientType> = None;
     if argv.len() == 4 && is(argv[2], "type") {
-        include = client_type_matches(argv[3])?;
+        wanted = Some(ClientType::parse(argv[3])?);
     } else if argv.len() > 3 && is(argv[2], "id") {
         let mut list = Vec::with_capacity(argv.len() - 3);
         for arg in &argv[3..] {
@@ -682,14 +761,19 @@ fn client_list(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return super::syntax_error();
     }
     let mut lines: Vec<(u64, String)> = Vec::new();
-    if include {
+    let included = |session: &Session| wanted.is_none_or(|t| t == ClientType::of(session));
+    if included(ctx.session) {
         lines.push((ctx.session.id, current_line(ctx, argv, "client|list")));
-        let now = ctx.now_ms;
-        ctx.host.for_each_client(&mut |session, conn| {
-            lines.push((session.id, client_line(session, conn, now, None)))
-        });
-        lines.sort_by_key(|(id, _)| *id);
     }
+    let now = ctx.now_ms;
+    let clients = &ctx.core.clients;
+    ctx.host.for_each_client(&mut |session, conn| {
+        if included(session) {
+            let dirty = clients.is_dirty(session.id);
+            lines.push((session.id, client_line(session, conn, now, None, dirty)))
+        }
+    });
+    lines.sort_by_key(|(id, _)| *id);
     let mut out = String::new();
     match ids {
         // With IDs, clients come in the order asked (repeats included).
@@ -717,7 +801,7 @@ struct KillFilter {
     addr: Option<Vec<u8>>,
     laddr: Option<Vec<u8>>,
     id: Option<u64>,
-    type_matches: Option<bool>,
+    client_type: Option<ClientType>,
     skipme: bool,
 }
 
@@ -731,7 +815,9 @@ impl KillFilter {
                 .as_deref()
                 .is_none_or(|a| a == conn.laddr.as_bytes())
             && self.id.is_none_or(|id| id == session.id)
-            && self.type_matches.unwrap_or(true)
+            && self
+                .client_type
+                .is_none_or(|t| t == ClientType::of(session))
     }
 }
 
@@ -756,7 +842,7 @@ fn client_kill(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                     .ok_or(Reply::err("ERR client-id should be greater than 0"))?;
                 filter.id = Some(id as u64);
             } else if is(opt, "type") && more {
-                filter.type_matches = Some(client_type_matches(argv[i + 1])?);
+                filter.client_type = Some(ClientType::parse(argv[i + 1])?);
             } else if is(opt, "addr") && more {
                 filter.addr = Some(argv[i + 1].to_vec());
             } else if is(opt, "laddr") && more {
@@ -1673,9 +1759,12 @@ fn info_clients(ctx: &Ctx, out: &mut String) {
         format!("maxclients:{}", ctx.core.config.maxclients),
         format!("client_recent_max_input_buffer:{max_in}"),
         format!("client_recent_max_output_buffer:{max_out}"),
-        "blocked_clients:0".to_string(),
+        format!("blocked_clients:{}", ctx.core.clients.blocked_count()),
         "tracking_clients:0".to_string(),
-        "clients_in_timeout_table:0".to_string(),
+        format!(
+            "clients_in_timeout_table:{}",
+            ctx.core.clients.timeout_count()
+        ),
     ];
     section(out, "Clients", &lines);
 }
@@ -1849,9 +1938,12 @@ fn info_stats(ctx: &Ctx, out: &mut String) {
         "current_eviction_exceeded_time:0".to_string(),
         format!("keyspace_hits:{}", s.keyspace_hits),
         format!("keyspace_misses:{}", s.keyspace_misses),
-        "pubsub_channels:0".to_string(),
-        "pubsub_patterns:0".to_string(),
-        "pubsubshard_channels:0".to_string(),
+        format!("pubsub_channels:{}", ctx.core.clients.channel_count(false)),
+        format!("pubsub_patterns:{}", ctx.core.clients.pattern_count()),
+        format!(
+            "pubsubshard_channels:{}",
+            ctx.core.clients.channel_count(true)
+        ),
         "latest_fork_usec:0".to_string(),
         "total_forks:0".to_string(),
         "migrate_cached_sockets:0".to_string(),

@@ -9,8 +9,11 @@
 //! deterministic given the keyspace). ZMPOP is logged as ZPOPMIN/ZPOPMAX
 //! with the number of elements popped, as Redis propagates it, and a
 //! *STORE command whose result is empty and that removed the destination
-//! is logged as `DEL destination`.
+//! is logged as `DEL destination`. The blocking pops (BZPOPMIN, BZPOPMAX,
+//! BZMPOP) share ZPOPMIN/ZMPOP's code and are logged as the plain pop they
+//! performed, whether served at once or after waiting.
 
+use super::clients::{BlockKind, BlockRequest};
 use super::{
     flags::*, is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR, NOT_INT_ERR,
 };
@@ -101,6 +104,33 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("zpopmin", -2, WRITE | FAST, 1, 1, 1, zpopmin),
     cmd!("zpopmax", -2, WRITE | FAST, 1, 1, 1, zpopmax),
     cmd!("zmpop", -4, WRITE | MOVABLE_KEYS, 0, 0, 0, zmpop),
+    cmd!(
+        "bzpopmin",
+        -3,
+        WRITE | NOSCRIPT | FAST | BLOCKING,
+        1,
+        -2,
+        1,
+        bzpopmin
+    ),
+    cmd!(
+        "bzpopmax",
+        -3,
+        WRITE | NOSCRIPT | FAST | BLOCKING,
+        1,
+        -2,
+        1,
+        bzpopmax
+    ),
+    cmd!(
+        "bzmpop",
+        -5,
+        WRITE | BLOCKING | MOVABLE_KEYS,
+        0,
+        0,
+        0,
+        bzmpop
+    ),
     cmd!("zrandmember", -2, READONLY, 1, 1, 1, zrandmember),
 ];
 
@@ -1135,46 +1165,36 @@ fn zpop_command(ctx: &mut Ctx, argv: &[&[u8]], end: End) -> CmdResult {
     };
     // RESP3 nests [member, score] pairs only when COUNT was given.
     let nested = is_resp3(ctx) && count.is_some();
-    generic_zpop(ctx, &argv[1..2], end, count, nested, false)
+    generic_zpop(ctx, argv[1], end, count, nested)
 }
 
-/// `genericZpopCommand`: pops from the first existing key of `keys`.
-/// `zmpop` selects ZMPOP's reply shape (key and nested pairs, null when
-/// nothing was found) and its logging as ZPOPMIN/ZPOPMAX.
-fn generic_zpop(
-    ctx: &mut Ctx,
-    keys: &[&[u8]],
-    end: End,
-    count: Option<i64>,
-    nested: bool,
-    zmpop: bool,
-) -> CmdResult {
-    let mut found = None;
-    for key in keys {
+/// The first of `keys` that exists, when it holds a sorted set (Redis
+/// never keeps an empty one); WRONGTYPE when the first existing key holds
+/// another type. As `genericZpopCommand`, keys after it are not looked at.
+fn first_zset<'k>(ctx: &mut Ctx, keys: &[&'k [u8]]) -> Result<Option<&'k [u8]>, Reply> {
+    for &key in keys {
         match ctx.lookup_write(key) {
             None => continue,
-            Some(Value::ZSet(_)) => {
-                found = Some(*key);
-                break;
-            }
+            Some(Value::ZSet(_)) => return Ok(Some(key)),
             Some(_) => return Err(Reply::err(WRONGTYPE)),
         }
     }
-    let Some(key) = found else {
-        return Ok(if zmpop {
-            Reply::NullArray
-        } else {
-            Reply::Array(Vec::new())
-        });
+    Ok(None)
+}
+
+/// Pops up to `count` (at least 1) elements from the sorted set at `key`,
+/// which exists, as reply items: flat `member, score` or, when `nested`,
+/// `[member, score]` pairs.
+fn pop_items(ctx: &mut Ctx, key: &[u8], end: End, count: usize, nested: bool) -> Vec<Reply> {
+    let popped = match pop(ctx, key, end, count) {
+        Ok(Some(popped)) => popped,
+        _ => panic!("the key was just found holding a sorted set"),
     };
-    let count = count.unwrap_or(1);
-    if count == 0 {
-        return Ok(Reply::Array(Vec::new()));
-    }
-    let popped = pop(ctx, key, end, usize::try_from(count).unwrap_or(usize::MAX))?
-        .expect("the key was just found holding a sorted set");
-    let take = popped.len();
-    let mut items = Vec::with_capacity(if nested { take } else { take * 2 });
+    let mut items = Vec::with_capacity(if nested {
+        popped.len()
+    } else {
+        popped.len() * 2
+    });
     for (member, score) in popped {
         let member = Reply::Bulk(member.into_vec());
         if nested {
@@ -1184,17 +1204,66 @@ fn generic_zpop(
             items.push(Reply::Double(score));
         }
     }
-    if zmpop {
-        ctx.log(pop_effect(key, end, Some(take)));
-        return Ok(Reply::Array(vec![Reply::bulk(key), Reply::Array(items)]));
-    }
-    Ok(Reply::Array(items))
+    items
 }
 
-/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
-fn zmpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let numkeys = parse_long_in(argv[1], 1, LONG_MAX, "ERR numkeys should be greater than 0")?;
-    let where_idx = match usize::try_from(numkeys).ok().and_then(|n| n.checked_add(2)) {
+/// ZPOPMIN/ZPOPMAX on one key: an empty array when it is missing or
+/// `count` is 0, else the popped elements (nested pairs when `nested`).
+fn generic_zpop(
+    ctx: &mut Ctx,
+    key: &[u8],
+    end: End,
+    count: Option<i64>,
+    nested: bool,
+) -> CmdResult {
+    let Some(key) = first_zset(ctx, &[key])? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    let count = count.unwrap_or(1);
+    if count == 0 {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    Ok(Reply::Array(pop_items(ctx, key, end, count, nested)))
+}
+
+/// Pops up to `count` elements from the first existing key of `keys`, as
+/// ZMPOP and BZMPOP do: `[key, [[member, score], ...]]`, logged as
+/// `ZPOPMIN/ZPOPMAX key <popped>`. `Ok(None)` when no key exists.
+fn mpop_serve(
+    ctx: &mut Ctx,
+    keys: &[&[u8]],
+    end: End,
+    count: usize,
+) -> Result<Option<Reply>, Reply> {
+    let Some(key) = first_zset(ctx, keys)? else {
+        return Ok(None);
+    };
+    let items = pop_items(ctx, key, end, count, true);
+    ctx.log(pop_effect(key, end, Some(items.len())));
+    Ok(Some(Reply::Array(vec![
+        Reply::bulk(key),
+        Reply::Array(items),
+    ])))
+}
+
+/// The parsed arguments of ZMPOP/BZMPOP after the numkeys at `numkeys_at`:
+/// `(keys, end, count)`, checked in Redis's order (numkeys, MIN/MAX, then
+/// COUNT) so the first failing check picks the error.
+fn parse_mpop<'a>(
+    argv: &[&'a [u8]],
+    numkeys_at: usize,
+) -> Result<(Vec<&'a [u8]>, End, usize), Reply> {
+    let numkeys = parse_long_in(
+        argv[numkeys_at],
+        1,
+        LONG_MAX,
+        "ERR numkeys should be greater than 0",
+    )?;
+    let where_idx = match usize::try_from(numkeys)
+        .ok()
+        .and_then(|n| n.checked_add(numkeys_at + 1))
+    {
         Some(i) if i < argv.len() => i,
         _ => return syntax_error(),
     };
@@ -1220,14 +1289,92 @@ fn zmpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             return syntax_error();
         }
     }
-    generic_zpop(
-        ctx,
-        &argv[2..where_idx],
-        end,
-        Some(count.unwrap_or(1)),
-        true,
-        true,
-    )
+    let count = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
+    Ok((argv[numkeys_at + 1..where_idx].to_vec(), end, count))
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
+fn zmpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let (keys, end, count) = parse_mpop(argv, 1)?;
+    Ok(mpop_serve(ctx, &keys, end, count)?.unwrap_or(Reply::NullArray))
+}
+
+// ---------------------------------------------------------------------------
+// BZPOPMIN, BZPOPMAX, BZMPOP.
+//
+// Each tries to serve the client like its non-blocking counterpart and
+// otherwise blocks (see `Ctx::block`). When a key it waits on receives a
+// sorted set, the engine runs the handler again with `ctx.ready_key()`
+// set: as Redis 7.0 does, it then serves from that key alone, or blocks
+// again when another client took the elements first. Served pops are
+// logged as Redis propagates them: `ZPOPMIN/ZPOPMAX key` for BZPOPMIN/
+// BZPOPMAX, `ZPOPMIN/ZPOPMAX key <popped>` for BZMPOP.
+
+/// The keys a run may serve from: all of `keys` on a first run; on a retry
+/// only the ready key, and none when it no longer holds a sorted set
+/// (emptied by a client served before, or replaced by another type, which
+/// Redis ignores: the client stays blocked).
+fn candidate_keys<'k>(ctx: &mut Ctx, keys: &[&'k [u8]]) -> Vec<&'k [u8]> {
+    let Some(ready) = ctx.ready_key() else {
+        return keys.to_vec();
+    };
+    let Some(&key) = keys.iter().find(|k| **k == ready) else {
+        return Vec::new();
+    };
+    if matches!(ctx.lookup_write(key), Some(Value::ZSet(_))) {
+        vec![key]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Blocks on `keys` for a sorted set; a timeout answers a null array.
+fn block_on_zsets(ctx: &mut Ctx, keys: &[&[u8]], deadline_ms: Option<i64>) -> CmdResult {
+    ctx.block(BlockRequest {
+        keys: keys.iter().map(|k| Blob::new(k)).collect(),
+        deadline_ms,
+        kind: BlockKind::ZSet,
+        timeout_reply: Reply::NullArray,
+        argv: None,
+        wake_on_delete: false,
+    })
+}
+
+fn bzpopmin(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    blocking_zpop(ctx, argv, End::Min)
+}
+
+fn bzpopmax(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    blocking_zpop(ctx, argv, End::Max)
+}
+
+/// BZPOPMIN/BZPOPMAX `key [key ...] timeout`: `[key, member, score]` from
+/// the first existing sorted set. The timeout is checked before the keys.
+fn blocking_zpop(ctx: &mut Ctx, argv: &[&[u8]], end: End) -> CmdResult {
+    let keys = &argv[1..argv.len() - 1];
+    let deadline_ms = ctx.parse_block_timeout(argv[argv.len() - 1], true)?;
+    let candidates = candidate_keys(ctx, keys);
+    let Some(key) = first_zset(ctx, &candidates)? else {
+        return block_on_zsets(ctx, keys, deadline_ms);
+    };
+    let mut reply = Vec::with_capacity(3);
+    reply.push(Reply::bulk(key));
+    reply.extend(pop_items(ctx, key, end, 1, false));
+    ctx.log(pop_effect(key, end, None));
+    Ok(Reply::Array(reply))
+}
+
+/// BZMPOP `timeout numkeys key [key ...] MIN|MAX [COUNT count]`: as ZMPOP,
+/// blocking when no key exists. The timeout is checked after the other
+/// arguments.
+fn bzmpop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let (keys, end, count) = parse_mpop(argv, 2)?;
+    let deadline_ms = ctx.parse_block_timeout(argv[1], true)?;
+    let candidates = candidate_keys(ctx, &keys);
+    match mpop_serve(ctx, &candidates, end, count)? {
+        Some(reply) => Ok(reply),
+        None => block_on_zsets(ctx, &keys, deadline_ms),
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1404,6 +1551,119 @@ mod tests {
         assert_eq!(
             db0_effects(&mut engine),
             vec!["ZRANGESTORE dst z 0 -1", "DEL dst"]
+        );
+    }
+
+    /// Runs `line` for a new session of `engine`, which blocks.
+    fn block(engine: &mut Engine, line: &str) -> crate::command::Session {
+        let mut other = engine.new_session();
+        run(engine, &mut other, line);
+        assert!(other.blocked.is_some(), "{line} blocks");
+        other
+    }
+
+    /// Serves the sessions in `waiting` blocked on keys that became ready,
+    /// as the host does; returns the replies of those served.
+    fn serve(engine: &mut Engine, waiting: &mut [&mut crate::command::Session]) -> Vec<Reply> {
+        let mut replies = Vec::new();
+        while engine.has_ready_keys() {
+            for (db, key, ids) in engine.take_ready_keys() {
+                for id in ids {
+                    if let Some(s) = waiting.iter_mut().find(|s| s.id == id) {
+                        replies.extend(engine.serve_blocked(s, db, &key));
+                    }
+                }
+            }
+        }
+        replies
+    }
+
+    fn pair(member: &str, score: f64) -> Reply {
+        Reply::Array(vec![Reply::bulk(member.as_bytes()), Reply::Double(score)])
+    }
+
+    #[test]
+    fn blocking_pops_served_at_once_are_logged_as_plain_pops() {
+        let mut engine = Engine::open(Config::in_memory()).expect("an in-memory config is valid");
+        let mut s = engine.new_session();
+        run(&mut engine, &mut s, "ZADD z 1 a 2 b 3 c 4 d");
+        run(&mut engine, &mut s, "SET str v");
+        db0_effects(&mut engine);
+        assert_eq!(
+            run(&mut engine, &mut s, "BZPOPMIN none z 0"),
+            Reply::Array(vec![
+                Reply::bulk(b"z"),
+                Reply::bulk(b"a"),
+                Reply::Double(1.0)
+            ])
+        );
+        assert_eq!(
+            run(&mut engine, &mut s, "bzpopmax z str 0.5"),
+            Reply::Array(vec![
+                Reply::bulk(b"z"),
+                Reply::bulk(b"d"),
+                Reply::Double(4.0)
+            ])
+        );
+        assert_eq!(
+            run(&mut engine, &mut s, "BZMPOP 0 2 none z MAX COUNT 5"),
+            Reply::Array(vec![
+                Reply::bulk(b"z"),
+                Reply::Array(vec![pair("c", 3.0), pair("b", 2.0)])
+            ])
+        );
+        for line in ["BZPOPMIN none str 0", "BZMPOP 0 2 str z MIN"] {
+            assert_eq!(
+                run(&mut engine, &mut s, line),
+                Reply::err(WRONGTYPE),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            db0_effects(&mut engine),
+            ["ZPOPMIN z", "ZPOPMAX z", "ZPOPMAX z 2"]
+        );
+    }
+
+    #[test]
+    fn blocking_pops_served_after_waiting_are_logged_as_plain_pops() {
+        let mut engine = Engine::open(Config::in_memory()).expect("an in-memory config is valid");
+        let mut s = engine.new_session();
+        let mut min = block(&mut engine, "BZPOPMIN y1 y2 0");
+        let mut mpop = block(&mut engine, "BZMPOP 1.5 1 y2 MAX COUNT 5");
+        let mut late = block(&mut engine, "BZPOPMAX y2 0");
+        {
+            let state = mpop.blocked.as_ref().expect("blocked");
+            assert_eq!(state.request.kind, BlockKind::ZSet);
+            assert_eq!(state.request.keys, [Blob::new(b"y2")]);
+            assert_eq!(state.request.timeout_reply, Reply::NullArray);
+            assert!(state.request.deadline_ms.is_some());
+        }
+        // A key of another type wakes nobody.
+        run(&mut engine, &mut s, "RPUSH y2 x");
+        assert!(serve(&mut engine, &mut [&mut min, &mut mpop, &mut late]).is_empty());
+        run(&mut engine, &mut s, "DEL y2");
+        db0_effects(&mut engine);
+        run(&mut engine, &mut s, "ZADD y2 1 a 2 b 3 c");
+        assert_eq!(
+            serve(&mut engine, &mut [&mut min, &mut mpop, &mut late]),
+            [
+                Reply::Array(vec![
+                    Reply::bulk(b"y2"),
+                    Reply::bulk(b"a"),
+                    Reply::Double(1.0)
+                ]),
+                Reply::Array(vec![
+                    Reply::bulk(b"y2"),
+                    Reply::Array(vec![pair("c", 3.0), pair("b", 2.0)])
+                ]),
+            ]
+        );
+        // The set is gone: the last one waits on.
+        assert!(late.blocked.is_some());
+        assert_eq!(
+            db0_effects(&mut engine),
+            ["ZADD y2 1 a 2 b 3 c", "ZPOPMIN y2", "ZPOPMAX y2 2"]
         );
     }
 

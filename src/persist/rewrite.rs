@@ -90,5 +90,152 @@ pub fn commands_for(key: &[u8], value: &Value) -> Vec<Vec<Vec<u8>>> {
                 .collect(),
             2,
         ),
+        Value::Stream(s) => stream_commands(key, s),
     }
+}
+
+/// The commands that recreate a stream, as Redis 7.0's
+/// `rewriteStreamObject`: its entries (XADD, or `XADD … MAXLEN 0` for an
+/// empty stream), its counters (XSETID … ENTRIESADDED … MAXDELETEDID), then
+/// every group (XGROUP CREATE … ENTRIESREAD), its consumers without pending
+/// entries (XGROUP CREATECONSUMER) and every pending entry (XCLAIM … TIME
+/// … RETRYCOUNT … JUSTID FORCE).
+///
+/// One addition: a pending entry whose stream entry was deleted cannot be
+/// recreated by XCLAIM (Redis's rewrite loses it). Such an entry is added
+/// with a placeholder before the XCLAIMs and deleted after them, and the
+/// counters are set last, so the PEL survives the rewrite exactly.
+fn stream_commands(key: &[u8], s: &crate::types::Stream) -> Vec<Vec<Vec<u8>>> {
+    use crate::types::stream::StreamId;
+    let id_arg = |id: StreamId| id.to_bytes();
+    let dangling: std::collections::BTreeSet<StreamId> = s
+        .groups
+        .values()
+        .flat_map(|g| g.pel.keys())
+        .filter(|id| s.get(**id).is_none())
+        .copied()
+        .collect();
+    let mut out = Vec::new();
+    let mut placeholders = dangling.iter().copied().peekable();
+    let push_placeholder = |out: &mut Vec<Vec<Vec<u8>>>, id: StreamId| {
+        out.push(vec![
+            b"XADD".to_vec(),
+            key.to_vec(),
+            id_arg(id),
+            b"x".to_vec(),
+            b"y".to_vec(),
+        ]);
+    };
+    for (id, fields) in s.range(StreamId::MIN, StreamId::MAX, false) {
+        while let Some(p) = placeholders.next_if(|p| *p < id) {
+            push_placeholder(&mut out, p);
+        }
+        let mut argv = Vec::with_capacity(3 + fields.len() * 2);
+        argv.push(b"XADD".to_vec());
+        argv.push(key.to_vec());
+        argv.push(id_arg(id));
+        for (f, v) in fields.iter() {
+            argv.push(f.to_vec());
+            argv.push(v.to_vec());
+        }
+        out.push(argv);
+    }
+    for p in placeholders {
+        push_placeholder(&mut out, p);
+    }
+    if s.is_empty() && dangling.is_empty() {
+        // The only way to create an empty stream with XADD.
+        out.push(vec![
+            b"XADD".to_vec(),
+            key.to_vec(),
+            b"MAXLEN".to_vec(),
+            b"0".to_vec(),
+            id_arg(StreamId::new(0, 1)),
+            b"x".to_vec(),
+            b"y".to_vec(),
+        ]);
+    }
+    let setid = vec![
+        b"XSETID".to_vec(),
+        key.to_vec(),
+        id_arg(s.last_id),
+        b"ENTRIESADDED".to_vec(),
+        s.entries_added.to_string().into_bytes(),
+        b"MAXDELETEDID".to_vec(),
+        id_arg(s.max_deleted_entry_id),
+    ];
+    if dangling.is_empty() {
+        out.push(setid.clone());
+    }
+    for (name, group) in &s.groups {
+        out.push(vec![
+            b"XGROUP".to_vec(),
+            b"CREATE".to_vec(),
+            key.to_vec(),
+            name.to_vec(),
+            id_arg(group.last_id),
+            b"ENTRIESREAD".to_vec(),
+            group.entries_read.to_string().into_bytes(),
+        ]);
+        for (consumer_name, consumer) in &group.consumers {
+            if consumer.pel.is_empty() {
+                out.push(vec![
+                    b"XGROUP".to_vec(),
+                    b"CREATECONSUMER".to_vec(),
+                    key.to_vec(),
+                    name.to_vec(),
+                    consumer_name.to_vec(),
+                ]);
+                continue;
+            }
+            for id in &consumer.pel {
+                let nack = &group.pel[id];
+                out.push(vec![
+                    b"XCLAIM".to_vec(),
+                    key.to_vec(),
+                    name.to_vec(),
+                    consumer_name.to_vec(),
+                    b"0".to_vec(),
+                    id_arg(*id),
+                    b"TIME".to_vec(),
+                    nack.delivery_time_ms.to_string().into_bytes(),
+                    b"RETRYCOUNT".to_vec(),
+                    nack.delivery_count.to_string().into_bytes(),
+                    b"JUSTID".to_vec(),
+                    b"FORCE".to_vec(),
+                ]);
+            }
+        }
+    }
+    if !dangling.is_empty() {
+        // Remove the placeholders again without changing the stream's
+        // deletion record: those before the first live entry were trimmed
+        // (trimming is no deletion: XTRIM), those between live entries
+        // were deleted with XDEL (so max-deleted-entry-id already covers
+        // them). XSETID then restores the counters.
+        let first_live = s.first().map(|(id, _)| id);
+        let (head, middle): (Vec<StreamId>, Vec<StreamId>) = dangling
+            .into_iter()
+            .partition(|id| first_live.is_none_or(|first| *id < first));
+        let trim_bound = first_live.or_else(|| head.last().and_then(|id| id.next()));
+        let mut to_delete = middle;
+        match trim_bound {
+            Some(bound) if !head.is_empty() => out.push(vec![
+                b"XTRIM".to_vec(),
+                key.to_vec(),
+                b"MINID".to_vec(),
+                b"=".to_vec(),
+                id_arg(bound),
+            ]),
+            // Only for a placeholder at the largest possible ID.
+            _ => to_delete.extend(head),
+        }
+        for chunk in to_delete.chunks(ITEMS_PER_COMMAND) {
+            let mut argv = vec![b"XDEL".to_vec(), key.to_vec()];
+            argv.extend(chunk.iter().map(|id| id_arg(*id)));
+            out.push(argv);
+        }
+        out.push(setid);
+    }
+    out
 }

@@ -28,6 +28,9 @@ pub struct ServerHost<'a> {
     listeners: &'a mut Vec<TcpListener>,
     registry: &'a Registry,
     shutdown_requested: bool,
+    /// Blocked clients to unblock after the command (CLIENT UNBLOCK):
+    /// (token, with the UNBLOCKED error).
+    pub unblock_requests: Vec<(usize, bool)>,
 }
 
 impl<'a> ServerHost<'a> {
@@ -51,6 +54,7 @@ impl<'a> ServerHost<'a> {
             listeners,
             registry,
             shutdown_requested: false,
+            unblock_requests: Vec::new(),
         }
     }
 
@@ -94,6 +98,21 @@ impl Host for ServerHost<'_> {
             }
         }
         killed
+    }
+
+    fn unblock_client(&mut self, id: u64, with_error: bool) -> bool {
+        let found = self
+            .others
+            .iter()
+            .find(|(_, c)| c.session.id == id && c.session.blocked.is_some())
+            .map(|(t, _)| *t);
+        match found {
+            Some(token) if !self.unblock_requests.iter().any(|(t, _)| *t == token) => {
+                self.unblock_requests.push((token, with_error));
+                true
+            }
+            _ => false,
+        }
     }
 
     fn apply_config(&mut self, old: &Config, new: &Config) -> Result<(), String> {

@@ -100,6 +100,10 @@ pub struct Client {
     /// yet in the AOF: it is held until the batch is written (and fsynced
     /// under `always`).
     awaiting_log: bool,
+    /// Went over its output buffer limit: closed at the end of the turn.
+    overflowed: bool,
+    /// Since when the output has been over the soft limit (Unix ms).
+    soft_limit_since_ms: Option<i64>,
 }
 
 impl Client {
@@ -133,6 +137,21 @@ impl Client {
     pub fn connection(&self) -> Connection {
         self.facts().connection()
     }
+
+    /// Redis's checkClientOutputBufferLimits for a subscriber: over the
+    /// hard limit, or over the soft limit for longer than its time.
+    fn output_over_limit(&mut self, limits: &crate::config::OutputLimit, now_ms: i64) -> bool {
+        let used = self.output_len() as u64;
+        if limits.hard_bytes > 0 && used >= limits.hard_bytes {
+            return true;
+        }
+        if limits.soft_bytes > 0 && used >= limits.soft_bytes {
+            let since = *self.soft_limit_since_ms.get_or_insert(now_ms);
+            return now_ms - since >= (limits.soft_seconds as i64) * 1000;
+        }
+        self.soft_limit_since_ms = None;
+        false
+    }
 }
 
 /// The server: listeners, clients and the engine.
@@ -155,6 +174,14 @@ pub struct Server {
     killed: Vec<usize>,
     /// Unix ms of the last idle-client check (`timeout`).
     last_idle_check_ms: i64,
+    /// Connection token of each session id (blocked clients and Pub/Sub
+    /// messages are addressed by session).
+    session_tokens: HashMap<u64, usize>,
+    /// Clients served or unblocked this turn: input they sent while blocked
+    /// is processed before the turn ends.
+    unblocked: TokenQueue,
+    /// Clients over their output buffer limit, closed at the end of the turn.
+    overflowed: Vec<usize>,
 }
 
 impl Server {
@@ -180,6 +207,9 @@ impl Server {
             aof_error_logged: false,
             killed: Vec::new(),
             last_idle_check_ms: 0,
+            session_tokens: HashMap::new(),
+            unblocked: TokenQueue::default(),
+            overflowed: Vec::new(),
         })
     }
 
@@ -196,7 +226,11 @@ impl Server {
         let mut events = Events::with_capacity(1024);
         loop {
             let hz = self.engine.config().hz.clamp(1, 500);
-            let tick = Duration::from_millis(u64::from(1000 / hz));
+            let mut tick = Duration::from_millis(u64::from(1000 / hz));
+            if let Some(deadline) = self.engine.next_block_deadline() {
+                let wait_ms = (deadline - now_ms()).max(0) as u64;
+                tick = tick.min(Duration::from_millis(wait_ms));
+            }
             match self.poll.poll(&mut events, Some(tick)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -215,6 +249,9 @@ impl Server {
                     self.pending.push(token);
                 }
             }
+            self.expire_blocked();
+            self.process_unblocked();
+            self.close_overflowed();
             self.commit_log();
             self.flush_pending();
             self.engine.cron();
@@ -291,6 +328,7 @@ impl Server {
                 max_bulk_len: self.engine.config().proto_max_bulk_len as i64,
             };
             let session = self.engine.new_session();
+            self.session_tokens.insert(session.id, token);
             self.clients.insert(
                 token,
                 Client {
@@ -306,6 +344,8 @@ impl Server {
                     writable_registered: false,
                     closing: false,
                     awaiting_log: false,
+                    overflowed: false,
+                    soft_limit_since_ms: None,
                 },
             );
         }
@@ -364,6 +404,12 @@ impl Server {
             self.close(token, client);
             return;
         }
+        self.finish_processing(token, client);
+    }
+
+    /// Puts a client back after its input was processed: closes it if it
+    /// asked to be closed and has nothing left to write, queues its output.
+    fn finish_processing(&mut self, token: usize, client: Client) {
         if client.closing && client.output_len() == 0 {
             self.close(token, client);
             return;
@@ -377,16 +423,135 @@ impl Server {
         self.clients.insert(token, client);
     }
 
+    /// Processes the input that clients served or unblocked this turn sent
+    /// while they were blocked (which may block them again, or serve
+    /// others in turn).
+    fn process_unblocked(&mut self) {
+        loop {
+            let tokens = self.unblocked.take();
+            if tokens.is_empty() {
+                return;
+            }
+            for token in tokens {
+                let Some(mut client) = self.clients.remove(&token) else {
+                    continue;
+                };
+                if client.session.blocked.is_none() && !client.inbuf.is_empty() {
+                    self.process_input(&mut client);
+                }
+                self.finish_processing(token, client);
+            }
+        }
+    }
+
+    /// Answers blocked clients whose timeout passed.
+    fn expire_blocked(&mut self) {
+        let Some(deadline) = self.engine.next_block_deadline() else {
+            return;
+        };
+        if deadline > now_ms() {
+            return;
+        }
+        for id in self.engine.timed_out_sessions() {
+            self.end_wait(id, false);
+        }
+    }
+
+    /// Ends the wait of the blocked session `id` with its timeout reply or
+    /// the UNBLOCKED error.
+    fn end_wait(&mut self, id: u64, with_error: bool) {
+        let Some(&token) = self.session_tokens.get(&id) else {
+            return;
+        };
+        let Some(client) = self.clients.get_mut(&token) else {
+            return;
+        };
+        if let Some(reply) = self.engine.unblock(&mut client.session, with_error) {
+            if !client.session.reply_off {
+                reply.encode(client.session.resp, &mut client.out);
+            }
+            self.pending.push(token);
+            self.unblocked.push(token);
+        }
+    }
+
+    /// Serves clients blocked on keys that received data, in the order the
+    /// keys became ready and, per key, the order the clients blocked.
+    fn serve_ready_keys(&mut self) {
+        while self.engine.has_ready_keys() {
+            for (db, key, waiting) in self.engine.take_ready_keys() {
+                for id in waiting {
+                    let Some(&token) = self.session_tokens.get(&id) else {
+                        continue;
+                    };
+                    let Some(client) = self.clients.get_mut(&token) else {
+                        continue;
+                    };
+                    let batch_before = self.engine.log_batch_bytes();
+                    let Some(reply) = self.engine.serve_blocked(&mut client.session, db, &key)
+                    else {
+                        continue;
+                    };
+                    if self.engine.log_batch_bytes() != batch_before {
+                        client.awaiting_log = true;
+                        self.held.push(token);
+                    }
+                    if !client.session.reply_off {
+                        reply.encode(client.session.resp, &mut client.out);
+                    }
+                    self.pending.push(token);
+                    self.unblocked.push(token);
+                }
+            }
+        }
+    }
+
+    /// Appends queued Pub/Sub messages to their receivers' output (the
+    /// client whose command published them is `current`, out of the map).
+    fn deliver_messages(&mut self, current: &mut Client) {
+        let limits = self.engine.config().pubsub_output_limit;
+        for (id, message) in self.engine.take_messages() {
+            if id == current.session.id {
+                message.encode(current.session.resp, &mut current.out);
+                continue;
+            }
+            let Some(&token) = self.session_tokens.get(&id) else {
+                continue;
+            };
+            let Some(client) = self.clients.get_mut(&token) else {
+                continue;
+            };
+            if client.overflowed {
+                continue;
+            }
+            message.encode(client.session.resp, &mut client.out);
+            self.pending.push(token);
+            if client.output_over_limit(&limits, now_ms()) {
+                client.overflowed = true;
+                self.overflowed.push(token);
+                log::log(
+                    Level::Warning,
+                    &format!(
+                        "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                        client.session.id, client.addr
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Closes clients that went over their output buffer limit, dropping
+    /// what they had not read.
+    fn close_overflowed(&mut self) {
+        for token in std::mem::take(&mut self.overflowed) {
+            if let Some(client) = self.clients.remove(&token) {
+                self.close(token, client);
+            }
+        }
+    }
+
     fn process_input(&mut self, client: &mut Client) {
-        let mut host = host::ServerHost::new(
-            &mut self.clients,
-            &self.shutdown,
-            client.facts(),
-            &mut self.killed,
-            &mut self.listeners,
-            self.poll.registry(),
-        );
-        while !client.closing {
+        while !client.closing && client.session.blocked.is_none() {
             let request = match client
                 .parser
                 .next(&client.inbuf, client.session.authenticated)
@@ -407,21 +572,46 @@ impl Server {
             };
             let argv = request.argv(&client.inbuf);
             let batch_before = self.engine.log_batch_bytes();
+            let mut host = host::ServerHost::new(
+                &mut self.clients,
+                &self.shutdown,
+                client.facts(),
+                &mut self.killed,
+                &mut self.listeners,
+                self.poll.registry(),
+            );
             let reply = self
                 .engine
                 .execute_with_host(&mut client.session, &argv, &mut host);
+            let shutdown = host.shutdown_requested();
+            let unblock_requests = std::mem::take(&mut host.unblock_requests);
             if self.engine.log_batch_bytes() != batch_before {
                 client.awaiting_log = true;
             }
-            if host.shutdown_requested() {
+            if shutdown {
                 // SHUTDOWN: Redis exits without replying or reading on.
                 break;
             }
-            if !client.session.reply_suppressed() {
+            if self.engine.has_messages() {
+                // Messages published by this command reach a subscribed
+                // caller before the command's own reply, as in Redis.
+                self.deliver_messages(client);
+            }
+            if client.session.blocked.is_none()
+                && (!client.session.reply_suppressed() || reply.is_push())
+            {
                 reply.encode(client.session.resp, &mut client.out);
             }
             if client.session.close_after_reply {
                 client.closing = true;
+            }
+            for (token, with_error) in unblock_requests {
+                if let Some(id) = self.clients.get(&token).map(|c| c.session.id) {
+                    self.end_wait(id, with_error);
+                }
+            }
+            if self.engine.has_ready_keys() {
+                self.serve_ready_keys();
             }
         }
         let consumed = client.parser.consumed();
@@ -569,6 +759,8 @@ impl Server {
 
     fn close(&mut self, _token: usize, mut client: Client) {
         let _ = self.poll.registry().deregister(&mut client.stream);
+        self.engine.end_session(&mut client.session);
+        self.session_tokens.remove(&client.session.id);
     }
 
     fn close_idle_clients(&mut self) {

@@ -1,4 +1,4 @@
-//! Value types: strings, lists, hashes, sets and sorted sets, each with the
+//! Value types: strings, lists, hashes, sets, sorted sets and streams, each with the
 //! compact and the general encoding Redis uses (so OBJECT ENCODING and the
 //! reply order of small collections match Redis exactly).
 //!
@@ -11,12 +11,14 @@ pub mod long_double;
 pub mod num;
 pub mod ordtree;
 pub mod set;
+pub mod stream;
 pub mod zset;
 
 pub use blob::Blob;
 pub use hash::Hash;
 pub use list::List;
 pub use set::Set;
+pub use stream::Stream;
 pub use zset::ZSet;
 
 /// A value stored under a key.
@@ -32,6 +34,8 @@ pub enum Value {
     Set(Box<Set>),
     /// A sorted set of members ordered by score.
     ZSet(Box<ZSet>),
+    /// A stream of entries with consumer groups.
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -43,6 +47,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -54,6 +59,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(_) => "stream",
         }
     }
 }

@@ -4,14 +4,20 @@
 //! One test binary (not one per file) keeps link time down; each module
 //! covers one command family.
 
+mod blocking;
 mod harness;
 
 mod hash;
 mod keys;
 mod list;
+mod multi;
 mod protocol;
+mod pubsub;
+mod pubsub_limits;
 mod server;
 mod set;
+mod stream;
+mod stream_group;
 mod strings;
 mod usecases;
 mod zset;

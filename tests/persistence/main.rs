@@ -12,3 +12,4 @@ mod crash;
 mod interop;
 mod runtime;
 mod server_faults;
+mod streams_and_transactions;

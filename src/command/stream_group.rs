@@ -1,0 +1,1989 @@
+//! Stream consumer groups (Redis 7.0 `t_stream.c`): XGROUP, XREADGROUP,
+//! XACK, XPENDING, XCLAIM, XAUTOCLAIM and XINFO.
+//!
+//! Replies, errors and the entries-read / lag bookkeeping follow Redis
+//! 7.0.15. Logged effects follow what Redis propagates (one XCLAIM per
+//! delivered or claimed entry, XGROUP SETID … ENTRIESREAD, XGROUP
+//! CREATECONSUMER), plus the few commands Redis leaves out where replaying
+//! its propagation would not rebuild the same state (see the notes on
+//! XREADGROUP below): replay here must reproduce delivery times,
+//! delivery counts and read counters exactly.
+
+use std::ops::Bound;
+
+use super::flags::{BLOCKING, DENYOOM, FAST, LOADING, MOVABLE_KEYS, NONE, READONLY, STALE, WRITE};
+use super::stream::{entry_reply, parse_id, parse_strict_id};
+use super::{parse_int, BlockKind, BlockRequest, CmdResult, CommandSpec, Ctx};
+use crate::reply::Reply;
+use crate::types::stream::{
+    Consumer, ConsumerGroup, PendingEntry, Stream, StreamId, ENTRIES_READ_INVALID,
+};
+use crate::types::{Blob, Value};
+
+const STREAM: &str = "stream";
+
+/// The commands of this family.
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "xgroup",
+        arity: -2,
+        flags: NONE,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        group: STREAM,
+        handler: super::container_handler,
+        subcommands: XGROUP_SUBCOMMANDS,
+    },
+    CommandSpec::new(
+        "xreadgroup",
+        -7,
+        WRITE | BLOCKING | MOVABLE_KEYS,
+        (0, 0, 0),
+        STREAM,
+        xreadgroup,
+    ),
+    CommandSpec::new("xack", -4, WRITE | FAST, (1, 1, 1), STREAM, xack),
+    CommandSpec::new("xpending", -3, READONLY, (1, 1, 1), STREAM, xpending),
+    CommandSpec::new("xclaim", -6, WRITE | FAST, (1, 1, 1), STREAM, xclaim),
+    CommandSpec::new(
+        "xautoclaim",
+        -6,
+        WRITE | FAST,
+        (1, 1, 1),
+        STREAM,
+        xautoclaim,
+    ),
+    CommandSpec {
+        name: "xinfo",
+        arity: -2,
+        flags: NONE,
+        first_key: 0,
+        last_key: 0,
+        key_step: 0,
+        group: STREAM,
+        handler: super::container_handler,
+        subcommands: XINFO_SUBCOMMANDS,
+    },
+];
+
+static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("create", -5, WRITE | DENYOOM, (2, 2, 1), STREAM, xgroup),
+    CommandSpec::new(
+        "createconsumer",
+        5,
+        WRITE | DENYOOM,
+        (2, 2, 1),
+        STREAM,
+        xgroup,
+    ),
+    CommandSpec::new("delconsumer", 5, WRITE, (2, 2, 1), STREAM, xgroup),
+    CommandSpec::new("destroy", 4, WRITE, (2, 2, 1), STREAM, xgroup),
+    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), STREAM, xgroup),
+    CommandSpec::new("setid", -5, WRITE, (2, 2, 1), STREAM, xgroup),
+];
+
+static XINFO_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("consumers", 4, READONLY, (2, 2, 1), STREAM, xinfo),
+    CommandSpec::new("groups", 3, READONLY, (2, 2, 1), STREAM, xinfo),
+    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), STREAM, xinfo),
+    CommandSpec::new("stream", -3, READONLY, (2, 2, 1), STREAM, xinfo),
+];
+
+/// A command to log, as its arguments.
+type Argv = Vec<Vec<u8>>;
+
+// ---------------------------------------------------------------------------
+// Small helpers.
+
+/// The argument as Redis's C string functions see it: up to the first NUL.
+fn c_str(arg: &[u8]) -> &[u8] {
+    match arg.iter().position(|&b| b == 0) {
+        Some(end) => &arg[..end],
+        None => arg,
+    }
+}
+
+/// Redis's option comparison (`strcasecmp` on the C string).
+fn is_opt(arg: &[u8], word: &str) -> bool {
+    c_str(arg).eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// An error reply built like `addReplyErrorFormat`: pieces are
+/// concatenated (names given as `%s` stop at a NUL byte, which the caller
+/// applies), CR and LF become spaces.
+fn error_from(parts: &[&[u8]]) -> Reply {
+    let bytes: Vec<u8> = parts.concat();
+    Reply::error(super::error_text(&bytes))
+}
+
+/// `-NOGROUP No such key '<key>' or consumer group '<group>'<suffix>`.
+fn no_such_key_or_group(key: &[u8], group: &[u8], suffix: &str) -> Reply {
+    error_from(&[
+        b"NOGROUP No such key '",
+        c_str(key),
+        b"' or consumer group '",
+        c_str(group),
+        b"'",
+        suffix.as_bytes(),
+    ])
+}
+
+/// `-NOGROUP No such consumer group '<group>' for key name '<key>'`.
+fn no_such_group_for_key(group: &[u8], key: &[u8]) -> Reply {
+    error_from(&[
+        b"NOGROUP No such consumer group '",
+        c_str(group),
+        b"' for key name '",
+        c_str(key),
+        b"'",
+    ])
+}
+
+/// Redis's `addReplySubcommandSyntaxError`.
+fn subcommand_syntax_error(argv: &[&[u8]]) -> Reply {
+    let sub = c_str(argv[1]);
+    let sub = &sub[..sub.len().min(128)];
+    let cmd = c_str(argv[0]).to_ascii_uppercase();
+    error_from(&[
+        b"ERR unknown subcommand or wrong number of arguments for '",
+        sub,
+        b"'. Try ",
+        &cmd,
+        b" HELP.",
+    ])
+}
+
+/// Redis's `addReplyHelp`: header with the command name, the lines, and
+/// the HELP footer.
+fn help_reply(argv: &[&[u8]], lines: &[&'static str]) -> Reply {
+    let name = String::from_utf8_lossy(c_str(argv[0])).to_ascii_uppercase();
+    let mut out = Vec::with_capacity(lines.len() + 3);
+    out.push(Reply::Simple(
+        format!("{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").into(),
+    ));
+    out.extend(lines.iter().map(|l| Reply::simple(l)));
+    out.push(Reply::simple("HELP"));
+    out.push(Reply::simple("    Prints this help."));
+    Reply::Array(out)
+}
+
+/// An integer argument; `msg` (without the `ERR ` prefix Redis adds)
+/// replaces the default error, as `getLongLongFromObjectOrReply` does.
+fn parse_int_msg(arg: &[u8], msg: &'static str) -> Result<i64, Reply> {
+    crate::types::num::parse_i64(arg).ok_or_else(|| Reply::error(format!("ERR {msg}")))
+}
+
+/// An ID as a bulk reply.
+fn id_reply(id: StreamId) -> Reply {
+    Reply::Bulk(id.to_bytes())
+}
+
+/// An ID as a command argument.
+fn id_arg(id: StreamId) -> Vec<u8> {
+    id.to_bytes()
+}
+
+/// Parses a range bound as Redis's `streamParseIntervalIDOrReply`: a `(`
+/// prefix makes it exclusive (then `-`/`+` are refused). Returns the ID
+/// and whether it is exclusive.
+fn parse_interval_id(arg: &[u8], missing_seq: u64) -> Result<(StreamId, bool), Reply> {
+    if arg.len() > 1 && arg[0] == b'(' {
+        Ok((parse_strict_id(&arg[1..], missing_seq)?, true))
+    } else {
+        Ok((parse_id(arg, missing_seq)?, false))
+    }
+}
+
+/// The inclusive start of a range given as an interval bound (XPENDING,
+/// XAUTOCLAIM): an exclusive bound moves to the next ID.
+fn interval_start(arg: &[u8]) -> Result<StreamId, Reply> {
+    let (id, exclusive) = parse_interval_id(arg, 0)?;
+    if exclusive {
+        id.next()
+            .ok_or_else(|| Reply::err("ERR invalid start ID for the interval"))
+    } else {
+        Ok(id)
+    }
+}
+
+/// The inclusive end of a range given as an interval bound (XPENDING).
+fn interval_end(arg: &[u8]) -> Result<StreamId, Reply> {
+    let (id, exclusive) = parse_interval_id(arg, u64::MAX)?;
+    if exclusive {
+        id.prev()
+            .ok_or_else(|| Reply::err("ERR invalid end ID for the interval"))
+    } else {
+        Ok(id)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Read counters and lag (Redis's streamRangeHasTombstones,
+// streamEstimateDistanceFromFirstEverEntry, streamReplyWithCGLag).
+
+/// True when the range `start..=end` of `s` may contain a deleted entry.
+fn range_has_tombstones(s: &Stream, start: StreamId, end: StreamId) -> bool {
+    if s.is_empty() || s.max_deleted_entry_id == StreamId::MIN {
+        return false;
+    }
+    if s.first_id > s.max_deleted_entry_id {
+        // The latest deletion is before the first live entry.
+        return false;
+    }
+    start <= s.max_deleted_entry_id && s.max_deleted_entry_id <= end
+}
+
+/// The logical read counter of `id` (its distance from the first entry
+/// ever added), or [`ENTRIES_READ_INVALID`] when it cannot be known.
+fn estimate_distance_from_first_ever_entry(s: &Stream, id: StreamId) -> i64 {
+    let added = s.entries_added as i64;
+    if s.entries_added == 0 {
+        return 0;
+    }
+    if s.is_empty() && id <= s.last_id {
+        return added;
+    }
+    if id == s.last_id {
+        return added;
+    }
+    if id > s.last_id {
+        return ENTRIES_READ_INVALID;
+    }
+    if s.max_deleted_entry_id == StreamId::MIN || s.max_deleted_entry_id < s.first_id {
+        // No fragmentation ahead of the first entry.
+        if id < s.first_id {
+            return added - s.len() as i64;
+        }
+        if id == s.first_id {
+            return added - s.len() as i64 + 1;
+        }
+    }
+    ENTRIES_READ_INVALID
+}
+
+/// The group's lag (entries not yet delivered), None when unknown.
+fn group_lag(s: &Stream, group: &ConsumerGroup) -> Option<i64> {
+    let added = s.entries_added as i64;
+    if s.entries_added == 0 {
+        return Some(0);
+    }
+    if group.entries_read != ENTRIES_READ_INVALID
+        && !range_has_tombstones(s, group.last_id, StreamId::MAX)
+    {
+        return Some(added - group.entries_read);
+    }
+    let read = estimate_distance_from_first_ever_entry(s, group.last_id);
+    (read != ENTRIES_READ_INVALID).then(|| added - read)
+}
+
+/// Moves the group's last delivered ID forward to `id`, keeping the read
+/// counter as `streamReplyWithRange` does.
+fn advance_group(s: &Stream, group: &mut ConsumerGroup, id: StreamId) {
+    if group.entries_read != ENTRIES_READ_INVALID && !range_has_tombstones(s, id, StreamId::MAX) {
+        group.entries_read += 1;
+    } else if s.entries_added != 0 {
+        group.entries_read = estimate_distance_from_first_ever_entry(s, id);
+    }
+    group.last_id = id;
+}
+
+// ---------------------------------------------------------------------------
+// Consumers and PEL bookkeeping.
+
+/// Looks the consumer up, refreshing its seen time, or creates it.
+/// Returns true when it was created.
+fn touch_consumer(group: &mut ConsumerGroup, name: &[u8], now_ms: i64) -> bool {
+    if let Some(consumer) = group.consumers.get_mut(name) {
+        consumer.seen_time_ms = now_ms;
+        return false;
+    }
+    group.consumers.insert(
+        Blob::new(name),
+        Consumer {
+            seen_time_ms: now_ms,
+            ..Consumer::default()
+        },
+    );
+    true
+}
+
+/// Removes `id` from the group's PEL and its owner's; the removed entry.
+fn drop_pending(group: &mut ConsumerGroup, id: StreamId) -> Option<PendingEntry> {
+    let nack = group.pel.remove(&id)?;
+    if let Some(owner) = group.consumers.get_mut(&nack.consumer) {
+        owner.pel.remove(&id);
+    }
+    Some(nack)
+}
+
+/// Makes `consumer` the owner of the pending entry `id` (which exists).
+fn set_owner(group: &mut ConsumerGroup, id: StreamId, consumer: &[u8]) {
+    let ConsumerGroup { pel, consumers, .. } = group;
+    let nack = pel
+        .get_mut(&id)
+        .expect("the caller checked the PEL entry exists");
+    if nack.consumer.as_bytes() != consumer {
+        if let Some(old) = consumers.get_mut(&nack.consumer) {
+            old.pel.remove(&id);
+        }
+        nack.consumer = Blob::new(consumer);
+    }
+    if let Some(new) = consumers.get_mut(consumer) {
+        new.pel.insert(id);
+    }
+}
+
+/// The XCLAIM Redis propagates for a delivered or claimed entry
+/// (`streamPropagateXCLAIM`): idempotent, with the absolute delivery time,
+/// the delivery count and the group's last ID.
+fn xclaim_effect(
+    key: &[u8],
+    group_name: &[u8],
+    id: &[u8],
+    nack: &PendingEntry,
+    last_id: StreamId,
+) -> Argv {
+    vec![
+        b"XCLAIM".to_vec(),
+        key.to_vec(),
+        group_name.to_vec(),
+        nack.consumer.to_vec(),
+        b"0".to_vec(),
+        id.to_vec(),
+        b"TIME".to_vec(),
+        nack.delivery_time_ms.to_string().into_bytes(),
+        b"RETRYCOUNT".to_vec(),
+        nack.delivery_count.to_string().into_bytes(),
+        b"FORCE".to_vec(),
+        b"JUSTID".to_vec(),
+        b"LASTID".to_vec(),
+        id_arg(last_id),
+    ]
+}
+
+/// `XGROUP SETID <key> <group> <last-id> ENTRIESREAD <n>`
+/// (`streamPropagateGroupID`).
+fn setid_effect(key: &[u8], group_name: &[u8], group: &ConsumerGroup) -> Argv {
+    vec![
+        b"XGROUP".to_vec(),
+        b"SETID".to_vec(),
+        key.to_vec(),
+        group_name.to_vec(),
+        id_arg(group.last_id),
+        b"ENTRIESREAD".to_vec(),
+        group.entries_read.to_string().into_bytes(),
+    ]
+}
+
+/// `XGROUP CREATECONSUMER <key> <group> <consumer>`
+/// (`streamPropagateConsumerCreation`).
+fn createconsumer_effect(key: &[u8], group_name: &[u8], consumer: &[u8]) -> Argv {
+    vec![
+        b"XGROUP".to_vec(),
+        b"CREATECONSUMER".to_vec(),
+        key.to_vec(),
+        group_name.to_vec(),
+        consumer.to_vec(),
+    ]
+}
+
+/// Logs `effects`, or nothing at all (the command itself is never logged
+/// as received: Redis's `preventCommandPropagation`).
+fn log_effects(ctx: &mut Ctx, effects: Vec<Argv>) {
+    if effects.is_empty() {
+        ctx.log_nothing();
+    }
+    for argv in effects {
+        ctx.log(argv);
+    }
+}
+
+/// Runs `f` with the stream and its group `name` borrowed apart (the group
+/// is taken out of the map meanwhile). None when there is no such group.
+fn with_group<R>(
+    s: &mut Stream,
+    name: &[u8],
+    f: impl FnOnce(&Stream, &mut ConsumerGroup) -> R,
+) -> Option<R> {
+    let (key, mut group) = s.groups.remove_entry(name)?;
+    let result = f(s, &mut group);
+    s.groups.insert(key, group);
+    Some(result)
+}
+
+// ---------------------------------------------------------------------------
+// XGROUP
+
+const XGROUP_HELP: &[&str] = &[
+    "CREATE <key> <groupname> <id|$> [option]",
+    "    Create a new consumer group. Options are:",
+    "    * MKSTREAM",
+    "      Create the empty stream if it does not exist.",
+    "    * ENTRIESREAD entries_read",
+    "      Set the group's entries_read counter (internal use).",
+    "CREATECONSUMER <key> <groupname> <consumer>",
+    "    Create a new consumer in the specified group.",
+    "DELCONSUMER <key> <groupname> <consumer>",
+    "    Remove the specified consumer.",
+    "DESTROY <key> <groupname>",
+    "    Remove the specified group.",
+    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+    "    Set the current group ID and entries_read counter.",
+];
+
+/// XGROUP CREATE / SETID / DESTROY / CREATECONSUMER / DELCONSUMER / HELP,
+/// parsed in Redis's order (options, key, group, then the subcommand).
+fn xgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let sub = argv[1];
+    let argc = argv.len();
+    if argc < 4 {
+        if argc == 2 && is_opt(sub, "HELP") {
+            return Ok(help_reply(argv, XGROUP_HELP));
+        }
+        return Err(subcommand_syntax_error(argv));
+    }
+    let is_create = is_opt(sub, "CREATE");
+    let is_setid = is_opt(sub, "SETID");
+    let mut mkstream = false;
+    let mut entries_read = ENTRIES_READ_INVALID;
+    let mut i = 5;
+    while i < argc {
+        if is_create && is_opt(argv[i], "MKSTREAM") {
+            mkstream = true;
+            i += 1;
+        } else if (is_create || is_setid) && is_opt(argv[i], "ENTRIESREAD") && i + 1 < argc {
+            entries_read = parse_int(argv[i + 1])?;
+            if entries_read < 0 && entries_read != ENTRIES_READ_INVALID {
+                return Err(Reply::err(
+                    "ERR value for ENTRIESREAD must be positive or -1",
+                ));
+            }
+            i += 2;
+        } else {
+            return Err(subcommand_syntax_error(argv));
+        }
+    }
+    let key = argv[2];
+    let group_name = argv[3];
+    let exists = ctx.write_stream(key)?.is_some();
+    if !mkstream {
+        let Some(s) = ctx.write_stream(key)? else {
+            return Err(Reply::err(
+                "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you \
+                 may want to use the MKSTREAM option to create an empty stream automatically.",
+            ));
+        };
+        let needs_group = is_setid || is_opt(sub, "CREATECONSUMER") || is_opt(sub, "DELCONSUMER");
+        if needs_group && !s.groups.contains_key(group_name) {
+            return Err(no_such_group_for_key(group_name, key));
+        }
+    }
+    let now = ctx.now_ms;
+    if is_create && (5..=8).contains(&argc) {
+        let id = if c_str(argv[4]) == b"$" {
+            match ctx.write_stream(key)? {
+                Some(s) => s.last_id,
+                None => StreamId::MIN,
+            }
+        } else {
+            parse_strict_id(argv[4], 0)?
+        };
+        if !exists {
+            ctx.set_key(key, Value::Stream(Box::default()), false);
+        }
+        let s = ctx
+            .write_stream(key)?
+            .expect("the stream exists or was just created by MKSTREAM");
+        if s.groups.contains_key(group_name) {
+            return Err(Reply::err("BUSYGROUP Consumer Group name already exists"));
+        }
+        s.groups.insert(
+            Blob::new(group_name),
+            ConsumerGroup {
+                last_id: id,
+                entries_read,
+                ..ConsumerGroup::default()
+            },
+        );
+        ctx.dirty(1);
+        return Ok(Reply::ok());
+    }
+    if is_setid && (argc == 5 || argc == 7) {
+        let last_id = ctx
+            .write_stream(key)?
+            .map(|s| s.last_id)
+            .unwrap_or_default();
+        let id = if c_str(argv[4]) == b"$" {
+            last_id
+        } else {
+            parse_id(argv[4], 0)?
+        };
+        let s = ctx
+            .write_stream(key)?
+            .expect("checked above: the key exists");
+        let group = s
+            .groups
+            .get_mut(group_name)
+            .expect("checked above: the group exists");
+        group.last_id = id;
+        group.entries_read = entries_read;
+        ctx.dirty(1);
+        return Ok(Reply::ok());
+    }
+    if is_opt(sub, "DESTROY") && argc == 4 {
+        let s = ctx
+            .write_stream(key)?
+            .expect("checked above: the key exists");
+        if s.groups.remove(group_name).is_none() {
+            return Ok(Reply::Int(0));
+        }
+        ctx.dirty(1);
+        // Wakes clients blocked in XREADGROUP on this group: they fail
+        // with NOGROUP (Redis's signalKeyAsReady, which is not a
+        // modification for WATCH).
+        let db = ctx.db_index();
+        ctx.core.clients.mark_ready(db, key);
+        return Ok(Reply::Int(1));
+    }
+    if is_opt(sub, "CREATECONSUMER") && argc == 5 {
+        let s = ctx
+            .write_stream(key)?
+            .expect("checked above: the key exists");
+        let group = s
+            .groups
+            .get_mut(group_name)
+            .expect("checked above: the group exists");
+        if group.consumers.contains_key(argv[4]) {
+            return Ok(Reply::Int(0));
+        }
+        touch_consumer(group, argv[4], now);
+        ctx.dirty(1);
+        return Ok(Reply::Int(1));
+    }
+    if is_opt(sub, "DELCONSUMER") && argc == 5 {
+        let s = ctx
+            .write_stream(key)?
+            .expect("checked above: the key exists");
+        let group = s
+            .groups
+            .get_mut(group_name)
+            .expect("checked above: the group exists");
+        let Some(consumer) = group.consumers.remove(argv[4]) else {
+            return Ok(Reply::Int(0));
+        };
+        for id in &consumer.pel {
+            group.pel.remove(id);
+        }
+        ctx.dirty(1);
+        return Ok(Reply::Int(consumer.pel.len() as i64));
+    }
+    Err(subcommand_syntax_error(argv))
+}
+
+// ---------------------------------------------------------------------------
+// XREADGROUP
+
+/// Entries Redis serves a blocked XREAD/XREADGROUP without COUNT
+/// (`XREAD_BLOCKED_DEFAULT_COUNT`).
+const BLOCKED_DEFAULT_COUNT: usize = 1000;
+
+/// XREADGROUP's options.
+struct ReadGroupArgs<'a> {
+    /// BLOCK given: the deadline (None = forever).
+    block: Option<Option<i64>>,
+    /// COUNT (0 = no limit).
+    count: usize,
+    noack: bool,
+    group: &'a [u8],
+    consumer: &'a [u8],
+    /// Index of the first key.
+    streams_at: usize,
+    /// Number of keys.
+    streams: usize,
+}
+
+/// Parses XREADGROUP's options as `xreadCommand` does (errors in argument
+/// order).
+fn parse_readgroup_args<'a>(ctx: &Ctx, argv: &[&'a [u8]]) -> Result<ReadGroupArgs<'a>, Reply> {
+    let argc = argv.len();
+    let mut block = None;
+    let mut count = 0usize;
+    let mut noack = false;
+    let mut group = None;
+    let mut streams_at = 0;
+    let mut streams = 0;
+    let mut i = 1;
+    while i < argc {
+        let more = argc - i - 1;
+        let opt = argv[i];
+        if is_opt(opt, "BLOCK") && more > 0 {
+            i += 1;
+            block = Some(ctx.parse_block_timeout(argv[i], false)?);
+        } else if is_opt(opt, "COUNT") && more > 0 {
+            i += 1;
+            count = usize::try_from(parse_int(argv[i])?).unwrap_or(0);
+        } else if is_opt(opt, "STREAMS") && more > 0 {
+            streams_at = i + 1;
+            let n = argc - streams_at;
+            if !n.is_multiple_of(2) {
+                return Err(Reply::err(
+                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' \
+                     must be specified.",
+                ));
+            }
+            streams = n / 2;
+            break;
+        } else if is_opt(opt, "GROUP") && more >= 2 {
+            group = Some((argv[i + 1], argv[i + 2]));
+            i += 2;
+        } else if is_opt(opt, "NOACK") {
+            noack = true;
+        } else {
+            return super::syntax_error();
+        }
+        i += 1;
+    }
+    if streams_at == 0 {
+        return super::syntax_error();
+    }
+    let Some((group, consumer)) = group else {
+        return Err(Reply::err("ERR Missing GROUP option for XREADGROUP"));
+    };
+    Ok(ReadGroupArgs {
+        block,
+        count,
+        noack,
+        group,
+        consumer,
+        streams_at,
+        streams,
+    })
+}
+
+/// What serving one stream produced.
+struct Served {
+    /// The entries array of the reply.
+    entries: Reply,
+    /// Effects to log.
+    effects: Vec<Argv>,
+}
+
+/// Serves `consumer` of `group` from `s`: new entries after `after` (`>`)
+/// or, with `history`, the consumer's own pending entries from `after`'s
+/// successor on. Updates the PEL, the consumer and the group as
+/// `streamReplyWithRange` does and builds the effects to log.
+#[allow(clippy::too_many_arguments)]
+fn serve_group(
+    s: &Stream,
+    group: &mut ConsumerGroup,
+    key: &[u8],
+    group_name: &[u8],
+    consumer: &[u8],
+    after: StreamId,
+    history: bool,
+    count: usize,
+    noack: bool,
+    now_ms: i64,
+) -> Served {
+    let mut effects = Vec::new();
+    // Redis's streamIncrID wraps past the last ID to 0-0.
+    let start = after.next().unwrap_or(StreamId::MIN);
+    let limit = if count == 0 { usize::MAX } else { count };
+    if touch_consumer(group, consumer, now_ms) && (noack || history) {
+        // Redis propagates the creation only with NOACK (otherwise the
+        // XCLAIMs create the consumer); a history read delivers no new
+        // entry, so its consumer would be lost on replay without this.
+        effects.push(createconsumer_effect(key, group_name, consumer));
+    }
+    let mut items = Vec::new();
+    if history {
+        let ids: Vec<StreamId> = group.consumers[consumer]
+            .pel
+            .range(start..)
+            .take(limit)
+            .copied()
+            .collect();
+        for id in ids {
+            match s.get(id) {
+                Some(fields) => {
+                    items.push(entry_reply(id, fields));
+                    let nack = group
+                        .pel
+                        .get_mut(&id)
+                        .expect("a consumer's pending ID is in its group's PEL");
+                    nack.delivery_time_ms = now_ms;
+                    nack.delivery_count += 1;
+                    // Redis does not propagate history deliveries; logging
+                    // them keeps delivery times and counts after replay.
+                    effects.push(xclaim_effect(
+                        key,
+                        group_name,
+                        &id_arg(id),
+                        nack,
+                        group.last_id,
+                    ));
+                }
+                None => items.push(Reply::Array(vec![id_reply(id), Reply::NullArray])),
+            }
+        }
+        return Served {
+            entries: Reply::Array(items),
+            effects,
+        };
+    }
+    let mut moved = false;
+    for (id, fields) in s.range(start, StreamId::MAX, false).take(limit) {
+        if id > group.last_id {
+            advance_group(s, group, id);
+            moved = true;
+        }
+        items.push(entry_reply(id, fields));
+        if noack {
+            continue;
+        }
+        // An entry already pending (the group's ID was moved back with
+        // SETID) is reassigned and its delivery starts over.
+        let nack = group.pel.entry(id).or_insert_with(|| PendingEntry {
+            delivery_time_ms: now_ms,
+            delivery_count: 1,
+            consumer: Blob::new(consumer),
+        });
+        nack.delivery_time_ms = now_ms;
+        nack.delivery_count = 1;
+        set_owner(group, id, consumer);
+        effects.push(xclaim_effect(
+            key,
+            group_name,
+            &id_arg(id),
+            &group.pel[&id],
+            group.last_id,
+        ));
+    }
+    if moved {
+        // Redis logs the group's new ID only with NOACK; its XCLAIMs carry
+        // LASTID but not the read counter, which replay needs as well.
+        effects.push(setid_effect(key, group_name, group));
+    }
+    Served {
+        entries: Reply::Array(items),
+        effects,
+    }
+}
+
+/// The XREAD-shaped reply: a map of key to entries in RESP3, an array of
+/// `[key, entries]` pairs in RESP2.
+fn read_reply(resp: u8, served: Vec<(Vec<u8>, Reply)>) -> Reply {
+    if resp >= 3 {
+        Reply::Map(
+            served
+                .into_iter()
+                .map(|(k, e)| (Reply::Bulk(k), e))
+                .collect(),
+        )
+    } else {
+        Reply::Array(
+            served
+                .into_iter()
+                .map(|(k, e)| Reply::Array(vec![Reply::Bulk(k), e]))
+                .collect(),
+        )
+    }
+}
+
+/// XREADGROUP GROUP g c [COUNT n] [BLOCK ms] [NOACK] STREAMS key… id…
+///
+/// Logged effects: one XCLAIM per entry delivered (Redis's form), the
+/// group's new ID and read counter as XGROUP SETID … ENTRIESREAD when it
+/// moved, and XGROUP CREATECONSUMER for a consumer created with NOACK.
+/// Beyond Redis (whose propagation loses these on replay): SETID also
+/// without NOACK, XCLAIMs for history re-deliveries, and the creation of
+/// a consumer by a history read.
+fn xreadgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let args = parse_readgroup_args(ctx, argv)?;
+    let keys = &argv[args.streams_at..args.streams_at + args.streams];
+    if let Some(ready) = ctx.ready_key().map(<[u8]>::to_vec) {
+        return xreadgroup_retry(ctx, &args, keys, &ready);
+    }
+    let id_args = &argv[args.streams_at + args.streams..];
+    // `None` stands for `>`.
+    let mut after: Vec<Option<StreamId>> = Vec::with_capacity(args.streams);
+    for (key, id) in keys.iter().zip(id_args) {
+        let has_group = match ctx.read_stream(key)? {
+            Some(s) => s.groups.contains_key(args.group),
+            None => false,
+        };
+        if !has_group {
+            return Err(no_such_key_or_group(
+                key,
+                args.group,
+                " in XREADGROUP with GROUP option",
+            ));
+        }
+        let id = c_str(id);
+        if id == b"$" {
+            return Err(Reply::err(
+                "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the \
+                 history of this consumer by specifying a proper ID, or use the > ID to get new \
+                 messages. The $ ID would just return an empty result set.",
+            ));
+        }
+        if id == b">" {
+            after.push(None);
+            continue;
+        }
+        let parsed = parse_strict_id(id_args[after.len()], 0)?;
+        // Redis marks `>` with the largest ID, so that ID means `>` too.
+        after.push((parsed != StreamId::MAX).then_some(parsed));
+    }
+    let now = ctx.now_ms;
+    let mut served = Vec::new();
+    let mut effects = Vec::new();
+    for (key, after) in keys.iter().zip(&after) {
+        if ctx.read_stream(key)?.is_none() {
+            continue;
+        }
+        let s = ctx.write_stream(key)?.expect("checked just above");
+        let result = with_group(s, args.group, |s, group| {
+            let (from, history) = match after {
+                Some(id) => (*id, true),
+                None => {
+                    let newer = s.last().is_some_and(|(top, _)| top > group.last_id);
+                    if !newer {
+                        return None;
+                    }
+                    (group.last_id, false)
+                }
+            };
+            Some(serve_group(
+                s,
+                group,
+                key,
+                args.group,
+                args.consumer,
+                from,
+                history,
+                args.count,
+                args.noack,
+                now,
+            ))
+        })
+        .expect("the group was checked while parsing");
+        if let Some(result) = result {
+            served.push((key.to_vec(), result.entries));
+            effects.extend(result.effects);
+            ctx.dirty(1);
+        }
+    }
+    if !served.is_empty() {
+        log_effects(ctx, effects);
+        return Ok(read_reply(ctx.session.resp, served));
+    }
+    ctx.log_nothing();
+    match args.block {
+        Some(deadline_ms) => ctx.block(block_request(keys, deadline_ms)),
+        None => Ok(Reply::NullArray),
+    }
+}
+
+/// The wait of an XREADGROUP on `keys`: woken by new entries, and by the
+/// deletion of a key or its group (the retry then answers an error).
+fn block_request(keys: &[&[u8]], deadline_ms: Option<i64>) -> BlockRequest {
+    BlockRequest {
+        keys: keys.iter().map(|k| Blob::new(k)).collect(),
+        deadline_ms,
+        kind: BlockKind::Stream,
+        timeout_reply: Reply::NullArray,
+        argv: None,
+        wake_on_delete: true,
+    }
+}
+
+/// A blocked XREADGROUP runs again because `key` changed: serve from it
+/// alone as Redis's `serveClientsBlockedOnStreamKey` (an error when the
+/// key or group went away), or block again.
+fn xreadgroup_retry(ctx: &mut Ctx, args: &ReadGroupArgs, keys: &[&[u8]], key: &[u8]) -> CmdResult {
+    let now = ctx.now_ms;
+    let count = if args.count == 0 {
+        BLOCKED_DEFAULT_COUNT
+    } else {
+        args.count
+    };
+    let Ok(Some(s)) = ctx.write_stream(key) else {
+        ctx.log_nothing();
+        return Err(Reply::err("UNBLOCKED the stream key no longer exists"));
+    };
+    let Some(result) = with_group(s, args.group, |s, group| {
+        (s.last_id > group.last_id).then(|| {
+            serve_group(
+                s,
+                group,
+                key,
+                args.group,
+                args.consumer,
+                group.last_id,
+                false,
+                count,
+                args.noack,
+                now,
+            )
+        })
+    }) else {
+        ctx.log_nothing();
+        return Err(Reply::err(
+            "NOGROUP the consumer group this client was blocked on no longer exists",
+        ));
+    };
+    let Some(result) = result else {
+        ctx.log_nothing();
+        // The engine keeps the original deadline and place in the queue.
+        return ctx.block(block_request(keys, args.block.flatten()));
+    };
+    ctx.dirty(1);
+    log_effects(ctx, result.effects);
+    Ok(read_reply(
+        ctx.session.resp,
+        vec![(key.to_vec(), result.entries)],
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// XACK
+
+/// XACK key group id…: removes the IDs from the group's PEL.
+fn xack(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let key = argv[1];
+    let has_group = match ctx.read_stream(key)? {
+        Some(s) => s.groups.contains_key(argv[2]),
+        None => false,
+    };
+    if !has_group {
+        return Ok(Reply::Int(0));
+    }
+    // All IDs are checked first: the reply cannot be an error once some
+    // entries were acknowledged.
+    let ids = argv[3..]
+        .iter()
+        .map(|a| parse_strict_id(a, 0))
+        .collect::<Result<Vec<_>, _>>()?;
+    let s = ctx
+        .write_stream(key)?
+        .expect("checked above: the key exists");
+    let group = s
+        .groups
+        .get_mut(argv[2])
+        .expect("checked above: the group exists");
+    let mut acknowledged = 0;
+    for id in ids {
+        if drop_pending(group, id).is_some() {
+            acknowledged += 1;
+        }
+    }
+    ctx.dirty(acknowledged);
+    Ok(Reply::Int(acknowledged as i64))
+}
+
+// ---------------------------------------------------------------------------
+// XPENDING
+
+/// XPENDING key group [[IDLE min-idle] start end count [consumer]].
+fn xpending(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let argc = argv.len();
+    if argc != 3 && !(6..=9).contains(&argc) {
+        return super::syntax_error();
+    }
+    let key = argv[1];
+    let group_name = argv[2];
+    let mut range = None;
+    if argc >= 6 {
+        let mut at = 3;
+        let mut min_idle_ms = 0;
+        if is_opt(argv[3], "IDLE") {
+            min_idle_ms = parse_int(argv[4])?;
+            if argc < 8 {
+                return super::syntax_error();
+            }
+            at += 2;
+        }
+        let count = parse_int(argv[at + 2])?.max(0);
+        let start = interval_start(argv[at])?;
+        let end = interval_end(argv[at + 1])?;
+        let consumer = argv.get(at + 3).copied();
+        range = Some((min_idle_ms, start, end, count, consumer));
+    }
+    let now = ctx.now_ms;
+    let Some(s) = ctx.read_stream(key)? else {
+        return Err(no_such_key_or_group(key, group_name, ""));
+    };
+    let Some(group) = s.groups.get(group_name) else {
+        return Err(no_such_key_or_group(key, group_name, ""));
+    };
+    let Some((min_idle_ms, start, end, count, consumer)) = range else {
+        // The summary form.
+        let (Some((&first, _)), Some((&last, _))) =
+            (group.pel.first_key_value(), group.pel.last_key_value())
+        else {
+            return Ok(Reply::Array(vec![
+                Reply::Int(0),
+                Reply::Null,
+                Reply::Null,
+                Reply::NullArray,
+            ]));
+        };
+        let owners = group
+            .consumers
+            .iter()
+            .filter(|(_, c)| !c.pel.is_empty())
+            .map(|(name, c)| {
+                Reply::Array(vec![
+                    Reply::bulk(name),
+                    Reply::Bulk(c.pel.len().to_string().into_bytes()),
+                ])
+            })
+            .collect();
+        return Ok(Reply::Array(vec![
+            Reply::Int(group.pel.len() as i64),
+            id_reply(first),
+            id_reply(last),
+            Reply::Array(owners),
+        ]));
+    };
+    // `BTreeMap::range` refuses a start after the end; Redis finds nothing.
+    let ids: Box<dyn Iterator<Item = StreamId>> = match consumer {
+        _ if start > end => Box::new(std::iter::empty()),
+        Some(name) => match group.consumers.get(name) {
+            None => return Ok(Reply::Array(Vec::new())),
+            Some(c) => Box::new(c.pel.range(start..=end).copied()),
+        },
+        None => Box::new(group.pel.range(start..=end).map(|(id, _)| *id)),
+    };
+    let mut items = Vec::new();
+    let mut left = count;
+    for id in ids {
+        if left == 0 {
+            break;
+        }
+        let nack = &group.pel[&id];
+        if min_idle_ms != 0 && now.saturating_sub(nack.delivery_time_ms) < min_idle_ms {
+            continue;
+        }
+        left -= 1;
+        items.push(Reply::Array(vec![
+            id_reply(id),
+            Reply::bulk(&nack.consumer),
+            Reply::Int(now.saturating_sub(nack.delivery_time_ms).max(0)),
+            Reply::Int(nack.delivery_count as i64),
+        ]));
+    }
+    Ok(Reply::Array(items))
+}
+
+// ---------------------------------------------------------------------------
+// XCLAIM
+
+/// XCLAIM key group consumer min-idle-time id… [IDLE ms] [TIME ms]
+/// [RETRYCOUNT n] [FORCE] [JUSTID] [LASTID id].
+///
+/// Logged as one XCLAIM per claimed (or dropped) entry with the absolute
+/// delivery time, and XGROUP SETID when only LASTID changed the group.
+fn xclaim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let key = argv[1];
+    let group_name = argv[2];
+    let consumer = argv[3];
+    let has_group = match ctx.read_stream(key)? {
+        Some(s) => s.groups.contains_key(group_name),
+        None => false,
+    };
+    if !has_group {
+        return Err(no_such_key_or_group(key, group_name, ""));
+    }
+    let min_idle_ms = parse_int_msg(argv[4], "Invalid min-idle-time argument for XCLAIM")?.max(0);
+    // IDs until the first argument that is not one; options follow.
+    let mut ids = Vec::new();
+    let mut j = 5;
+    while j < argv.len() {
+        match parse_strict_id(argv[j], 0) {
+            Ok(id) => ids.push((id, argv[j])),
+            Err(_) => break,
+        }
+        j += 1;
+    }
+    let now = ctx.now_ms;
+    let mut delivery_time_ms: i64 = -1;
+    let mut retry_count: i64 = -1;
+    let mut force = false;
+    let mut justid = false;
+    let mut last_id = StreamId::MIN;
+    while j < argv.len() {
+        let more = argv.len() - 1 - j;
+        let opt = argv[j];
+        if is_opt(opt, "FORCE") {
+            force = true;
+        } else if is_opt(opt, "JUSTID") {
+            justid = true;
+        } else if is_opt(opt, "IDLE") && more > 0 {
+            j += 1;
+            let idle = parse_int_msg(argv[j], "Invalid IDLE option argument for XCLAIM")?;
+            delivery_time_ms = now.wrapping_sub(idle);
+        } else if is_opt(opt, "TIME") && more > 0 {
+            j += 1;
+            delivery_time_ms = parse_int_msg(argv[j], "Invalid TIME option argument for XCLAIM")?;
+        } else if is_opt(opt, "RETRYCOUNT") && more > 0 {
+            j += 1;
+            retry_count = parse_int_msg(argv[j], "Invalid RETRYCOUNT option argument for XCLAIM")?;
+        } else if is_opt(opt, "LASTID") && more > 0 {
+            j += 1;
+            last_id = parse_strict_id(argv[j], 0)?;
+        } else {
+            return Err(error_from(&[
+                b"ERR Unrecognized XCLAIM option '",
+                c_str(opt),
+                b"'",
+            ]));
+        }
+        j += 1;
+    }
+    // A bogus time (negative, in the future) means now, as in Redis.
+    if delivery_time_ms < 0 || delivery_time_ms > now {
+        delivery_time_ms = now;
+    }
+    let s = ctx
+        .write_stream(key)?
+        .expect("checked above: the key exists");
+    let (items, effects, dirty) = with_group(s, group_name, |s, group| {
+        let mut effects = Vec::new();
+        let mut items = Vec::new();
+        let mut dirty = 0u64;
+        let mut propagate_last_id = false;
+        if last_id > group.last_id {
+            group.last_id = last_id;
+            propagate_last_id = true;
+        }
+        let mut consumer_ready = false;
+        for &(id, arg) in &ids {
+            let pending = group.pel.contains_key(&id);
+            if s.get(id).is_none() {
+                // The entry is gone: drop it from the PEL (logged first,
+                // so that replay drops it too).
+                if pending {
+                    effects.push(xclaim_effect(
+                        key,
+                        group_name,
+                        arg,
+                        &group.pel[&id],
+                        group.last_id,
+                    ));
+                    propagate_last_id = false;
+                    dirty += 1;
+                    drop_pending(group, id);
+                }
+                continue;
+            }
+            let fresh = !pending && force;
+            if !pending && !fresh {
+                continue;
+            }
+            if fresh {
+                group.pel.insert(
+                    id,
+                    PendingEntry {
+                        delivery_time_ms: now,
+                        delivery_count: 1,
+                        consumer: Blob::new(consumer),
+                    },
+                );
+            } else if min_idle_ms != 0
+                && now.saturating_sub(group.pel[&id].delivery_time_ms) < min_idle_ms
+            {
+                continue;
+            }
+            if !consumer_ready {
+                if touch_consumer(group, consumer, now) {
+                    dirty += 1;
+                }
+                consumer_ready = true;
+            }
+            set_owner(group, id, consumer);
+            let nack = group.pel.get_mut(&id).expect("present or just created");
+            nack.delivery_time_ms = delivery_time_ms;
+            if retry_count >= 0 {
+                nack.delivery_count = retry_count as u64;
+            } else if !justid {
+                nack.delivery_count += 1;
+            }
+            if justid {
+                items.push(id_reply(id));
+            } else {
+                let fields = s.get(id).expect("checked above: the entry exists");
+                items.push(entry_reply(id, fields));
+            }
+            effects.push(xclaim_effect(
+                key,
+                group_name,
+                arg,
+                &group.pel[&id],
+                group.last_id,
+            ));
+            propagate_last_id = false;
+            dirty += 1;
+        }
+        if propagate_last_id {
+            effects.push(setid_effect(key, group_name, group));
+            dirty += 1;
+        }
+        (items, effects, dirty)
+    })
+    .expect("checked above: the group exists");
+    ctx.dirty(dirty);
+    log_effects(ctx, effects);
+    Ok(Reply::Array(items))
+}
+
+// ---------------------------------------------------------------------------
+// XAUTOCLAIM
+
+/// Redis allocates `count` IDs up front and answers an error when that
+/// fails; with its allocator and the usual 47-bit address space the
+/// allocation fails somewhere above this many IDs (16 bytes each).
+const AUTOCLAIM_MAX_ALLOCATABLE_COUNT: i64 = 1 << 42;
+
+/// XAUTOCLAIM key group consumer min-idle-time start [COUNT n] [JUSTID].
+///
+/// Logged as one XCLAIM per claimed or dropped entry (absolute times).
+fn xautoclaim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let key = argv[1];
+    let group_name = argv[2];
+    let consumer = argv[3];
+    let min_idle_ms =
+        parse_int_msg(argv[4], "Invalid min-idle-time argument for XAUTOCLAIM")?.max(0);
+    let start = interval_start(argv[5])?;
+    let mut count: i64 = 100;
+    let mut justid = false;
+    let mut j = 6;
+    while j < argv.len() {
+        let more = argv.len() - 1 - j;
+        if is_opt(argv[j], "COUNT") && more > 0 {
+            // LONG_MAX / max(sizeof(streamID), attempts factor).
+            const MAX_COUNT: i64 = i64::MAX / 16;
+            count = crate::types::num::parse_i64(argv[j + 1])
+                .filter(|n| (1..=MAX_COUNT).contains(n))
+                .ok_or_else(|| Reply::err("ERR COUNT must be > 0"))?;
+            j += 1;
+        } else if is_opt(argv[j], "JUSTID") {
+            justid = true;
+        } else {
+            return super::syntax_error();
+        }
+        j += 1;
+    }
+    let has_group = match ctx.read_stream(key)? {
+        Some(s) => s.groups.contains_key(group_name),
+        None => false,
+    };
+    if !has_group {
+        return Err(no_such_key_or_group(key, group_name, ""));
+    }
+    if count > AUTOCLAIM_MAX_ALLOCATABLE_COUNT {
+        return Err(Reply::err(
+            "ERR Insufficient memory, failed allocating transient memory, COUNT too high.",
+        ));
+    }
+    let now = ctx.now_ms;
+    let s = ctx
+        .write_stream(key)?
+        .expect("checked above: the key exists");
+    let (reply, effects, dirty) = with_group(s, group_name, |s, group| {
+        let mut effects = Vec::new();
+        let mut claimed = Vec::new();
+        let mut deleted = Vec::new();
+        let mut dirty = 0u64;
+        let mut attempts = count * 10;
+        let mut left = count;
+        let mut from = Bound::Included(start);
+        let mut at_end = false;
+        let mut consumer_ready = false;
+        loop {
+            if attempts == 0 {
+                break;
+            }
+            attempts -= 1;
+            if left == 0 {
+                break;
+            }
+            let Some((&id, _)) = group.pel.range((from, Bound::Unbounded)).next() else {
+                at_end = true;
+                break;
+            };
+            from = Bound::Excluded(id);
+            if s.get(id).is_none() {
+                // The entry is gone: drop it from the PEL and report it.
+                effects.push(xclaim_effect(
+                    key,
+                    group_name,
+                    &id_arg(id),
+                    &group.pel[&id],
+                    group.last_id,
+                ));
+                dirty += 1;
+                drop_pending(group, id);
+                deleted.push(id_reply(id));
+                left -= 1;
+                continue;
+            }
+            if min_idle_ms != 0 && now.saturating_sub(group.pel[&id].delivery_time_ms) < min_idle_ms
+            {
+                continue;
+            }
+            if !consumer_ready {
+                if touch_consumer(group, consumer, now) {
+                    dirty += 1;
+                }
+                consumer_ready = true;
+            }
+            set_owner(group, id, consumer);
+            let nack = group.pel.get_mut(&id).expect("found just above");
+            nack.delivery_time_ms = now;
+            if !justid {
+                nack.delivery_count += 1;
+            }
+            if justid {
+                claimed.push(id_reply(id));
+            } else {
+                let fields = s.get(id).expect("checked above: the entry exists");
+                claimed.push(entry_reply(id, fields));
+            }
+            left -= 1;
+            effects.push(xclaim_effect(
+                key,
+                group_name,
+                &id_arg(id),
+                &group.pel[&id],
+                group.last_id,
+            ));
+            dirty += 1;
+        }
+        // The cursor: the next PEL entry after the last one looked at.
+        let cursor = if at_end {
+            StreamId::MIN
+        } else {
+            group
+                .pel
+                .range((from, Bound::Unbounded))
+                .next()
+                .map_or(StreamId::MIN, |(id, _)| *id)
+        };
+        let reply = Reply::Array(vec![
+            id_reply(cursor),
+            Reply::Array(claimed),
+            Reply::Array(deleted),
+        ]);
+        (reply, effects, dirty)
+    })
+    .expect("checked above: the group exists");
+    ctx.dirty(dirty);
+    log_effects(ctx, effects);
+    Ok(reply)
+}
+
+// ---------------------------------------------------------------------------
+// XINFO
+
+const XINFO_HELP: &[&str] = &[
+    "CONSUMERS <key> <groupname>",
+    "    Show consumers of <groupname>.",
+    "GROUPS <key>",
+    "    Show the stream consumer groups.",
+    "STREAM <key> [FULL [COUNT <count>]",
+    "    Show information about the stream.",
+];
+
+/// A bulk reply from a static field name.
+fn name(s: &'static str) -> Reply {
+    Reply::Bulk(s.as_bytes().to_vec())
+}
+
+/// `radix-tree-nodes`: Redis reports its radix tree's internal node count,
+/// which depends on how the node keys share prefixes. This is a plausible
+/// figure of the same size (it matches Redis for small streams).
+fn radix_tree_nodes(keys: usize) -> i64 {
+    match keys {
+        0 => 1,
+        1 => 2,
+        n => 2 * n as i64 + 2,
+    }
+}
+
+/// XINFO STREAM / GROUPS / CONSUMERS / HELP.
+fn xinfo(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let sub = argv[1];
+    if is_opt(sub, "HELP") {
+        if argv.len() != 2 {
+            return Err(subcommand_syntax_error(argv));
+        }
+        return Ok(help_reply(argv, XINFO_HELP));
+    }
+    if argv.len() < 3 {
+        return Err(subcommand_syntax_error(argv));
+    }
+    let key = argv[2];
+    let now = ctx.now_ms;
+    let Some(s) = ctx.read_stream(key)? else {
+        return Err(Reply::err(super::NO_SUCH_KEY_ERR));
+    };
+    if is_opt(sub, "CONSUMERS") && argv.len() == 4 {
+        let Some(group) = s.groups.get(argv[3]) else {
+            return Err(no_such_group_for_key(argv[3], key));
+        };
+        let consumers = group
+            .consumers
+            .iter()
+            .map(|(cname, c)| {
+                Reply::Map(vec![
+                    (name("name"), Reply::bulk(cname)),
+                    (name("pending"), Reply::Int(c.pel.len() as i64)),
+                    (
+                        name("idle"),
+                        Reply::Int(now.saturating_sub(c.seen_time_ms).max(0)),
+                    ),
+                ])
+            })
+            .collect();
+        return Ok(Reply::Array(consumers));
+    }
+    if is_opt(sub, "GROUPS") && argv.len() == 3 {
+        let groups = s
+            .groups
+            .iter()
+            .map(|(gname, g)| {
+                Reply::Map(vec![
+                    (name("name"), Reply::bulk(gname)),
+                    (name("consumers"), Reply::Int(g.consumers.len() as i64)),
+                    (name("pending"), Reply::Int(g.pel.len() as i64)),
+                    (name("last-delivered-id"), id_reply(g.last_id)),
+                    (name("entries-read"), entries_read_reply(g)),
+                    (name("lag"), lag_reply(s, g)),
+                ])
+            })
+            .collect();
+        return Ok(Reply::Array(groups));
+    }
+    if is_opt(sub, "STREAM") {
+        return stream_info(s, argv);
+    }
+    Err(subcommand_syntax_error(argv))
+}
+
+fn entries_read_reply(group: &ConsumerGroup) -> Reply {
+    if group.entries_read == ENTRIES_READ_INVALID {
+        Reply::Null
+    } else {
+        Reply::Int(group.entries_read)
+    }
+}
+
+fn lag_reply(s: &Stream, group: &ConsumerGroup) -> Reply {
+    group_lag(s, group).map_or(Reply::Null, Reply::Int)
+}
+
+/// XINFO STREAM key [FULL [COUNT n]] (`xinfoReplyWithStreamInfo`).
+fn stream_info(s: &Stream, argv: &[&[u8]]) -> CmdResult {
+    let options = &argv[3..];
+    let mut full = false;
+    let mut count: i64 = 10;
+    if !options.is_empty() {
+        if options.len() != 1 && options.len() != 3 {
+            return Err(subcommand_syntax_error(argv));
+        }
+        if !is_opt(options[0], "full") {
+            return Err(subcommand_syntax_error(argv));
+        }
+        if options.len() == 3 {
+            if !is_opt(options[1], "count") {
+                return Err(subcommand_syntax_error(argv));
+            }
+            count = parse_int(options[2])?;
+            if count < 0 {
+                count = 10;
+            }
+        }
+        full = true;
+    }
+    let keys = s.node_count();
+    let mut fields = vec![
+        (name("length"), Reply::Int(s.len() as i64)),
+        (name("radix-tree-keys"), Reply::Int(keys as i64)),
+        (name("radix-tree-nodes"), Reply::Int(radix_tree_nodes(keys))),
+        (name("last-generated-id"), id_reply(s.last_id)),
+        (
+            name("max-deleted-entry-id"),
+            id_reply(s.max_deleted_entry_id),
+        ),
+        (name("entries-added"), Reply::Int(s.entries_added as i64)),
+        (name("recorded-first-entry-id"), id_reply(s.first_id)),
+    ];
+    if !full {
+        fields.push((name("groups"), Reply::Int(s.groups.len() as i64)));
+        let first = s.first().map_or(Reply::Null, |(id, f)| entry_reply(id, f));
+        let last = s.last().map_or(Reply::Null, |(id, f)| entry_reply(id, f));
+        fields.push((name("first-entry"), first));
+        fields.push((name("last-entry"), last));
+        return Ok(Reply::Map(fields));
+    }
+    // COUNT 0 means everything.
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        usize::try_from(count).unwrap_or(usize::MAX)
+    };
+    let entries = s
+        .range(StreamId::MIN, StreamId::MAX, false)
+        .take(limit)
+        .map(|(id, f)| entry_reply(id, f))
+        .collect();
+    fields.push((name("entries"), Reply::Array(entries)));
+    let groups = s
+        .groups
+        .iter()
+        .map(|(gname, g)| {
+            let pending = g
+                .pel
+                .iter()
+                .take(limit)
+                .map(|(id, nack)| {
+                    Reply::Array(vec![
+                        id_reply(*id),
+                        Reply::bulk(&nack.consumer),
+                        Reply::Int(nack.delivery_time_ms),
+                        Reply::Int(nack.delivery_count as i64),
+                    ])
+                })
+                .collect();
+            let consumers = g
+                .consumers
+                .iter()
+                .map(|(cname, c)| {
+                    let pending = c
+                        .pel
+                        .iter()
+                        .take(limit)
+                        .map(|id| {
+                            let nack = &g.pel[id];
+                            Reply::Array(vec![
+                                id_reply(*id),
+                                Reply::Int(nack.delivery_time_ms),
+                                Reply::Int(nack.delivery_count as i64),
+                            ])
+                        })
+                        .collect();
+                    Reply::Map(vec![
+                        (name("name"), Reply::bulk(cname)),
+                        (name("seen-time"), Reply::Int(c.seen_time_ms)),
+                        (name("pel-count"), Reply::Int(c.pel.len() as i64)),
+                        (name("pending"), Reply::Array(pending)),
+                    ])
+                })
+                .collect();
+            Reply::Map(vec![
+                (name("name"), Reply::bulk(gname)),
+                (name("last-delivered-id"), id_reply(g.last_id)),
+                (name("entries-read"), entries_read_reply(g)),
+                (name("lag"), lag_reply(s, g)),
+                (name("pel-count"), Reply::Int(g.pel.len() as i64)),
+                (name("pending"), Reply::Array(pending)),
+                (name("consumers"), Reply::Array(consumers)),
+            ])
+        })
+        .collect();
+    fields.push((name("groups"), Reply::Array(groups)));
+    Ok(Reply::Map(fields))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::test_support::Fixture;
+    use crate::command::Effect;
+    use crate::engine::Engine;
+
+    /// Replaces the number after each `TIME` with `T`, checking it is a
+    /// time taken while the test ran.
+    fn masked(effects: Vec<String>, since_ms: i64) -> Vec<String> {
+        let until_ms = crate::engine::now_ms();
+        effects
+            .into_iter()
+            .map(|line| {
+                let mut words: Vec<String> = line.split(' ').map(String::from).collect();
+                for i in 1..words.len() {
+                    if words[i - 1] == "TIME" {
+                        let t: i64 = words[i].parse().expect("TIME takes an integer");
+                        assert!(
+                            (since_ms..=until_ms).contains(&t),
+                            "time {t} out of the test's window"
+                        );
+                        words[i] = "T".into();
+                    }
+                }
+                words.join(" ")
+            })
+            .collect()
+    }
+
+    fn fixture_with_entries(n: u64) -> Fixture {
+        let mut f = Fixture::new();
+        for i in 1..=n {
+            f.run(&format!("XADD s {i}-0 f v{i}"));
+        }
+        f.run("XGROUP CREATE s g 0");
+        f.effects();
+        f
+    }
+
+    #[test]
+    fn xreadgroup_logs_one_xclaim_per_entry_and_the_group_id() {
+        let since = crate::engine::now_ms();
+        let mut f = fixture_with_entries(2);
+        let reply = f.run("XREADGROUP GROUP g alice COUNT 5 STREAMS s >");
+        assert!(matches!(reply, Reply::Array(ref a) if a.len() == 1));
+        assert_eq!(
+            masked(f.db0_effects(), since),
+            vec![
+                "XCLAIM s g alice 0 1-0 TIME T RETRYCOUNT 1 FORCE JUSTID LASTID 1-0",
+                "XCLAIM s g alice 0 2-0 TIME T RETRYCOUNT 1 FORCE JUSTID LASTID 2-0",
+                "XGROUP SETID s g 2-0 ENTRIESREAD 2",
+            ]
+        );
+        // Nothing new: no effect, null reply.
+        assert_eq!(
+            f.run("XREADGROUP GROUP g alice STREAMS s >"),
+            Reply::NullArray
+        );
+        assert!(f.db0_effects().is_empty());
+        // A history read re-delivers and logs the new count.
+        f.run("XREADGROUP GROUP g alice STREAMS s 0");
+        assert_eq!(
+            masked(f.db0_effects(), since),
+            vec![
+                "XCLAIM s g alice 0 1-0 TIME T RETRYCOUNT 2 FORCE JUSTID LASTID 2-0",
+                "XCLAIM s g alice 0 2-0 TIME T RETRYCOUNT 2 FORCE JUSTID LASTID 2-0",
+            ]
+        );
+    }
+
+    #[test]
+    fn xreadgroup_noack_logs_the_consumer_and_the_group_id() {
+        let mut f = fixture_with_entries(3);
+        f.run("XREADGROUP GROUP g bob NOACK COUNT 2 STREAMS s >");
+        assert_eq!(
+            f.db0_effects(),
+            vec![
+                "XGROUP CREATECONSUMER s g bob",
+                "XGROUP SETID s g 2-0 ENTRIESREAD 2",
+            ]
+        );
+        // A history read that creates its consumer logs the creation.
+        f.run("XREADGROUP GROUP g carol STREAMS s 0");
+        assert_eq!(f.db0_effects(), vec!["XGROUP CREATECONSUMER s g carol"]);
+    }
+
+    #[test]
+    fn xclaim_with_relative_idle_is_logged_with_an_absolute_time() {
+        let mut f = fixture_with_entries(2);
+        f.run("XREADGROUP GROUP g alice STREAMS s >");
+        f.effects();
+        let before = crate::engine::now_ms();
+        let reply = f.run("XCLAIM s g bob 0 1-0 IDLE 5000 JUSTID");
+        assert_eq!(reply, Reply::Array(vec![Reply::bulk(b"1-0")]));
+        let effects = f.db0_effects();
+        assert_eq!(effects.len(), 1);
+        let words: Vec<&str> = effects[0].split(' ').collect();
+        assert_eq!(&words[..6], &["XCLAIM", "s", "g", "bob", "0", "1-0"]);
+        let time: i64 = words[7].parse().expect("an absolute time");
+        assert!(time <= crate::engine::now_ms() - 5000 && time >= before - 5000);
+        assert_eq!(
+            &words[8..],
+            &["RETRYCOUNT", "1", "FORCE", "JUSTID", "LASTID", "2-0"]
+        );
+        // LASTID alone moves the group: logged as SETID.
+        f.run("XCLAIM s g bob 0 9-0 LASTID 5-0");
+        assert_eq!(f.db0_effects(), vec!["XGROUP SETID s g 5-0 ENTRIESREAD 2"]);
+        // Acknowledgements are logged as received, only when they count.
+        f.run("XACK s g 1-0 7-0");
+        assert_eq!(f.db0_effects(), vec!["XACK s g 1-0 7-0"]);
+        f.run("XACK s g 1-0");
+        assert!(f.db0_effects().is_empty());
+    }
+
+    #[test]
+    fn xautoclaim_logs_claims_and_drops_deleted_entries() {
+        let since = crate::engine::now_ms();
+        let mut f = fixture_with_entries(3);
+        f.run("XREADGROUP GROUP g alice STREAMS s >");
+        f.run("XDEL s 2-0");
+        f.effects();
+        let reply = f.run("XAUTOCLAIM s g bob 0 0 COUNT 10 JUSTID");
+        assert_eq!(
+            reply,
+            Reply::Array(vec![
+                Reply::bulk(b"0-0"),
+                Reply::Array(vec![Reply::bulk(b"1-0"), Reply::bulk(b"3-0")]),
+                Reply::Array(vec![Reply::bulk(b"2-0")]),
+            ])
+        );
+        assert_eq!(
+            masked(f.db0_effects(), since),
+            vec![
+                "XCLAIM s g bob 0 1-0 TIME T RETRYCOUNT 1 FORCE JUSTID LASTID 3-0",
+                "XCLAIM s g alice 0 2-0 TIME T RETRYCOUNT 1 FORCE JUSTID LASTID 3-0",
+                "XCLAIM s g bob 0 3-0 TIME T RETRYCOUNT 1 FORCE JUSTID LASTID 3-0",
+            ]
+        );
+    }
+
+    #[test]
+    fn lag_and_entries_read_follow_redis_estimates() {
+        let mut s = Stream::new();
+        let fields = || -> crate::types::stream::Fields {
+            vec![(Blob::new(b"f"), Blob::new(b"v"))].into_boxed_slice()
+        };
+        for i in 1..=5 {
+            s.append(StreamId::new(i, 0), fields());
+        }
+        assert_eq!(
+            estimate_distance_from_first_ever_entry(&s, StreamId::new(5, 0)),
+            5
+        );
+        assert_eq!(
+            estimate_distance_from_first_ever_entry(&s, StreamId::new(1, 0)),
+            1
+        );
+        assert_eq!(
+            estimate_distance_from_first_ever_entry(&s, StreamId::new(0, 5)),
+            0
+        );
+        assert_eq!(
+            estimate_distance_from_first_ever_entry(&s, StreamId::new(3, 0)),
+            ENTRIES_READ_INVALID
+        );
+        assert_eq!(
+            estimate_distance_from_first_ever_entry(&s, StreamId::new(6, 0)),
+            ENTRIES_READ_INVALID
+        );
+        let mut group = ConsumerGroup {
+            entries_read: ENTRIES_READ_INVALID,
+            ..ConsumerGroup::default()
+        };
+        assert_eq!(group_lag(&s, &group), Some(5));
+        group.last_id = StreamId::new(3, 0);
+        assert_eq!(group_lag(&s, &group), None);
+        s.remove(StreamId::new(4, 0));
+        assert!(range_has_tombstones(&s, StreamId::new(3, 0), StreamId::MAX));
+        assert!(!range_has_tombstones(
+            &s,
+            StreamId::new(5, 0),
+            StreamId::MAX
+        ));
+        group.entries_read = 3;
+        assert_eq!(group_lag(&s, &group), None);
+        // No deletion after the group's ID: its counter is trusted.
+        group.last_id = StreamId::new(5, 0);
+        assert_eq!(group_lag(&s, &group), Some(2));
+    }
+
+    /// Replaces the value of every `seen-time` field (replay creates
+    /// consumers at replay time, as in Redis) with 0.
+    fn without_seen_time(reply: Reply) -> Reply {
+        match reply {
+            Reply::Map(pairs) => Reply::Map(
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| {
+                        if k == Reply::bulk(b"seen-time") {
+                            (k, Reply::Int(0))
+                        } else {
+                            (k, without_seen_time(v))
+                        }
+                    })
+                    .collect(),
+            ),
+            Reply::Array(items) => Reply::Array(items.into_iter().map(without_seen_time).collect()),
+            other => other,
+        }
+    }
+
+    fn run_argv(
+        engine: &mut Engine,
+        session: &mut crate::command::Session,
+        argv: &[Vec<u8>],
+    ) -> Reply {
+        let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+        engine.execute(session, &refs)
+    }
+
+    /// A stream exercising every piece of group state.
+    const SCENARIO: &[&str] = &[
+        "XADD s 1-1 a 1",
+        "XADD s 2-1 b 2 c 3",
+        "XADD s 3-1 d 4",
+        "XADD s 4-1 e 5",
+        "XADD s 5-1 f 6",
+        "XGROUP CREATE s g1 0",
+        "XGROUP CREATE s g2 $ ENTRIESREAD 5",
+        "XGROUP CREATE s g3 2-1",
+        "XGROUP CREATECONSUMER s g1 idle",
+        "XREADGROUP GROUP g1 alice COUNT 2 STREAMS s >",
+        "XREADGROUP GROUP g1 bob STREAMS s >",
+        "XREADGROUP GROUP g1 alice STREAMS s 0",
+        "XREADGROUP GROUP g3 carol NOACK STREAMS s >",
+        "XCLAIM s g1 carol 0 4-1 IDLE 100 RETRYCOUNT 7",
+        "XCLAIM s g1 carol 0 5-1 TIME 12345",
+        "XDEL s 3-1",
+        "XACK s g1 1-1",
+        "XAUTOCLAIM s g1 dave 0 0 COUNT 1",
+        "XADD s 6-1 g 7",
+        "XGROUP SETID s g2 1-1",
+    ];
+
+    #[test]
+    fn replaying_the_logged_effects_rebuilds_the_same_groups() {
+        let (mut a, mut sa) = crate::command::test_support::engine();
+        let mut log: Vec<Effect> = Vec::new();
+        for line in SCENARIO {
+            let reply = crate::command::test_support::run(&mut a, &mut sa, line);
+            assert!(!reply.is_error(), "{line}: {reply:?}");
+            log.extend(a.take_effects());
+        }
+        let (mut b, mut sb) = crate::command::test_support::engine();
+        for effect in &log {
+            let reply = run_argv(&mut b, &mut sb, &effect.argv);
+            assert!(!reply.is_error(), "{:?}: {reply:?}", effect.argv);
+        }
+        let full = "XINFO STREAM s FULL COUNT 0";
+        assert_eq!(
+            without_seen_time(crate::command::test_support::run(&mut a, &mut sa, full)),
+            without_seen_time(crate::command::test_support::run(&mut b, &mut sb, full))
+        );
+    }
+
+    #[test]
+    fn a_rewritten_stream_recreates_groups_pels_consumers_and_ids() {
+        let (mut a, mut sa) = crate::command::test_support::engine();
+        for line in SCENARIO {
+            crate::command::test_support::run(&mut a, &mut sa, line);
+        }
+        // A second, empty stream with a group; a third whose PEL refers
+        // only to deleted entries.
+        for line in [
+            "XGROUP CREATE empty g $ MKSTREAM",
+            "XADD gone 1-0 f v",
+            "XGROUP CREATE gone g 0",
+            "XREADGROUP GROUP g c STREAMS gone >",
+            "XDEL gone 1-0",
+        ] {
+            crate::command::test_support::run(&mut a, &mut sa, line);
+        }
+        let (mut b, mut sb) = crate::command::test_support::engine();
+        for key in ["s", "empty", "gone"] {
+            let value = a
+                .core()
+                .keyspace
+                .db(0)
+                .get(key.as_bytes())
+                .cloned()
+                .expect("the scenario created the key");
+            for argv in crate::persist::rewrite::commands_for(key.as_bytes(), &value) {
+                let reply = run_argv(&mut b, &mut sb, &argv);
+                assert!(!reply.is_error(), "{argv:?}: {reply:?}");
+            }
+            let full = format!("XINFO STREAM {key} FULL COUNT 0");
+            assert_eq!(
+                without_seen_time(crate::command::test_support::run(&mut a, &mut sa, &full)),
+                without_seen_time(crate::command::test_support::run(&mut b, &mut sb, &full)),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_served_blocked_reader_logs_its_claims_and_failures_are_errors() {
+        let since = crate::engine::now_ms();
+        let (mut engine, mut writer) = crate::command::test_support::engine();
+        let mut reader = engine.new_session();
+        let run = crate::command::test_support::run;
+        run(&mut engine, &mut writer, "XGROUP CREATE s g $ MKSTREAM");
+        let blocked = run(
+            &mut engine,
+            &mut reader,
+            "XREADGROUP GROUP g r BLOCK 0 STREAMS s >",
+        );
+        assert!(reader.blocked.is_some(), "{blocked:?}");
+        engine.take_effects();
+        run(&mut engine, &mut writer, "XADD s 1-1 f v");
+        engine.take_effects();
+        let ready = engine.take_ready_keys();
+        assert_eq!(ready.len(), 1);
+        let reply = engine
+            .serve_blocked(&mut reader, 0, b"s")
+            .expect("the new entry serves the reader");
+        assert_eq!(
+            reply,
+            Reply::Array(vec![Reply::Array(vec![
+                Reply::bulk(b"s"),
+                Reply::Array(vec![entry_reply(
+                    StreamId::new(1, 1),
+                    &vec![(Blob::new(b"f"), Blob::new(b"v"))].into_boxed_slice()
+                )]),
+            ])])
+        );
+        let effects = engine
+            .take_effects()
+            .into_iter()
+            .map(|e| {
+                e.argv
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        assert_eq!(
+            masked(effects, since),
+            vec![
+                "XCLAIM s g r 0 1-1 TIME T RETRYCOUNT 1 FORCE JUSTID LASTID 1-1",
+                "XGROUP SETID s g 1-1 ENTRIESREAD 1",
+            ]
+        );
+        // The group goes away while the reader waits: NOGROUP.
+        run(
+            &mut engine,
+            &mut reader,
+            "XREADGROUP GROUP g r BLOCK 0 STREAMS s >",
+        );
+        run(&mut engine, &mut writer, "XGROUP DESTROY s g");
+        engine.take_ready_keys();
+        let reply = engine.serve_blocked(&mut reader, 0, b"s");
+        assert_eq!(
+            reply,
+            Some(Reply::err(
+                "NOGROUP the consumer group this client was blocked on no longer exists"
+            ))
+        );
+        // The key goes away: UNBLOCKED.
+        run(&mut engine, &mut writer, "XGROUP CREATE s g $");
+        run(
+            &mut engine,
+            &mut reader,
+            "XREADGROUP GROUP g r BLOCK 0 STREAMS s >",
+        );
+        run(&mut engine, &mut writer, "DEL s");
+        engine.take_ready_keys();
+        let reply = engine.serve_blocked(&mut reader, 0, b"s");
+        assert_eq!(
+            reply,
+            Some(Reply::err("UNBLOCKED the stream key no longer exists"))
+        );
+        assert!(engine
+            .take_effects()
+            .iter()
+            .all(|e| e.argv[0] != b"XREADGROUP"));
+    }
+}
