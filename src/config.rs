@@ -341,14 +341,6 @@ pub struct Unsupported {
     pub remedy: &'static str,
 }
 
-/// Save points need snapshots, which hozon does not have yet (the
-/// append-only file, `appendonly yes`, is there).
-pub const NO_SNAPSHOTS: Unsupported = Unsupported {
-    reason: "snapshots are not built into hozon yet, so save points cannot be honoured",
-    remedy: "Run without them: hozon-server --save '' (with appendonly yes the append-only file keeps every write; \
-             --appendonly no --save '' keeps nothing on disk)",
-};
-
 const NO_DAEMONIZE: Unsupported = Unsupported {
     reason: "daemonize yes is not supported",
     remedy: "Run hozon-server in the foreground under a supervisor (systemd, docker, ...).",
@@ -498,7 +490,7 @@ pub static PARAMS: &[Param] = &[
             },
             set: set_save,
         },
-        unsupported: Some(|c| (!c.save.is_empty()).then_some(&NO_SNAPSHOTS)),
+        unsupported: None,
     },
     Param {
         name: "client-output-buffer-limit",
@@ -1513,17 +1505,8 @@ mod tests {
     }
 
     #[test]
-    fn persistence_and_other_missing_features_are_refused() {
-        let c = run(&[]).unwrap();
-        let e = c.check_supported().unwrap_err();
-        assert_eq!(
-            e.message,
-            format!(
-                "Refused: snapshots are not built into hozon yet, so save points cannot be honoured:\n    \
-                 save \"3600 1 300 100 60 10000\"\n{}",
-                NO_SNAPSHOTS.remedy
-            )
-        );
+    fn missing_features_are_refused_and_the_defaults_are_not() {
+        run(&[]).unwrap().check_supported().unwrap();
         run(&["--save", ""]).unwrap().check_supported().unwrap();
         let c = run(&["--appendonly", "no", "--save", "", "--maxmemory", "1mb"]).unwrap();
         assert!(c

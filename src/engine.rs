@@ -22,6 +22,7 @@ use crate::keyspace::Keyspace;
 use crate::persist::aof::{self, LoadReport};
 use crate::persist::io::{Io, RealIo};
 use crate::persist::lock::DirLock;
+use crate::persist::saver::{Finished, SaveState};
 use crate::persist::writer::{AofStatus, AofWriter, FlushError};
 use crate::rand::Rng;
 use crate::reply::Reply;
@@ -78,6 +79,8 @@ pub struct Core {
     pub aof_load: Option<LoadReport>,
     /// Blocked clients, WATCHed keys and Pub/Sub subscriptions.
     pub clients: crate::command::clients::Clients,
+    /// Snapshot (SAVE/BGSAVE) status and the BGSAVE in progress.
+    pub save: SaveState,
     /// The file-system layer every persistence file goes through.
     io: Arc<dyn Io>,
     /// Held while the engine uses the data directory.
@@ -104,6 +107,26 @@ impl Core {
         if self.io.is_real() && self.dir_lock.is_none() {
             self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
         }
+        self.write_initial_aof(now_ms)?;
+        let path = dir.join(&self.config.appendfilename);
+        let writer = AofWriter::open(Arc::clone(&self.io), &path, self.config.appendfsync, true)
+            .map_err(|e| {
+                format!(
+                    "opening {}: {}",
+                    path.display(),
+                    crate::persist::writer::error_text(&e)
+                )
+            })?;
+        self.aof = Some(writer);
+        self.config.appendonly = true;
+        Ok(())
+    }
+
+    /// Writes the current dataset as a new `appendonly.aof` (temporary
+    /// file, fsync, rename, directory fsync), so that the file alone
+    /// rebuilds the keyspace.
+    fn write_initial_aof(&mut self, now_ms: i64) -> Result<(), String> {
+        let dir = self.config.dir.clone();
         let path = dir.join(&self.config.appendfilename);
         let temp = dir.join(format!("temp-appendonly-{}.aof", std::process::id()));
         let written = (|| -> std::io::Result<()> {
@@ -130,17 +153,112 @@ impl Core {
                 crate::persist::writer::error_text(&e)
             ));
         }
-        let writer = AofWriter::open(Arc::clone(&self.io), &path, self.config.appendfsync, true)
-            .map_err(|e| {
-                format!(
-                    "opening {}: {}",
-                    path.display(),
-                    crate::persist::writer::error_text(&e)
-                )
-            })?;
-        self.aof = Some(writer);
-        self.config.appendonly = true;
         Ok(())
+    }
+
+    /// SAVE: writes `dump.hoz` now, on this thread (a running BGSAVE is
+    /// stopped first, as a synchronous save supersedes it).
+    pub fn save_now(&mut self, now_ms: i64) -> Result<(), String> {
+        self.save.abort(&mut self.keyspace);
+        let dir = self.config.dir.clone();
+        if self.io.is_real() && self.dir_lock.is_none() {
+            self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
+        }
+        match crate::persist::snapshot::save_keyspace(
+            &self.keyspace,
+            now_ms,
+            Arc::clone(&self.io),
+            &dir,
+            &self.config.dbfilename,
+        ) {
+            Ok(_) => {
+                self.save.succeed(now_ms);
+                self.dirty = 0;
+                Ok(())
+            }
+            Err(e) => {
+                // A failed SAVE does not change the BGSAVE status (Redis's
+                // rdbSave leaves lastbgsave_status alone).
+                let cause = e.to_string();
+                self.save.last_error = Some(cause.clone());
+                Err(cause)
+            }
+        }
+    }
+
+    /// BGSAVE: starts a background save. Err when one is already running.
+    pub fn start_bgsave(&mut self, now_ms: i64) -> Result<(), String> {
+        if self.save.in_progress() {
+            return Err("Background save already in progress".into());
+        }
+        let dir = self.config.dir.clone();
+        if self.io.is_real() && self.dir_lock.is_none() {
+            self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
+        }
+        let io = Arc::clone(&self.io);
+        self.save.start(
+            &mut self.keyspace,
+            io,
+            &dir,
+            &self.config.dbfilename.clone(),
+            self.dirty,
+            now_ms,
+        );
+        match &self.save.job {
+            Some(_) => Ok(()),
+            None => Err(self
+                .save
+                .last_error
+                .clone()
+                .unwrap_or_else(|| "cannot start a background save".into())),
+        }
+    }
+
+    /// Advances a running BGSAVE for about `budget` (and starts one when
+    /// a save point or BGSAVE SCHEDULE asks for it). Returns a log line
+    /// when a save started or ended.
+    pub fn background_step(&mut self, budget: std::time::Duration, now_ms: i64) -> Option<String> {
+        if !self.save.in_progress() {
+            if self.save.scheduled || self.save_point_due(now_ms) {
+                self.save.scheduled = false;
+                let changes = self.dirty;
+                return Some(match self.start_bgsave(now_ms) {
+                    Ok(()) => {
+                        format!("{changes} changes since the last save: background saving started")
+                    }
+                    Err(e) => format!("Can't save in background: {e}"),
+                });
+            }
+            return None;
+        }
+        match self.save.step(&mut self.keyspace, budget, now_ms)? {
+            Finished::Saved {
+                summary,
+                dirty_at_start,
+            } => {
+                self.dirty = self.dirty.saturating_sub(dirty_at_start);
+                Some(format!(
+                    "Background saving terminated with success ({} keys, {} bytes)",
+                    summary.stats.keys, summary.file_len
+                ))
+            }
+            Finished::Failed(cause) => Some(format!("Background saving error: {cause}")),
+        }
+    }
+
+    /// Redis's serverCron rule: a save point is due when it has at least
+    /// its changes, its seconds passed since the last save, and the last
+    /// attempt succeeded or was at least 5 s ago.
+    fn save_point_due(&self, now_ms: i64) -> bool {
+        let since_save_s = (now_ms - self.save.last_save_ms) / 1000;
+        let retry_ok = self.save.last_bgsave_ok
+            || now_ms - self.save.last_try_ms > crate::persist::saver::RETRY_DELAY_MS;
+        retry_ok
+            && self
+                .config
+                .save
+                .iter()
+                .any(|point| self.dirty >= point.changes && since_save_s > point.seconds as i64)
     }
 
     /// Switches the append-only file off at runtime (CONFIG SET appendonly
@@ -163,6 +281,12 @@ impl Core {
 
     /// The MISCONF error writes get while the AOF cannot be written.
     pub fn write_refusal(&self) -> Option<String> {
+        if self.config.stop_writes_on_bgsave_error
+            && !self.config.save.is_empty()
+            && !self.save.last_bgsave_ok
+        {
+            return Some(BGSAVE_ERROR.to_string());
+        }
         self.aof.as_ref().and_then(AofWriter::refusal)
     }
 
@@ -211,6 +335,9 @@ impl Core {
         removed_total
     }
 }
+
+/// Redis's refusal while `stop-writes-on-bgsave-error` applies.
+const BGSAVE_ERROR: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 /// The reply a write gets when its logged effect could not be written.
 fn flush_error_reply(e: FlushError) -> Reply {
@@ -290,24 +417,91 @@ impl Engine {
                 aof: None,
                 aof_load: None,
                 clients: Default::default(),
+                save: SaveState {
+                    last_save_ms: now,
+                    last_bgsave_ok: true,
+                    last_bgsave_secs: -1,
+                    ..SaveState::default()
+                },
                 io: Arc::clone(&io),
                 dir_lock: None,
                 next_session_id: 1,
                 last_cron_ms: now,
             },
         };
-        if engine.core.config.appendonly {
-            engine.open_aof(io)?;
+        // Cache mode (appendonly no, no save points) touches no file.
+        if engine.core.config.appendonly || !engine.core.config.save.is_empty() {
+            engine.open_files(io)?;
         }
         Ok(engine)
     }
 
-    fn open_aof(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
+    /// The startup order: lock the directory, remove `temp-*`, load the
+    /// AOF when `appendonly yes` and it exists, else `dump.hoz` when it
+    /// exists; with `appendonly yes` and no AOF yet, write the initial AOF
+    /// from what was loaded before accepting writes.
+    fn open_files(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
         let dir = self.core.config.dir.clone();
         if io.is_real() {
             self.core.dir_lock = Some(DirLock::acquire(&dir)?);
         }
         self.remove_temp_files(io.as_ref(), &dir)?;
+        let aof_path = dir.join(&self.core.config.appendfilename);
+        let aof_present = self.core.config.appendonly && io.exists(&aof_path);
+        if !aof_present {
+            let dump_path = dir.join(&self.core.config.dbfilename);
+            if io.exists(&dump_path) {
+                self.load_snapshot(io.as_ref(), &dump_path)?;
+            }
+        }
+        if !self.core.config.appendonly {
+            return Ok(());
+        }
+        if !aof_present && self.core.keyspace.total_keys() > 0 {
+            self.core
+                .write_initial_aof(now_ms())
+                .map_err(crate::Error::Config)?;
+        }
+        self.open_aof(io)
+    }
+
+    /// Loads `dump.hoz` (every checksum verified, blocks decoded in
+    /// parallel). Damage refuses the start with the offset and what to do.
+    fn load_snapshot(&mut self, io: &dyn Io, path: &std::path::Path) -> Result<(), crate::Error> {
+        let started = std::time::Instant::now();
+        let data = io.map(path).map_err(|source| crate::Error::Io {
+            context: format!("reading {}", path.display()),
+            source,
+        })?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let limits = self.core.config.limits;
+        let (summary, expired) = crate::persist::snapshot::load_into(
+            &data,
+            &mut self.core.keyspace,
+            limits,
+            threads,
+            now_ms(),
+        )
+        .map_err(|e| {
+            crate::Error::Corrupt(format!(
+                "cannot load the snapshot {}: {e}. Nothing was loaded and the file was not changed.",
+                path.display()
+            ))
+        })?;
+        let loaded = summary.stats.keys.saturating_sub(expired);
+        self.core.save.last_load_keys = loaded;
+        self.core.save.last_load_expired = expired;
+        self.core.save.last_save_ms = summary.created_ms;
+        self.notices.push(format!(
+            "DB loaded from disk: {:.3} seconds ({loaded} keys from {})",
+            started.elapsed().as_secs_f64(),
+            path.display()
+        ));
+        Ok(())
+    }
+
+    fn open_aof(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
+        let dir = self.core.config.dir.clone();
         let path = dir.join(&self.core.config.appendfilename);
         if io.exists(&path) {
             let started = std::time::Instant::now();
@@ -828,8 +1022,16 @@ impl Engine {
 
     /// Takes the Pub/Sub messages queued for sessions: (session id,
     /// message), in publication order.
-    pub fn take_messages(&mut self) -> Vec<(u64, Reply)> {
+    pub fn take_messages(&mut self) -> Vec<(u64, crate::command::clients::Message)> {
         self.core.clients.take_messages()
+    }
+
+    /// Advances a running BGSAVE by about `budget` of work (and starts one
+    /// when a save point is due). A host with an event loop calls it
+    /// between turns; an embedded engine's [`Engine::cron`] calls it too.
+    /// Returns a line for the log when a save started or ended.
+    pub fn background_step(&mut self, budget: std::time::Duration, now_ms: i64) -> Option<String> {
+        self.core.background_step(budget, now_ms)
     }
 
     /// Runs background work (active expiry, AOF fsync scheduling and
@@ -848,6 +1050,11 @@ impl Engine {
 
     fn cron_at(&mut self, now: i64) {
         self.core.last_cron_ms = now;
+        if !self.group_commit {
+            // An embedded engine has no event loop to drive a BGSAVE (or
+            // start one for a save point): cron does, a slice at a time.
+            let _ = self.background_step(std::time::Duration::from_millis(5), now);
+        }
         // Active rehashing: finish resizes that writes alone would leave
         // half done (at most 1 ms per database and cycle).
         for db in 0..self.core.keyspace.db_count() {

@@ -7,6 +7,7 @@
 //! per-session half of each relation lives in [`Session`](super::Session).
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use crate::reply::Reply;
 use crate::types::Blob;
@@ -57,6 +58,44 @@ pub struct BlockState {
     pub request: BlockRequest,
 }
 
+/// A Pub/Sub message, encoded once for all its receivers: the RESP2 array
+/// form is kept; a RESP3 receiver gets the same bytes with `>` (push) in
+/// place of the leading `*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message(Arc<[u8]>);
+
+impl Message {
+    /// The message made of `parts` (`message`, channel, payload, …).
+    pub fn new(parts: &[&[u8]]) -> Message {
+        let len: usize = parts.iter().map(|p| p.len() + 16).sum();
+        let mut out = Vec::with_capacity(len + 8);
+        out.push(b'*');
+        crate::types::num::write_i64(&mut out, parts.len() as i64);
+        out.extend_from_slice(b"\r\n");
+        for part in parts {
+            crate::reply::encode_bulk(&mut out, part);
+        }
+        Message(out.into())
+    }
+
+    /// Appends the message as protocol `resp` (2 or 3) frames it.
+    pub fn encode(&self, resp: u8, out: &mut Vec<u8>) {
+        if resp >= 3 {
+            out.push(b'>');
+            out.extend_from_slice(&self.0[1..]);
+        } else {
+            out.extend_from_slice(&self.0);
+        }
+    }
+
+    /// The message as a reply already encoded for protocol `resp`.
+    pub fn to_reply(&self, resp: u8) -> Reply {
+        let mut out = Vec::with_capacity(self.0.len());
+        self.encode(resp, &mut out);
+        Reply::Raw(out)
+    }
+}
+
 /// One session's watch of one key.
 #[derive(Debug, Clone, Copy)]
 struct Watch {
@@ -89,7 +128,7 @@ pub struct Clients {
     /// Subscribers of each pattern, in subscription order.
     patterns: FastMap<Blob, Vec<u64>>,
     /// Messages for sessions: (session id, message).
-    outbox: Vec<(u64, Reply)>,
+    outbox: Vec<(u64, Message)>,
 }
 
 impl Clients {
@@ -416,8 +455,24 @@ impl Clients {
         }
     }
 
+    /// Queues `message` for every subscriber of `channel` (or of the shard
+    /// channel); returns how many.
+    pub fn send_to_channel(&mut self, channel: &[u8], sharded: bool, message: &Message) -> usize {
+        let map = if sharded {
+            &self.shard_channels
+        } else {
+            &self.channels
+        };
+        let Some(list) = map.get(channel) else {
+            return 0;
+        };
+        self.outbox
+            .extend(list.iter().map(|session| (*session, message.clone())));
+        list.len()
+    }
+
     /// Queues `message` for `session`.
-    pub fn send(&mut self, session: u64, message: Reply) {
+    pub fn send(&mut self, session: u64, message: Message) {
         self.outbox.push((session, message));
     }
 
@@ -428,7 +483,7 @@ impl Clients {
 
     /// Takes the messages queued for `session` alone (EXEC places a
     /// caller's own messages inside its reply, where Redis writes them).
-    pub fn take_messages_for(&mut self, session: u64) -> Vec<Reply> {
+    pub fn take_messages_for(&mut self, session: u64) -> Vec<Message> {
         if !self.outbox.iter().any(|(s, _)| *s == session) {
             return Vec::new();
         }
@@ -440,7 +495,7 @@ impl Clients {
     }
 
     /// Takes the queued messages, in order.
-    pub fn take_messages(&mut self) -> Vec<(u64, Reply)> {
+    pub fn take_messages(&mut self) -> Vec<(u64, Message)> {
         std::mem::take(&mut self.outbox)
     }
 }

@@ -560,12 +560,24 @@ fn flushdb(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 
 fn flushall(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     parse_flush_mode(argv)?;
+    // Redis stops a running BGSAVE (it would save what was just deleted)
+    // and, with save points configured, saves the empty dataset at once.
+    let core = &mut *ctx.core;
+    core.save.abort(&mut core.keyspace);
     let mut removed = 0;
     for index in 0..ctx.core.keyspace.db_count() {
         removed += flush_db(ctx, index);
     }
     ctx.dirty(removed);
     ctx.log(argv.iter().map(|a| a.to_vec()).collect());
+    if !ctx.core.config.save.is_empty() && !ctx.core.loading {
+        let dirty = ctx.core.dirty;
+        // A failed save is recorded (INFO, stop-writes-on-bgsave-error);
+        // FLUSHALL itself succeeded either way.
+        let _ = ctx.core.save_now(ctx.now_ms);
+        // The flush itself is still a change to log (Redis keeps it dirty).
+        ctx.core.dirty = dirty;
+    }
     Ok(Reply::ok())
 }
 

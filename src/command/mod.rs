@@ -18,6 +18,7 @@ pub mod hash;
 pub mod keys;
 pub mod list;
 pub mod multi;
+pub mod persistence;
 pub mod pubsub;
 pub mod server;
 pub mod set;
@@ -191,8 +192,9 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 11] {
+fn families() -> [&'static [CommandSpec]; 12] {
     [
+        persistence::COMMANDS,
         stream::COMMANDS,
         stream_group::COMMANDS,
         multi::COMMANDS,

@@ -98,7 +98,14 @@ fn exec(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
         protocols.push(ctx.session.resp);
         // Messages a queued PUBLISH sends to this very client come before
         // that command's reply, inside EXEC's array (as Redis writes them).
-        let mut own = ctx.core.clients.take_messages_for(ctx.session.id);
+        let resp = ctx.session.resp;
+        let mut own: Vec<Reply> = ctx
+            .core
+            .clients
+            .take_messages_for(ctx.session.id)
+            .iter()
+            .map(|m| m.to_reply(resp))
+            .collect();
         if own.is_empty() {
             replies.push(reply);
         } else {

@@ -7,6 +7,7 @@
 //! host delivers them (the server appends them to each client's output and
 //! disconnects subscribers that fall too far behind).
 
+use super::clients::Message;
 use super::flags::*;
 use super::{CmdResult, CommandSpec, Ctx, Session};
 use crate::engine::Core;
@@ -209,17 +210,10 @@ pub fn unsubscribe_everything(core: &mut Core, session: &mut Session) {
 pub fn publish_message(core: &mut Core, channel: &[u8], message: &[u8], sharded: bool) -> usize {
     let clients = &mut core.clients;
     let kind: &'static [u8] = if sharded { b"smessage" } else { b"message" };
-    let subscribers: Vec<u64> = clients.channel_subscribers(channel, sharded).to_vec();
-    let mut receivers = subscribers.len();
-    for session in subscribers {
-        clients.send(
-            session,
-            Reply::Push(vec![
-                Reply::bulk(kind),
-                Reply::bulk(channel),
-                Reply::bulk(message),
-            ]),
-        );
+    let mut receivers = 0;
+    if !clients.channel_subscribers(channel, sharded).is_empty() {
+        let frame = Message::new(&[kind, channel, message]);
+        receivers = clients.send_to_channel(channel, sharded, &frame);
     }
     if sharded || clients.pattern_count() == 0 {
         return receivers;
@@ -230,17 +224,10 @@ pub fn publish_message(core: &mut Core, channel: &[u8], message: &[u8], sharded:
         .map(|(p, s)| (p.clone(), s.to_vec()))
         .collect();
     for (pattern, sessions) in matching {
+        let frame = Message::new(&[b"pmessage", &pattern, channel, message]);
         for session in sessions {
             receivers += 1;
-            clients.send(
-                session,
-                Reply::Push(vec![
-                    Reply::bulk(b"pmessage"),
-                    Reply::bulk(&pattern),
-                    Reply::bulk(channel),
-                    Reply::bulk(message),
-                ]),
-            );
+            clients.send(session, frame.clone());
         }
     }
     receivers
@@ -339,12 +326,8 @@ mod tests {
         let messages = e.take_messages();
         assert_eq!(messages.len(), 2);
         assert!(messages.iter().all(|(to, _)| *to == sub.id));
-        assert!(
-            matches!(&messages[0].1, Reply::Push(items) if items[0] == Reply::bulk(b"message"))
-        );
-        assert!(
-            matches!(&messages[1].1, Reply::Push(items) if items[0] == Reply::bulk(b"pmessage"))
-        );
+        assert!(messages[0].1 == super::Message::new(&[b"message", b"news", b"hi"]));
+        assert!(messages[1].1 == super::Message::new(&[b"pmessage", b"n*", b"news", b"hi"]));
         assert_eq!(
             run(&mut e, &mut publisher, "PUBLISH other x"),
             Reply::Int(0)

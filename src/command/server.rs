@@ -1855,10 +1855,11 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
 }
 
 fn info_persistence(ctx: &Ctx, out: &mut String) {
-    // No snapshots yet: nothing is saving; the last "save" is the start,
-    // as Redis reports for a server that never saved. The append-only file
-    // is loaded before the server listens, so no client sees `loading:1`.
+    // The append-only file and the snapshot are loaded before the server
+    // listens, so no client sees `loading:1`.
     let aof = ctx.core.aof_status();
+    let save = &ctx.core.save;
+    let job = save.job.as_ref();
     let write_ok = aof
         .as_ref()
         .is_none_or(|a| a.write_error.is_none() && a.poisoned.is_none());
@@ -1869,18 +1870,30 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
         "current_cow_size:0".to_string(),
         "current_cow_size_age:0".to_string(),
         "current_fork_perc:0.00".to_string(),
-        "current_save_keys_processed:0".to_string(),
-        "current_save_keys_total:0".to_string(),
+        format!(
+            "current_save_keys_processed:{}",
+            job.map_or(0, |j| j.keys_processed)
+        ),
+        format!(
+            "current_save_keys_total:{}",
+            job.map_or(0, |j| j.keys_total)
+        ),
         format!("rdb_changes_since_last_save:{}", ctx.core.dirty),
-        "rdb_bgsave_in_progress:0".to_string(),
-        format!("rdb_last_save_time:{}", ctx.core.start_ms / 1000),
-        "rdb_last_bgsave_status:ok".to_string(),
-        "rdb_last_bgsave_time_sec:-1".to_string(),
-        "rdb_current_bgsave_time_sec:-1".to_string(),
-        "rdb_saves:0".to_string(),
+        format!("rdb_bgsave_in_progress:{}", u8::from(job.is_some())),
+        format!("rdb_last_save_time:{}", save.last_save_ms / 1000),
+        format!(
+            "rdb_last_bgsave_status:{}",
+            if save.last_bgsave_ok { "ok" } else { "err" }
+        ),
+        format!("rdb_last_bgsave_time_sec:{}", save.last_bgsave_secs),
+        format!(
+            "rdb_current_bgsave_time_sec:{}",
+            job.map_or(-1, |j| (ctx.now_ms - j.started_ms) / 1000)
+        ),
+        format!("rdb_saves:{}", save.saves),
         "rdb_last_cow_size:0".to_string(),
-        "rdb_last_load_keys_expired:0".to_string(),
-        "rdb_last_load_keys_loaded:0".to_string(),
+        format!("rdb_last_load_keys_expired:{}", save.last_load_expired),
+        format!("rdb_last_load_keys_loaded:{}", save.last_load_keys),
         format!("aof_enabled:{}", u8::from(aof.is_some())),
         "aof_rewrite_in_progress:0".to_string(),
         "aof_rewrite_scheduled:0".to_string(),
@@ -2339,17 +2352,36 @@ fn shutdown(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return Err(Reply::err("ERR No shutdown in progress."));
     }
     let warn = |ctx: &mut Ctx, msg: &str| ctx.host.log(config::LogLevel::Warning, msg);
+    warn(ctx, "User requested shutdown...");
     if save || (!nosave && !ctx.core.config.save.is_empty()) {
-        warn(ctx, "User requested shutdown...");
-        if !force {
-            warn(ctx, "Error trying to save the DB, can't exit: snapshots are not built into hozon yet (SHUTDOWN NOSAVE exits without saving).");
-            warn(
-                ctx,
-                "Errors trying to shut down the server. Check the logs for more information.",
-            );
-            return Err(Reply::err("ERR Errors trying to SHUTDOWN. Check logs."));
+        ctx.host.log(
+            config::LogLevel::Notice,
+            "Saving the final snapshot before exiting.",
+        );
+        match ctx.core.save_now(ctx.now_ms) {
+            Ok(()) => ctx.host.log(config::LogLevel::Notice, "DB saved on disk"),
+            Err(cause) if force => {
+                warn(
+                    ctx,
+                    &format!("Error trying to save the DB ({cause}). Exit anyway."),
+                );
+            }
+            Err(cause) => {
+                warn(
+                    ctx,
+                    &format!("Error trying to save the DB, can't exit: {cause}"),
+                );
+                warn(
+                    ctx,
+                    "Errors trying to shut down the server. Check the logs for more information.",
+                );
+                return Err(Reply::err("ERR Errors trying to SHUTDOWN. Check logs."));
+            }
         }
-        warn(ctx, "Error trying to save the DB. Exit anyway.");
+    } else {
+        // A running BGSAVE is abandoned (its temporary file is removed).
+        let core = &mut *ctx.core;
+        core.save.abort(&mut core.keyspace);
     }
     if ctx.host.request_shutdown() {
         // The server exits without sending this reply, as Redis does.

@@ -36,6 +36,9 @@ pub struct Dict<K, V> {
     tables: [Vec<Link<K, V>>; 2],
     rehash_index: Option<usize>,
     len: usize,
+    /// While true, no resize starts and no bucket moves (a point-in-time
+    /// capture walks the buckets by position; see `keyspace::capture`).
+    resize_paused: bool,
     hasher: foldhash::quality::RandomState,
 }
 
@@ -113,6 +116,7 @@ impl<K: Hash + Eq, V> Dict<K, V> {
             tables: [Vec::new(), Vec::new()],
             rehash_index: None,
             len: 0,
+            resize_paused: false,
             hasher: foldhash::quality::RandomState::default(),
         }
     }
@@ -235,8 +239,16 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         debug_assert!(!self.contains_key(&key), "insert_new on a present key");
         if self.rehash_index.is_some() {
             self.rehash_step();
-        } else if self.len >= self.tables[0].len() {
-            self.start_resize((self.tables[0].len() * 2).max(MIN_BUCKETS));
+        } else if self.len >= self.tables[0].len() && !self.resize_paused {
+            // A paused table is never empty (`set_resize_paused`), so a
+            // key always has a bucket to go to. Normally this doubles; a
+            // table overfilled while paused grows to fit in one resize
+            // (as Redis's `_dictExpand(d, used + 1)`).
+            let target = (self.len + 1)
+                .next_power_of_two()
+                .max(self.tables[0].len() * 2)
+                .max(MIN_BUCKETS);
+            self.start_resize(target);
         }
         // New keys go to the table being filled.
         let t = if self.rehash_index.is_some() { 1 } else { 0 };
@@ -301,11 +313,14 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         }
         self.rehash_index = None;
         self.len = 0;
+        // No buckets are left whose positions could be kept stable.
+        self.resize_paused = false;
     }
 
     fn maybe_shrink(&mut self) {
         // Shrink below 1/8 fill (Redis resizes under 10%).
         if self.rehash_index.is_none()
+            && !self.resize_paused
             && self.tables[0].len() > MIN_BUCKETS
             && self.len * 8 < self.tables[0].len()
         {
@@ -335,6 +350,9 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         let Some(mut index) = self.rehash_index else {
             return;
         };
+        if self.resize_paused {
+            return;
+        }
         let mut empty_visits = 0;
         while index < self.tables[0].len() && self.tables[0][index].is_none() {
             index += 1;
@@ -366,6 +384,9 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     /// Background rehashing (cron): moves buckets for up to `budget`, so an
     /// idle or read-only table still finishes its resize.
     pub fn rehash_for(&mut self, budget: std::time::Duration) {
+        if self.resize_paused {
+            return;
+        }
         let started = std::time::Instant::now();
         while self.rehash_index.is_some() && started.elapsed() < budget {
             for _ in 0..100 {
@@ -475,6 +496,119 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         v
     }
 
+    /// Pauses (or resumes) resizing and incremental rehashing, so that
+    /// every element stays at its position (see [`Dict::positions`])
+    /// until resumed: removals unlink in place, inserts go into an existing
+    /// bucket. An empty table (no buckets yet) is never paused: it has no
+    /// positions, and its first insert must allocate.
+    pub(crate) fn set_resize_paused(&mut self, paused: bool) {
+        self.resize_paused = paused && !self.tables[0].is_empty();
+    }
+
+    /// True while resizing is paused.
+    #[cfg(test)]
+    pub(crate) fn is_resize_paused(&self) -> bool {
+        self.resize_paused
+    }
+
+    /// Number of positions (buckets of both tables). Position `p` is bucket
+    /// `p` of the table in use when `p < tables[0].len()`, else bucket
+    /// `p - tables[0].len()` of the table being filled by a resize. Stable
+    /// only while resizing is paused.
+    pub(crate) fn positions(&self) -> usize {
+        self.tables[0].len() + self.tables[1].len()
+    }
+
+    /// The position of the bucket holding `key`, with the stored key and
+    /// value, if present.
+    pub(crate) fn locate<Q>(&self, key: &Q) -> Option<(usize, &K, &V)>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if self.len == 0 {
+            return None;
+        }
+        let h = self.hash(key);
+        let mut base = 0;
+        for t in 0..2 {
+            if !self.tables[t].is_empty() {
+                let b = self.index(t, h);
+                if let Some(node) = find(&self.tables[t][b], key) {
+                    return Some((base + b, &node.key, &node.value));
+                }
+            }
+            if self.rehash_index.is_none() {
+                break;
+            }
+            base = self.tables[0].len();
+        }
+        None
+    }
+
+    /// The position an absent `key` would be inserted at, when resizing is
+    /// paused (so no insert moves or allocates buckets).
+    pub(crate) fn insert_position<Q>(&self, key: &Q) -> usize
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        debug_assert!(
+            self.resize_paused,
+            "insert positions are stable only while paused"
+        );
+        let h = self.hash(key);
+        if self.rehash_index.is_some() {
+            self.tables[0].len() + self.index(1, h)
+        } else {
+            self.index(0, h)
+        }
+    }
+
+    /// True when one more element would take the load factor (elements per
+    /// bucket of the table receiving inserts) past `ratio`: what Redis
+    /// calls `dict_force_resize_ratio`, beyond which chains get long enough
+    /// to slow every lookup.
+    pub(crate) fn insert_would_overload(&self, ratio: usize) -> bool {
+        let receiving = if self.rehash_index.is_some() {
+            self.tables[1].len()
+        } else {
+            self.tables[0].len()
+        };
+        self.len + 1 > receiving.saturating_mul(ratio)
+    }
+
+    /// Visits the elements in the bucket at `position`.
+    pub(crate) fn visit_position(&self, position: usize, mut visit: impl FnMut(&K, &V)) {
+        let (t, b) = self.split_position(position);
+        let mut link = &self.tables[t][b];
+        while let Some(node) = link {
+            visit(&node.key, &node.value);
+            link = &node.next;
+        }
+    }
+
+    /// Moves the elements of the bucket at `position` out of the table.
+    pub(crate) fn drain_position(&mut self, position: usize, mut take: impl FnMut(K, V)) {
+        let (t, b) = self.split_position(position);
+        let mut link = self.tables[t][b].take();
+        while let Some(mut node) = link {
+            link = node.next.take();
+            self.len -= 1;
+            let Node { key, value, .. } = *node;
+            take(key, value);
+        }
+    }
+
+    fn split_position(&self, position: usize) -> (usize, usize) {
+        let first = self.tables[0].len();
+        if position < first {
+            (0, position)
+        } else {
+            (1, position - first)
+        }
+    }
+
     /// A random element, or `None` when empty. Picks a random non-empty
     /// bucket (of either table while rehashing), then a random node of its
     /// chain (Redis's approach: not perfectly uniform for long chains, which
@@ -519,6 +653,11 @@ fn empty_buckets<K, V>(count: usize) -> Vec<Link<K, V>> {
 
 impl<K, V> Drop for Dict<K, V> {
     fn drop(&mut self) {
+        if self.len == 0 {
+            // Nothing to unlink (a drained capture source still has its
+            // bucket array: no need to walk a million empty buckets).
+            return;
+        }
         for table in &mut self.tables {
             for bucket in table.iter_mut() {
                 drop_chain(bucket);

@@ -4,7 +4,14 @@
 //! `expires` maps the keys that have a TTL to their absolute expiry time in
 //! Unix milliseconds. Keeping expiry apart means keys without a TTL pay
 //! nothing for it, and active expiry samples only keys that can expire.
+//!
+//! A [`Keyspace`] can take a point-in-time capture of itself (BGSAVE, AOF
+//! rewrite) while clients keep writing, without fork and without copying
+//! the keyspace up front: see [`capture`] for the mechanism. Every mutating
+//! [`Db`] method starts with one branch on "is a capture running"; only when
+//! it is does the method consult the capture (the `capture_before_*` hooks).
 
+pub mod capture;
 pub mod dict;
 
 use crate::rand::Rng;
@@ -12,10 +19,36 @@ use crate::types::{Blob, Value};
 use dict::Dict;
 
 /// One numbered database.
-#[derive(Debug, Default, Clone)]
+///
+/// While a capture runs, the capture's state for this database travels
+/// with it (SWAPDB, FLUSHDB's `std::mem::take`), and a capturing `Db` that
+/// is cleared or dropped hands its unsaved records to the capture first.
+#[derive(Debug, Default)]
 pub struct Db {
     main: Dict<Blob, Value>,
     expires: Dict<Blob, i64>,
+    /// The running capture's progress over `main`, if any.
+    capture: Option<Box<capture::DbCapture>>,
+}
+
+impl Clone for Db {
+    /// A copy of the contents. A capture does not follow the copy: the copy
+    /// is a new database that did not exist when the capture began.
+    fn clone(&self) -> Db {
+        Db {
+            main: self.main.clone(),
+            expires: self.expires.clone(),
+            capture: None,
+        }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if self.capture.is_some() {
+            self.capture_retire();
+        }
+    }
 }
 
 impl Db {
@@ -46,6 +79,9 @@ impl Db {
 
     /// The value under `key` mutably, ignoring expiry.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+        if self.capture.is_some() {
+            self.capture_before_change(key);
+        }
         self.main.get_mut(key)
     }
 
@@ -73,6 +109,9 @@ impl Db {
     /// Stores `value` under `key`, replacing any value. When `keep_ttl` is
     /// false any TTL is removed (SET semantics); when true it is kept.
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
+        if self.capture.is_some() {
+            self.capture_before_write(key);
+        }
         match self.main.get_mut(key) {
             Some(slot) => *slot = value,
             None => {
@@ -86,11 +125,17 @@ impl Db {
 
     /// Inserts a key known to be absent.
     pub fn insert_new(&mut self, key: &[u8], value: Value) -> &mut Value {
+        if self.capture.is_some() {
+            self.capture_before_write(key);
+        }
         self.main.insert_new(Blob::new(key), value)
     }
 
     /// Removes `key` and its TTL, returning the value.
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
+        if self.capture.is_some() {
+            self.capture_before_change(key);
+        }
         let (_, value) = self.main.remove(key)?;
         if !self.expires.is_empty() {
             self.expires.remove(key);
@@ -104,6 +149,9 @@ impl Db {
         if !self.main.contains_key(key) {
             return false;
         }
+        if self.capture.is_some() {
+            self.capture_before_change(key);
+        }
         match self.expires.get_mut(key) {
             Some(slot) => *slot = at_ms,
             None => {
@@ -115,11 +163,18 @@ impl Db {
 
     /// Removes the TTL of `key`; true when it had one.
     pub fn remove_expire(&mut self, key: &[u8]) -> bool {
+        if self.capture.is_some() && self.expires.contains_key(key) {
+            self.capture_before_change(key);
+        }
         self.expires.remove(key).is_some()
     }
 
-    /// Removes every key.
+    /// Removes every key. A running capture keeps the removed records (it
+    /// takes the old tables over, in O(1)) and still emits them.
     pub fn clear(&mut self) {
+        if self.capture.is_some() {
+            self.capture_retire();
+        }
         self.main.clear();
         self.expires.clear();
     }
@@ -165,16 +220,40 @@ impl Db {
         }
     }
 
-    /// Swaps the contents of two databases (SWAPDB, FLUSH in place).
+    /// Swaps the contents of two databases (SWAPDB, FLUSH in place). A
+    /// running capture's state moves with the contents, so each database's
+    /// records are still reported under the index it had when the capture
+    /// began.
     pub fn swap(&mut self, other: &mut Db) {
         std::mem::swap(self, other);
     }
 }
 
 /// All numbered databases (16 by default).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Keyspace {
     dbs: Vec<Db>,
+    /// The running point-in-time capture, if any.
+    capture: Option<capture::KeyspaceCapture>,
+}
+
+impl Drop for Keyspace {
+    fn drop(&mut self) {
+        // Ends a running capture first, so the databases dropped next do
+        // not hand their tables to it (a database taken out of the keyspace
+        // and still alive would otherwise keep them all in memory).
+        self.end_capture();
+    }
+}
+
+impl Clone for Keyspace {
+    /// A copy of the contents; a running capture does not follow the copy.
+    fn clone(&self) -> Keyspace {
+        Keyspace {
+            dbs: self.dbs.clone(),
+            capture: None,
+        }
+    }
 }
 
 impl Keyspace {
@@ -182,6 +261,7 @@ impl Keyspace {
     pub fn new(count: usize) -> Keyspace {
         Keyspace {
             dbs: (0..count).map(|_| Db::new()).collect(),
+            capture: None,
         }
     }
 

@@ -5,4 +5,6 @@ pub mod aof;
 pub mod io;
 pub mod lock;
 pub mod rewrite;
+pub mod saver;
+pub mod snapshot;
 pub mod writer;

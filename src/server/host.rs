@@ -4,7 +4,6 @@
 //! allocator behind INFO `used_memory`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -21,7 +20,7 @@ use crate::config::{Config, LogLevel};
 /// `others` (it is borrowed separately while it runs); `current` describes
 /// its connection.
 pub struct ServerHost<'a> {
-    others: &'a mut HashMap<usize, Client>,
+    others: &'a mut super::ClientMap,
     shutdown: &'a AtomicBool,
     current: ConnFacts,
     killed: &'a mut Vec<usize>,
@@ -39,7 +38,7 @@ impl<'a> ServerHost<'a> {
     /// command are pushed to `killed`; CONFIG SET of `port`/`bind` replaces
     /// `listeners` (registered in `registry`).
     pub fn new(
-        others: &'a mut HashMap<usize, Client>,
+        others: &'a mut super::ClientMap,
         shutdown: &'a AtomicBool,
         current: ConnFacts,
         killed: &'a mut Vec<usize>,

@@ -34,6 +34,9 @@ use log::Level;
 const READ_CHUNK_BYTES: usize = 16 * 1024;
 /// Output buffers above this size are released once flushed.
 const OUTPUT_KEEP_BYTES: usize = 64 * 1024;
+/// Longest slice of background work (BGSAVE) between two turns of client
+/// requests: what a client can wait for because of it.
+const BACKGROUND_SLICE: Duration = Duration::from_millis(1);
 /// Tokens below this value are listeners.
 const FIRST_CLIENT_TOKEN: usize = 1024;
 
@@ -154,12 +157,16 @@ impl Client {
     }
 }
 
+/// Connected clients by token (hashed with foldhash: tokens are ours, so
+/// flooding resistance buys nothing on this per-request lookup).
+pub type ClientMap = HashMap<usize, Client, foldhash::fast::RandomState>;
+
 /// The server: listeners, clients and the engine.
 pub struct Server {
     engine: Engine,
     poll: Poll,
     listeners: Vec<TcpListener>,
-    clients: HashMap<usize, Client>,
+    clients: ClientMap,
     next_token: usize,
     shutdown: Arc<AtomicBool>,
     /// Clients with replies to write at the end of this turn.
@@ -176,12 +183,14 @@ pub struct Server {
     last_idle_check_ms: i64,
     /// Connection token of each session id (blocked clients and Pub/Sub
     /// messages are addressed by session).
-    session_tokens: HashMap<u64, usize>,
+    session_tokens: HashMap<u64, usize, foldhash::fast::RandomState>,
     /// Clients served or unblocked this turn: input they sent while blocked
     /// is processed before the turn ends.
     unblocked: TokenQueue,
     /// Clients over their output buffer limit, closed at the end of the turn.
     overflowed: Vec<usize>,
+    /// The shutdown was asked by SHUTDOWN, which handled saving itself.
+    shutdown_by_command: bool,
 }
 
 impl Server {
@@ -198,7 +207,7 @@ impl Server {
             engine,
             poll,
             listeners,
-            clients: HashMap::new(),
+            clients: ClientMap::default(),
             next_token: FIRST_CLIENT_TOKEN,
             shutdown,
             pending: TokenQueue::default(),
@@ -207,9 +216,10 @@ impl Server {
             aof_error_logged: false,
             killed: Vec::new(),
             last_idle_check_ms: 0,
-            session_tokens: HashMap::new(),
+            session_tokens: HashMap::default(),
             unblocked: TokenQueue::default(),
             overflowed: Vec::new(),
+            shutdown_by_command: false,
         })
     }
 
@@ -227,6 +237,10 @@ impl Server {
         loop {
             let hz = self.engine.config().hz.clamp(1, 500);
             let mut tick = Duration::from_millis(u64::from(1000 / hz));
+            if self.engine.core().save.in_progress() {
+                // A BGSAVE advances between turns: do not sleep while it runs.
+                tick = Duration::ZERO;
+            }
             if let Some(deadline) = self.engine.next_block_deadline() {
                 let wait_ms = (deadline - now_ms()).max(0) as u64;
                 tick = tick.min(Duration::from_millis(wait_ms));
@@ -267,8 +281,16 @@ impl Server {
                 self.release_held();
             }
             self.close_idle_clients();
+            if let Some(line) = self.engine.background_step(BACKGROUND_SLICE, now_ms()) {
+                log::log(Level::Notice, &line);
+            }
+            if self.shutdown.load(Ordering::SeqCst) && !self.shutdown_saved() {
+                continue;
+            }
             if self.shutdown.load(Ordering::SeqCst) {
-                log::log(Level::Warning, "User requested shutdown...");
+                if !self.shutdown_by_command {
+                    log::log(Level::Warning, "User requested shutdown...");
+                }
                 if self.engine.core().aof.is_some() {
                     log::log(Level::Notice, "Calling fsync() on the AOF file.");
                     if let Err(e) = self.engine.sync() {
@@ -280,6 +302,35 @@ impl Server {
                 }
                 log::log(Level::Warning, "Redis is now ready to exit, bye bye...");
                 return Ok(());
+            }
+        }
+    }
+
+    /// Before exiting on a signal (SIGTERM, SIGINT) with save points
+    /// configured: saves the dataset. If that fails the server keeps
+    /// running (as Redis does) and false is returned. SHUTDOWN has saved
+    /// already in its command.
+    fn shutdown_saved(&mut self) -> bool {
+        if self.shutdown_by_command || self.engine.config().save.is_empty() {
+            return true;
+        }
+        log::log(Level::Notice, "Saving the final snapshot before exiting.");
+        match self.engine.core().save_now(now_ms()) {
+            Ok(()) => {
+                log::log(Level::Notice, "DB saved on disk");
+                true
+            }
+            Err(cause) => {
+                log::log(
+                    Level::Warning,
+                    &format!("Error trying to save the DB, can't exit: {cause}"),
+                );
+                log::log(
+                    Level::Warning,
+                    "SIGTERM received but errors trying to shut down the server, check the logs for more information",
+                );
+                self.shutdown.store(false, Ordering::SeqCst);
+                false
             }
         }
     }
@@ -510,6 +561,7 @@ impl Server {
     /// client whose command published them is `current`, out of the map).
     fn deliver_messages(&mut self, current: &mut Client) {
         let limits = self.engine.config().pubsub_output_limit;
+        let now = now_ms();
         for (id, message) in self.engine.take_messages() {
             if id == current.session.id {
                 message.encode(current.session.resp, &mut current.out);
@@ -526,7 +578,7 @@ impl Server {
             }
             message.encode(client.session.resp, &mut client.out);
             self.pending.push(token);
-            if client.output_over_limit(&limits, now_ms()) {
+            if client.output_over_limit(&limits, now) {
                 client.overflowed = true;
                 self.overflowed.push(token);
                 log::log(
@@ -590,6 +642,7 @@ impl Server {
             }
             if shutdown {
                 // SHUTDOWN: Redis exits without replying or reading on.
+                self.shutdown_by_command = true;
                 break;
             }
             if self.engine.has_messages() {

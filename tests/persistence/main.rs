@@ -12,4 +12,5 @@ mod crash;
 mod interop;
 mod runtime;
 mod server_faults;
+mod snapshots;
 mod streams_and_transactions;

@@ -1,0 +1,283 @@
+//! SAVE and BGSAVE: writing `dump.hoz` from the engine.
+//!
+//! BGSAVE takes no fork. The keyspace starts a point-in-time capture
+//! ([`Keyspace::begin_capture`]): from then on a key about to change for
+//! the first time has its old value set aside, so the records the capture
+//! emits are exactly the keyspace at that instant. The command thread
+//! drives the capture a slice at a time ([`SaveState::step`], called by the
+//! host between client requests and by cron), encoding records into
+//! uncompressed blocks; a writer thread compresses, checksums and writes
+//! the blocks to `temp-<pid>-<n>.hoz`, fsyncing as it goes, then renames it
+//! over `dump.hoz` and fsyncs the directory. Clients see at most one slice
+//! (about a millisecond) of work at a time.
+//!
+//! A failure anywhere leaves the previous `dump.hoz` untouched and removes
+//! the temporary file; `stop-writes-on-bgsave-error` then refuses writes
+//! while save points are configured, until a save succeeds.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::io::Io;
+use super::snapshot::{self, BlockBuilder, FileWriter, HeaderInfo, RawBlock, Summary};
+use crate::keyspace::Keyspace;
+
+/// Blocks queued for the writer thread before the capture pauses (bounds
+/// the memory a slow disk can make a BGSAVE hold).
+const MAX_QUEUED_BLOCKS: usize = 4;
+/// Records captured between two clock checks within a slice.
+const RECORDS_PER_CHECK: usize = 256;
+/// Redis's CONFIG_BGSAVE_RETRY_DELAY: a failed BGSAVE is retried by the
+/// save points only after this long.
+pub const RETRY_DELAY_MS: i64 = 5_000;
+
+/// What INFO persistence and LASTSAVE report, and the running BGSAVE.
+#[derive(Default)]
+pub struct SaveState {
+    /// Unix ms of the last successful save (the start time until one).
+    pub last_save_ms: i64,
+    /// The last BGSAVE succeeded (or none ran).
+    pub last_bgsave_ok: bool,
+    /// Why the last save failed.
+    pub last_error: Option<String>,
+    /// Seconds the last BGSAVE took, -1 before the first.
+    pub last_bgsave_secs: i64,
+    /// Successful saves since start (`rdb_saves`).
+    pub saves: u64,
+    /// Unix ms of the last BGSAVE attempt (save points wait
+    /// [`RETRY_DELAY_MS`] after a failure).
+    pub last_try_ms: i64,
+    /// BGSAVE SCHEDULE: start one when nothing else runs.
+    pub scheduled: bool,
+    /// Keys loaded from the snapshot at startup (`rdb_last_load_keys_loaded`).
+    pub last_load_keys: u64,
+    /// Keys skipped at load because their TTL had passed.
+    pub last_load_expired: u64,
+    /// The BGSAVE in progress.
+    pub job: Option<BgSave>,
+}
+
+/// How a finished BGSAVE ended, for the host's log.
+#[derive(Debug)]
+pub enum Finished {
+    /// Written and renamed into place.
+    Saved {
+        /// What the file holds.
+        summary: Box<Summary>,
+        /// The changes made while it ran (still unsaved).
+        dirty_at_start: u64,
+    },
+    /// Failed; the previous file is intact.
+    Failed(String),
+}
+
+enum ToWriter {
+    Block(RawBlock),
+    Finish(Box<snapshot::Stats>),
+}
+
+/// A background save in progress.
+pub struct BgSave {
+    /// Unix ms when it started.
+    pub started_ms: i64,
+    /// `dirty` when it started: what it saved.
+    pub dirty_at_start: u64,
+    /// Records captured so far (`current_save_keys_processed`).
+    pub keys_processed: u64,
+    /// Keys in the keyspace when it started (`current_save_keys_total`).
+    pub keys_total: u64,
+    builder: BlockBuilder,
+    queued: VecDeque<RawBlock>,
+    to_writer: SyncSender<ToWriter>,
+    result: Receiver<Result<Summary, String>>,
+    capture_done: bool,
+    finish_sent: bool,
+}
+
+impl SaveState {
+    /// True while a BGSAVE runs.
+    pub fn in_progress(&self) -> bool {
+        self.job.is_some()
+    }
+
+    /// Starts a BGSAVE of `keyspace` into `dir/file_name`.
+    pub fn start(
+        &mut self,
+        keyspace: &mut Keyspace,
+        io: Arc<dyn Io>,
+        dir: &Path,
+        file_name: &str,
+        dirty: u64,
+        now_ms: i64,
+    ) {
+        debug_assert!(self.job.is_none(), "one BGSAVE at a time");
+        self.last_try_ms = now_ms;
+        let (to_writer, from_saver) = mpsc::sync_channel(MAX_QUEUED_BLOCKS);
+        let (result_tx, result) = mpsc::sync_channel(1);
+        let temp = snapshot::temp_path(dir, file_name);
+        let target = dir.join(file_name);
+        let header = HeaderInfo::new(now_ms, keyspace.db_count());
+        let spawned = std::thread::Builder::new()
+            .name("hozon-bgsave".into())
+            .spawn(move || {
+                let outcome = write_file(&io, &temp, &target, header, from_saver);
+                if outcome.is_err() {
+                    let _ = io.remove(&temp);
+                }
+                let _ = result_tx.send(outcome);
+            });
+        if let Err(e) = spawned {
+            self.fail(format!("cannot start the background save thread: {e}"));
+            return;
+        }
+        keyspace.begin_capture();
+        self.job = Some(BgSave {
+            started_ms: now_ms,
+            dirty_at_start: dirty,
+            keys_processed: 0,
+            keys_total: keyspace.total_keys() as u64,
+            builder: BlockBuilder::new(),
+            queued: VecDeque::new(),
+            to_writer,
+            result,
+            capture_done: false,
+            finish_sent: false,
+        });
+    }
+
+    /// Advances the running BGSAVE for about `budget`: hands finished
+    /// blocks to the writer, captures more records, and collects the
+    /// writer's result. Returns how the save ended, once.
+    pub fn step(
+        &mut self,
+        keyspace: &mut Keyspace,
+        budget: Duration,
+        now_ms: i64,
+    ) -> Option<Finished> {
+        let job = self.job.as_mut()?;
+        let started = Instant::now();
+        job.hand_over();
+        while !job.capture_done && job.queued.len() < MAX_QUEUED_BLOCKS {
+            let builder = &mut job.builder;
+            let queued = &mut job.queued;
+            let mut captured = 0u64;
+            let done = keyspace.capture_step(RECORDS_PER_CHECK, &mut |db, key, value, expire| {
+                captured += 1;
+                queued.extend(builder.push(db, key, value, expire));
+            });
+            job.keys_processed += captured;
+            if done {
+                job.capture_done = true;
+                if let Some(block) = job.builder.finish() {
+                    job.queued.push_back(block);
+                }
+            }
+            job.hand_over();
+            if started.elapsed() >= budget {
+                break;
+            }
+        }
+        if job.capture_done && job.queued.is_empty() && !job.finish_sent {
+            let stats = Box::new(job.builder.stats().clone());
+            match job.to_writer.try_send(ToWriter::Finish(stats)) {
+                Ok(()) => job.finish_sent = true,
+                Err(TrySendError::Full(_)) => {}
+                Err(TrySendError::Disconnected(_)) => job.finish_sent = true,
+            }
+        }
+        let outcome = match job.result.try_recv() {
+            Ok(outcome) => outcome,
+            Err(TryRecvError::Empty) => return None,
+            Err(TryRecvError::Disconnected) => Err("the background save thread ended".into()),
+        };
+        let job = self.job.take()?;
+        keyspace.end_capture();
+        let secs = ((now_ms - job.started_ms) as f64 / 1000.0).round() as i64;
+        self.last_bgsave_secs = secs;
+        Some(match outcome {
+            Ok(summary) => {
+                self.succeed(now_ms);
+                Finished::Saved {
+                    summary: Box::new(summary),
+                    dirty_at_start: job.dirty_at_start,
+                }
+            }
+            Err(cause) => {
+                self.fail(cause.clone());
+                Finished::Failed(cause)
+            }
+        })
+    }
+
+    /// Stops the running BGSAVE (FLUSHALL, SHUTDOWN, a synchronous SAVE
+    /// after it): its temporary file is removed by the writer thread.
+    pub fn abort(&mut self, keyspace: &mut Keyspace) {
+        if let Some(job) = self.job.take() {
+            keyspace.end_capture();
+            // Dropping the channel makes the writer stop and clean up.
+            drop(job);
+        }
+    }
+
+    /// Records a successful save at `now_ms`.
+    pub fn succeed(&mut self, now_ms: i64) {
+        self.last_save_ms = now_ms;
+        self.last_bgsave_ok = true;
+        self.last_error = None;
+        self.saves += 1;
+    }
+
+    /// Records a failed save.
+    pub fn fail(&mut self, cause: String) {
+        self.last_bgsave_ok = false;
+        self.last_error = Some(cause);
+    }
+}
+
+impl BgSave {
+    /// Moves queued blocks to the writer without waiting.
+    fn hand_over(&mut self) {
+        while let Some(block) = self.queued.pop_front() {
+            match self.to_writer.try_send(ToWriter::Block(block)) {
+                Ok(()) => {}
+                Err(TrySendError::Full(ToWriter::Block(block))) => {
+                    self.queued.push_front(block);
+                    return;
+                }
+                // The writer failed; its error arrives on the result channel.
+                Err(_) => {
+                    self.queued.clear();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The writer thread: blocks in, file out (renamed into place and the
+/// directory fsynced), or an error with the temporary file removed.
+fn write_file(
+    io: &Arc<dyn Io>,
+    temp: &Path,
+    target: &Path,
+    header: HeaderInfo,
+    blocks: Receiver<ToWriter>,
+) -> Result<Summary, String> {
+    let mut writer = FileWriter::create(Arc::clone(io), temp, header).map_err(|e| e.to_string())?;
+    loop {
+        match blocks.recv() {
+            Ok(ToWriter::Block(block)) => {
+                writer.write_block(block).map_err(|e| e.to_string())?;
+            }
+            Ok(ToWriter::Finish(stats)) => {
+                let summary = writer.finish(&stats).map_err(|e| e.to_string())?;
+                snapshot::commit(io.as_ref(), temp, target).map_err(|e| e.to_string())?;
+                return Ok(summary);
+            }
+            Err(_) => return Err("background save aborted".into()),
+        }
+    }
+}
