@@ -43,6 +43,15 @@ pub enum AppendFsync {
     No,
 }
 
+/// `aof-preamble`: what starts a rewritten append-only file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AofPreamble {
+    /// A native snapshot image (`dump.hoz`), the fastest to load.
+    Native,
+    /// No image: commands that recreate every key (Redis loads the file).
+    None,
+}
+
 /// One `save <seconds> <changes>` point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SavePoint {
@@ -71,6 +80,20 @@ pub struct Config {
     pub save: Vec<SavePoint>,
     /// `aof-load-truncated`: load an append-only file with a torn tail (`yes`).
     pub aof_load_truncated: bool,
+    /// `auto-aof-rewrite-percentage`: rewrite when the AOF grew by this
+    /// percentage since the last rewrite (100; 0 = never automatically).
+    pub auto_aof_rewrite_percentage: u32,
+    /// `auto-aof-rewrite-min-size`: no automatic rewrite below this size
+    /// (64mb).
+    pub auto_aof_rewrite_min_size: u64,
+    /// `no-appendfsync-on-rewrite`: skip AOF fsyncs while a background save
+    /// or rewrite runs (`no`).
+    pub no_appendfsync_on_rewrite: bool,
+    /// `aof-rewrite-incremental-fsync`: fsync the rewritten file every
+    /// 32 MiB while writing it (`yes`).
+    pub aof_rewrite_incremental_fsync: bool,
+    /// `aof-preamble`: the image a rewrite starts the file with (`native`).
+    pub aof_preamble: AofPreamble,
     /// `stop-writes-on-bgsave-error`: refuse writes after a failed snapshot (`yes`).
     pub stop_writes_on_bgsave_error: bool,
     /// `requirepass`: the password clients must AUTH with, if any.
@@ -149,6 +172,11 @@ impl Default for Config {
             appendfsync: AppendFsync::Everysec,
             save: Vec::new(),
             aof_load_truncated: false,
+            auto_aof_rewrite_percentage: 0,
+            auto_aof_rewrite_min_size: 0,
+            no_appendfsync_on_rewrite: false,
+            aof_rewrite_incremental_fsync: false,
+            aof_preamble: AofPreamble::Native,
             stop_writes_on_bgsave_error: false,
             requirepass: None,
             hz: 0,
@@ -515,6 +543,31 @@ pub static PARAMS: &[Param] = &[
         unsupported: None,
     },
     bool_param!("aof-load-truncated", None, 0, "yes", aof_load_truncated),
+    int_param!("auto-aof-rewrite-percentage", None, 0, "100", 0, INT_MAX, false, false, |c| c.auto_aof_rewrite_percentage, |c, v| c.auto_aof_rewrite_percentage = v as u32),
+    int_param!("auto-aof-rewrite-min-size", None, 0, "67108864", 0, LONG_MAX, true, false, |c| c.auto_aof_rewrite_min_size, |c, v| c.auto_aof_rewrite_min_size = v as u64),
+    bool_param!("no-appendfsync-on-rewrite", None, 0, "no", no_appendfsync_on_rewrite),
+    bool_param!("aof-rewrite-incremental-fsync", None, 0, "yes", aof_rewrite_incremental_fsync),
+    Param {
+        name: "aof-preamble",
+        alias: None,
+        flags: 0,
+        default: "native",
+        kind: Kind::Enum {
+            values: &["native", "none"],
+            get: |c| match c.aof_preamble {
+                AofPreamble::Native => 0,
+                AofPreamble::None => 1,
+            },
+            set: |c, i| {
+                c.aof_preamble = if i == 0 {
+                    AofPreamble::Native
+                } else {
+                    AofPreamble::None
+                }
+            },
+        },
+        unsupported: None,
+    },
     bool_param!(
         "stop-writes-on-bgsave-error",
         None,
@@ -612,7 +665,7 @@ const REDIS_ONLY_PARAMS: &[&str] = &[
     "rdbchecksum", "io-threads-do-reads", "always-show-logo", "rdbcompression", "rdb-del-sync-files",
     "activerehashing", "set-proc-title", "dynamic-hz", "lazyfree-lazy-eviction", "lazyfree-lazy-expire",
     "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", "repl-disable-tcp-nodelay",
-    "repl-diskless-sync", "aof-rewrite-incremental-fsync", "no-appendfsync-on-rewrite",
+    "repl-diskless-sync",
     "cluster-require-full-coverage", "rdb-save-incremental-fsync", "aof-use-rdb-preamble", "aof-timestamp-enabled",
     "cluster-replica-no-failover", "cluster-slave-no-failover", "replica-lazy-flush", "slave-lazy-flush",
     "replica-serve-stale-data", "slave-serve-stale-data", "replica-read-only", "slave-read-only",
@@ -626,7 +679,7 @@ const REDIS_ONLY_PARAMS: &[&str] = &[
     "bind-source-addr", "masterauth", "supervised", "syslog-facility", "repl-diskless-load", "oom-score-adj",
     "acl-pubsub-default", "sanitize-dump-payload", "enable-protected-configs", "enable-debug-command",
     "enable-module-command", "cluster-preferred-endpoint-type", "propagation-error-behavior", "shutdown-on-sigint",
-    "shutdown-on-sigterm", "io-threads", "auto-aof-rewrite-percentage", "cluster-replica-validity-factor",
+    "shutdown-on-sigterm", "io-threads", "cluster-replica-validity-factor",
     "cluster-slave-validity-factor", "cluster-migration-barrier", "active-defrag-cycle-min",
     "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "lfu-log-factor",
     "lfu-decay-time", "replica-priority", "slave-priority", "repl-diskless-sync-delay", "maxmemory-samples",
@@ -638,7 +691,7 @@ const REDIS_ONLY_PARAMS: &[&str] = &[
     "active-defrag-max-scan-fields", "slowlog-max-len", "acllog-max-len", "cluster-node-timeout",
     "slowlog-log-slower-than", "latency-monitor-threshold", "stream-node-max-entries", "repl-backlog-size",
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes", "stream-node-max-bytes", "hll-sparse-max-bytes",
-    "tracking-table-max-keys", "maxmemory-clients", "repl-backlog-ttl", "auto-aof-rewrite-min-size",
+    "tracking-table-max-keys", "maxmemory-clients", "repl-backlog-ttl",
     "oom-score-adj-values", "notify-keyspace-events", "replicaof", "slaveof",
     "latency-tracking-info-percentiles", "tls-port", "rename-command", "user", "loadmodule",
 ];

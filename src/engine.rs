@@ -22,6 +22,7 @@ use crate::keyspace::Keyspace;
 use crate::persist::aof::{self, LoadReport};
 use crate::persist::io::{Io, RealIo};
 use crate::persist::lock::DirLock;
+use crate::persist::rewriter::{self, Preamble, RewriteState};
 use crate::persist::saver::{Finished, SaveState};
 use crate::persist::writer::{AofStatus, AofWriter, FlushError};
 use crate::rand::Rng;
@@ -81,6 +82,8 @@ pub struct Core {
     pub clients: crate::command::clients::Clients,
     /// Snapshot (SAVE/BGSAVE) status and the BGSAVE in progress.
     pub save: SaveState,
+    /// AOF rewrite status and the rewrite in progress.
+    pub rewrite: RewriteState,
     /// The file-system layer every persistence file goes through.
     io: Arc<dyn Io>,
     /// Held while the engine uses the data directory.
@@ -96,9 +99,10 @@ impl Core {
     }
 
     /// Switches the append-only file on at runtime (CONFIG SET appendonly
-    /// yes): the current dataset is written to a temporary file, fsynced and
-    /// renamed into place before logging starts, so the file alone rebuilds
-    /// the keyspace. Runs synchronously: clients wait while it writes.
+    /// yes), as Redis does, through a background rewrite: writes from now
+    /// on go to a temporary log (`temp-appendonly-incr-<pid>.aof`), the
+    /// rewrite's diff; the switch names the result `appendonly.aof`. Until
+    /// then the writes are not durable (the AOF does not exist yet).
     pub fn start_aof(&mut self, now_ms: i64) -> Result<(), String> {
         if self.aof.is_some() {
             return Ok(());
@@ -107,19 +111,43 @@ impl Core {
         if self.io.is_real() && self.dir_lock.is_none() {
             self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
         }
-        self.write_initial_aof(now_ms)?;
-        let path = dir.join(&self.config.appendfilename);
-        let writer = AofWriter::open(Arc::clone(&self.io), &path, self.config.appendfsync, true)
+        let incr = dir.join(format!("temp-appendonly-incr-{}.aof", std::process::id()));
+        if self.io.exists(&incr) {
+            let _ = self.io.remove(&incr);
+        }
+        let writer = AofWriter::open(Arc::clone(&self.io), &incr, self.config.appendfsync, true)
             .map_err(|e| {
                 format!(
                     "opening {}: {}",
-                    path.display(),
+                    incr.display(),
                     crate::persist::writer::error_text(&e)
                 )
             })?;
         self.aof = Some(writer);
         self.config.appendonly = true;
+        // Redis: a rewrite already running (BGREWRITEAOF with the AOF off)
+        // is stopped and a new one started, whose diff is the new log.
+        self.rewrite.abort(&mut self.keyspace);
+        if self.save.in_progress() {
+            self.rewrite.scheduled = true;
+            return Ok(());
+        }
+        if let Err(e) = self.start_rewrite(now_ms) {
+            self.aof = None;
+            let _ = self.io.remove(&incr);
+            self.config.appendonly = false;
+            return Err(e);
+        }
         Ok(())
+    }
+
+    /// True while the AOF was switched on at runtime and its first
+    /// rewrite has not yet put `appendonly.aof` in place (writes go to a
+    /// temporary log).
+    pub fn aof_waiting_for_rewrite(&self) -> bool {
+        self.aof
+            .as_ref()
+            .is_some_and(|a| a.path() != self.config.dir.join(&self.config.appendfilename))
     }
 
     /// Writes the current dataset as a new `appendonly.aof` (temporary
@@ -214,10 +242,200 @@ impl Core {
         }
     }
 
-    /// Advances a running BGSAVE for about `budget` (and starts one when
-    /// a save point or BGSAVE SCHEDULE asks for it). Returns a log line
-    /// when a save started or ended.
+    /// BGREWRITEAOF: starts a background rewrite of the AOF (see
+    /// `persist::rewriter`). The caller checked that no BGSAVE runs.
+    pub fn start_rewrite(&mut self, now_ms: i64) -> Result<(), String> {
+        if self.rewrite.in_progress() {
+            return Err("Background append only file rewriting already in progress".into());
+        }
+        let dir = self.config.dir.clone();
+        if self.io.is_real() && self.dir_lock.is_none() {
+            self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
+        }
+        let target = dir.join(&self.config.appendfilename);
+        let old_path = self
+            .aof
+            .as_ref()
+            .map_or_else(|| target.clone(), |a| a.path().to_path_buf());
+        // Everything logged before this instant must be in the old file:
+        // the diff is what the old file receives from here on.
+        let old_len = match self.aof.as_mut() {
+            Some(aof) => {
+                aof.flush(now_ms)
+                    .map_err(|e| format!("the append only file cannot be written ({e:?})"))?;
+                aof.forget_selected_db();
+                aof.len()
+            }
+            None => 0,
+        };
+        let preamble = match self.config.aof_preamble {
+            crate::config::AofPreamble::Native => Preamble::Native,
+            crate::config::AofPreamble::None => Preamble::None,
+        };
+        self.rewrite.scheduled = false;
+        self.rewrite.start(
+            &mut self.keyspace,
+            Arc::clone(&self.io),
+            &old_path,
+            &target,
+            old_len,
+            preamble,
+            self.config.aof_rewrite_incremental_fsync,
+            now_ms,
+        )
+    }
+
+    /// True while a BGSAVE or an AOF rewrite runs (the host should call
+    /// [`Engine::background_step`] without sleeping between turns).
+    pub fn background_busy(&self) -> bool {
+        self.save.in_progress() || self.rewrite.in_progress()
+    }
+
+    /// Advances a running AOF rewrite: publishes the old file's length,
+    /// captures a slice, and switches files once the image is written and
+    /// the diff nearly copied.
+    fn rewrite_step(&mut self, budget: std::time::Duration, now_ms: i64) -> Option<String> {
+        if let Some(aof) = &self.aof {
+            self.rewrite.publish_len(aof.len());
+        }
+        if let Some(rewriter::Finished::Failed(cause)) =
+            self.rewrite.step(&mut self.keyspace, budget, now_ms)
+        {
+            return Some(self.rewrite_failed(&cause));
+        }
+        if !self.rewrite.ready_to_switch() {
+            return None;
+        }
+        let final_len = match self.aof.as_mut() {
+            Some(aof) => match aof.flush(now_ms) {
+                Ok(()) => aof.len(),
+                // The old file cannot take its pending batch now: the
+                // switch waits for the retry to succeed.
+                Err(FlushError::Write(_)) => return None,
+                Err(FlushError::Poisoned(cause)) => {
+                    self.rewrite.abandon(
+                        format!("the append only file lost durability ({cause})"),
+                        &mut self.keyspace,
+                        now_ms,
+                    );
+                    return Some(format!(
+                        "Background AOF rewrite abandoned: the append only file lost durability ({cause})"
+                    ));
+                }
+            },
+            None => 0,
+        };
+        match self.rewrite.switch(&mut self.keyspace, final_len, now_ms) {
+            rewriter::Finished::Failed(cause) => Some(self.rewrite_failed(&cause)),
+            rewriter::Finished::Switched {
+                len,
+                final_diff_bytes,
+                pause,
+            } => {
+                let mut line = format!(
+                    "Background AOF rewrite finished successfully ({len} bytes; the switch copied \
+                     {final_diff_bytes} bytes of diff in {:.3} ms)",
+                    pause.as_secs_f64() * 1000.0
+                );
+                if let Some(old) = self.aof.take() {
+                    let path = self.config.dir.join(&self.config.appendfilename);
+                    // A temporary log (appendonly switched on at runtime)
+                    // is removed once the real file is in place.
+                    let temporary = (old.path() != path).then(|| old.path().to_path_buf());
+                    match AofWriter::open(
+                        Arc::clone(&self.io),
+                        &path,
+                        self.config.appendfsync,
+                        true,
+                    ) {
+                        Ok(writer) => {
+                            self.aof = Some(writer);
+                            if let Some(temp) = temporary {
+                                // Unlinking a name is cheap; the blocks are
+                                // freed when the descriptor closes.
+                                let _ = self.io.remove(&temp);
+                            }
+                            // Closing the old file frees its blocks (it was
+                            // renamed over or unlinked): not on the command
+                            // thread.
+                            let _ = std::thread::Builder::new()
+                                .name("hozon-aof-close".into())
+                                .spawn(move || drop(old));
+                        }
+                        Err(e) => {
+                            // The old descriptor now points at an unlinked
+                            // file: appending there would lose writes.
+                            let mut old = old;
+                            let why = format!(
+                                "cannot open the rewritten append only file {}: {}",
+                                path.display(),
+                                crate::persist::writer::error_text(&e)
+                            );
+                            old.poison(why.clone());
+                            self.aof = Some(old);
+                            line = format!("Background AOF rewrite: {why}; writes are refused");
+                        }
+                    }
+                }
+                Some(line)
+            }
+        }
+    }
+
+    /// The log line of a failed rewrite; an AOF switched on at runtime
+    /// still waiting for its first file schedules another attempt.
+    fn rewrite_failed(&mut self, cause: &str) -> String {
+        if self.aof_waiting_for_rewrite() {
+            self.rewrite.scheduled = true;
+        }
+        format!("Background AOF rewrite failed: {cause}")
+    }
+
+    /// Redis's automatic trigger: the AOF is above `auto-aof-rewrite-min-size`
+    /// and grew by `auto-aof-rewrite-percentage` since the last rewrite.
+    fn auto_rewrite_due(&self) -> bool {
+        let (Some(aof), percentage) = (&self.aof, self.config.auto_aof_rewrite_percentage) else {
+            return false;
+        };
+        if percentage == 0 {
+            return false;
+        }
+        let status = aof.status();
+        let base = status.base_size.max(1);
+        status.current_size > self.config.auto_aof_rewrite_min_size
+            && status.current_size.saturating_sub(base) * 100 / base >= u64::from(percentage)
+    }
+
+    /// Advances a running BGSAVE or AOF rewrite for about `budget` (and
+    /// starts one when a save point, BGSAVE SCHEDULE, a scheduled rewrite
+    /// or the automatic rewrite asks for it). Returns a log line when one
+    /// started or ended.
     pub fn background_step(&mut self, budget: std::time::Duration, now_ms: i64) -> Option<String> {
+        let suppress = self.config.no_appendfsync_on_rewrite && self.background_busy();
+        if let Some(aof) = self.aof.as_mut() {
+            aof.set_fsync_suppressed(suppress);
+        }
+        if self.rewrite.in_progress() {
+            return self.rewrite_step(budget, now_ms);
+        }
+        if !self.save.in_progress() {
+            let wanted = self.rewrite.scheduled || self.auto_rewrite_due();
+            if wanted && self.rewrite.auto_allowed(now_ms) {
+                let automatic = !self.rewrite.scheduled;
+                return Some(match self.start_rewrite(now_ms) {
+                    Ok(()) if automatic => {
+                        "Starting automatic rewriting of AOF on growth".to_string()
+                    }
+                    Ok(()) => "Background append only file rewriting started".to_string(),
+                    Err(e) => format!("Can't rewrite append only file in background: {e}"),
+                });
+            }
+            if let Some(minutes) = self.rewrite.take_backoff_notice() {
+                return Some(format!(
+                    "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {minutes} minutes"
+                ));
+            }
+        }
         if !self.save.in_progress() {
             if self.save.scheduled || self.save_point_due(now_ms) {
                 self.save.scheduled = false;
@@ -265,6 +483,17 @@ impl Core {
     /// no): what was logged is fsynced, the file is closed and the data
     /// directory released.
     pub fn stop_aof(&mut self) -> Result<(), String> {
+        // A rewrite of a file no longer written would be stale at once.
+        self.rewrite.abort(&mut self.keyspace);
+        self.rewrite.scheduled = false;
+        if self.aof_waiting_for_rewrite() {
+            // Nothing durable was promised yet: drop the temporary log.
+            if let Some(aof) = self.aof.take() {
+                let path = aof.path().to_path_buf();
+                drop(aof);
+                let _ = self.io.remove(&path);
+            }
+        }
         if let Some(mut aof) = self.aof.take() {
             let synced = aof.flush(now_ms()).and_then(|()| aof.sync_now());
             if let Err(e) = synced {
@@ -423,6 +652,7 @@ impl Engine {
                     last_bgsave_secs: -1,
                     ..SaveState::default()
                 },
+                rewrite: RewriteState::default(),
                 io: Arc::clone(&io),
                 dir_lock: None,
                 next_session_id: 1,
@@ -509,7 +739,16 @@ impl Engine {
                 context: format!("reading {}", path.display()),
                 source,
             })?;
-            let report = self.replay_aof(&data, &path)?;
+            // A rewritten file may start with a snapshot image.
+            let preamble_len = if data.starts_with(&crate::persist::snapshot::MAGIC) {
+                self.load_aof_preamble(&data, &path)?
+            } else {
+                0
+            };
+            let mut report = self.replay_aof(&data[preamble_len..], &path, preamble_len)?;
+            if let Some(torn) = report.torn.as_mut() {
+                torn.valid_len += preamble_len as u64;
+            }
             // Unmap before the file is truncated or appended to.
             drop(data);
             if let Some(torn) = &report.torn {
@@ -561,6 +800,43 @@ impl Engine {
         Ok(())
     }
 
+    /// Loads the snapshot image a rewritten AOF starts with; returns its
+    /// length (where the log part starts). Damage there is corruption: the
+    /// image was fsynced before the file got its name.
+    fn load_aof_preamble(
+        &mut self,
+        data: &[u8],
+        path: &std::path::Path,
+    ) -> Result<usize, crate::Error> {
+        use crate::persist::snapshot;
+        let corrupt = |e: snapshot::SnapshotError| {
+            crate::Error::Corrupt(format!(
+                "Bad file format reading the append only file {}: its snapshot preamble is damaged: {e}. \
+                 Nothing was loaded and the file was not changed. Run `hozon-repair check {}` to see every \
+                 problem, then `hozon-repair salvage {}` to keep all intact data.",
+                path.display(),
+                path.display(),
+                path.display()
+            ))
+        };
+        let len = snapshot::image_len(data).map_err(corrupt)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (summary, expired) = snapshot::load_into(
+            &data[..len],
+            &mut self.core.keyspace,
+            self.core.config.limits,
+            threads,
+            now_ms(),
+        )
+        .map_err(corrupt)?;
+        self.notices.push(format!(
+            "Reading the snapshot preamble of the append only file: {} keys ({} expired, skipped)",
+            summary.stats.keys.saturating_sub(expired),
+            expired
+        ));
+        Ok(len)
+    }
+
     fn remove_temp_files(
         &mut self,
         io: &dyn Io,
@@ -593,6 +869,7 @@ impl Engine {
         &mut self,
         data: &[u8],
         path: &std::path::Path,
+        base_offset: usize,
     ) -> Result<LoadReport, crate::Error> {
         let mut session = self.new_session();
         session.authenticated = true;
@@ -621,7 +898,7 @@ impl Engine {
                  was not changed. Run `hozon-repair check {}` to see every problem, then `hozon-repair salvage {}` \
                  to keep all intact data.",
                 path.display(),
-                c.offset,
+                c.offset + base_offset as u64,
                 c.reason,
                 path.display(),
                 path.display()

@@ -1,6 +1,6 @@
 //! SAVE, BGSAVE and LASTSAVE (Redis's `rdb.c` commands) over hozon's
 //! native snapshot, `dump.hoz` (see docs/snapshot-format.md and
-//! `persist::saver`).
+//! `persist::saver`), and BGREWRITEAOF (`persist::rewriter`).
 
 use super::flags::*;
 use super::{CmdResult, CommandSpec, Ctx};
@@ -15,6 +15,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("save", 1, ADMIN | NOSCRIPT | NO_MULTI, (0, 0, 0), SERVER, save),
     CommandSpec::new("bgsave", -1, ADMIN | NOSCRIPT, (0, 0, 0), SERVER, bgsave),
     CommandSpec::new("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), SERVER, lastsave),
+    CommandSpec::new("bgrewriteaof", 1, ADMIN | NOSCRIPT, (0, 0, 0), SERVER, bgrewriteaof),
 ];
 
 fn save(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
@@ -45,12 +46,18 @@ fn bgsave(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if ctx.core.save.in_progress() {
         return Err(Reply::err("ERR Background save already in progress"));
     }
-    if ctx.in_exec {
-        // Redis schedules a BGSAVE requested inside a transaction.
-        ctx.core.save.scheduled = true;
-        return Ok(Reply::simple("Background saving scheduled"));
+    if ctx.core.rewrite.in_progress() || ctx.in_exec {
+        // One capture at a time (Redis: one child); inside a transaction
+        // Redis schedules too.
+        if schedule || ctx.in_exec {
+            ctx.core.save.scheduled = true;
+            return Ok(Reply::simple("Background saving scheduled"));
+        }
+        return Err(Reply::err(
+            "ERR Another child process is active (AOF?): can't BGSAVE right now. \
+             Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+        ));
     }
-    let _ = schedule; // nothing else runs in the background to wait for
     match ctx.core.start_bgsave(ctx.now_ms) {
         Ok(()) => {
             ctx.host.log(LogLevel::Notice, "Background saving started");
@@ -68,4 +75,40 @@ fn bgsave(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 
 fn lastsave(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
     Ok(Reply::Int(ctx.core.save.last_save_ms / 1000))
+}
+
+fn bgrewriteaof(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
+    if ctx.core.rewrite.in_progress() {
+        return Err(Reply::err(
+            "ERR Background append only file rewriting already in progress",
+        ));
+    }
+    if ctx.core.save.in_progress() || ctx.in_exec {
+        ctx.core.rewrite.scheduled = true;
+        // A rewrite asked for by hand is not held back by earlier failures.
+        ctx.core.rewrite.consecutive_failures = 0;
+        return Ok(Reply::simple(
+            "Background append only file rewriting scheduled",
+        ));
+    }
+    match ctx.core.start_rewrite(ctx.now_ms) {
+        Ok(()) => {
+            ctx.host.log(
+                LogLevel::Notice,
+                "Background append only file rewriting started",
+            );
+            Ok(Reply::simple(
+                "Background append only file rewriting started",
+            ))
+        }
+        Err(cause) => {
+            ctx.host.log(
+                LogLevel::Warning,
+                &format!("Can't rewrite append only file in background: {cause}"),
+            );
+            Err(Reply::err(
+                "ERR Can't execute an AOF background rewriting. Please check the server logs for more information.",
+            ))
+        }
+    }
 }

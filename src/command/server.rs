@@ -1859,6 +1859,7 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
     // listens, so no client sees `loading:1`.
     let aof = ctx.core.aof_status();
     let save = &ctx.core.save;
+    let rewrite = &ctx.core.rewrite;
     let job = save.job.as_ref();
     let write_ok = aof
         .as_ref()
@@ -1895,13 +1896,28 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
         format!("rdb_last_load_keys_expired:{}", save.last_load_expired),
         format!("rdb_last_load_keys_loaded:{}", save.last_load_keys),
         format!("aof_enabled:{}", u8::from(aof.is_some())),
-        "aof_rewrite_in_progress:0".to_string(),
-        "aof_rewrite_scheduled:0".to_string(),
-        "aof_last_rewrite_time_sec:-1".to_string(),
-        "aof_current_rewrite_time_sec:-1".to_string(),
-        "aof_last_bgrewrite_status:ok".to_string(),
-        "aof_rewrites:0".to_string(),
-        "aof_rewrites_consecutive_failures:0".to_string(),
+        format!(
+            "aof_rewrite_in_progress:{}",
+            u8::from(rewrite.in_progress())
+        ),
+        format!("aof_rewrite_scheduled:{}", u8::from(rewrite.scheduled)),
+        format!("aof_last_rewrite_time_sec:{}", rewrite.last_secs),
+        format!(
+            "aof_current_rewrite_time_sec:{}",
+            rewrite
+                .job
+                .as_ref()
+                .map_or(-1, |j| (ctx.now_ms - j.started_ms) / 1000)
+        ),
+        format!(
+            "aof_last_bgrewrite_status:{}",
+            if rewrite.last_ok { "ok" } else { "err" }
+        ),
+        format!("aof_rewrites:{}", rewrite.rewrites),
+        format!(
+            "aof_rewrites_consecutive_failures:{}",
+            rewrite.consecutive_failures
+        ),
         format!(
             "aof_last_write_status:{}",
             if write_ok { "ok" } else { "err" }
@@ -1914,8 +1930,9 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
         lines.extend([
             format!("aof_current_size:{}", aof.current_size),
             format!("aof_base_size:{}", aof.base_size),
-            "aof_pending_rewrite:0".to_string(),
+            format!("aof_pending_rewrite:{}", u8::from(rewrite.scheduled)),
             "aof_buffer_length:0".to_string(),
+            format!("aof_rewrite_buffer_length:{}", rewrite.diff_pending()),
             format!("aof_pending_bio_fsync:{}", u8::from(aof.pending_bio_fsync)),
             format!("aof_delayed_fsync:{}", aof.delayed_fsync),
         ]);
@@ -2382,6 +2399,11 @@ fn shutdown(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         // A running BGSAVE is abandoned (its temporary file is removed).
         let core = &mut *ctx.core;
         core.save.abort(&mut core.keyspace);
+    }
+    {
+        // So is a running AOF rewrite: the old file stays the AOF.
+        let core = &mut *ctx.core;
+        core.rewrite.abort(&mut core.keyspace);
     }
     if ctx.host.request_shutdown() {
         // The server exits without sending this reply, as Redis does.

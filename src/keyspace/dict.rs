@@ -259,6 +259,48 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         &mut self.tables[t][b].as_mut().expect("just inserted").value
     }
 
+    /// Inserts `key` unless it is present, probing the table once: the
+    /// loader's path, where a duplicate key is an error to report rather
+    /// than a value to replace. Gives the pair back when `key` exists.
+    pub fn try_insert(&mut self, key: K, value: V) -> Result<&mut V, (K, V)> {
+        if self.rehash_index.is_some() || self.len >= self.tables[0].len() {
+            // Growing or rehashing: the general path handles both tables.
+            if self.contains_key(&key) {
+                return Err((key, value));
+            }
+            return Ok(self.insert_new(key, value));
+        }
+        let b = self.index(0, self.hash(&key));
+        if find(&self.tables[0][b], &key).is_some() {
+            return Err((key, value));
+        }
+        let next = self.tables[0][b].take();
+        self.tables[0][b] = Some(Box::new(Node { key, value, next }));
+        self.len += 1;
+        Ok(&mut self.tables[0][b].as_mut().expect("just inserted").value)
+    }
+
+    /// Makes room for `additional` more elements without any resize: a
+    /// running resize is finished and the table grown in one step. For
+    /// bulk loads before serving, where incremental rehashing would only
+    /// move every element twice. Does nothing while resizing is paused.
+    pub fn reserve(&mut self, additional: usize) {
+        if self.resize_paused {
+            return;
+        }
+        while self.rehash_index.is_some() {
+            self.rehash_step();
+        }
+        let wanted = self.len.saturating_add(additional);
+        if wanted <= self.tables[0].len() {
+            return;
+        }
+        self.start_resize(wanted.next_power_of_two().max(MIN_BUCKETS));
+        while self.rehash_index.is_some() {
+            self.rehash_step();
+        }
+    }
+
     /// The value under `key`, inserting `make()` first when absent.
     pub fn get_or_insert_with<Q>(&mut self, key: &Q, make: impl FnOnce() -> (K, V)) -> &mut V
     where
@@ -740,6 +782,60 @@ mod tests {
             assert_eq!(d.get(k), Some(v));
         }
         assert_eq!(d.iter().count(), model.len());
+    }
+
+    #[test]
+    fn try_insert_refuses_duplicates_in_every_table_state() {
+        let mut rng = Rng::with_seed(11);
+        let mut d: Dict<u64, u64> = Dict::new();
+        let mut model = BTreeMap::new();
+        for i in 0..20_000u64 {
+            let k = rng.below(5000);
+            if rng.below(4) == 0 {
+                assert_eq!(d.remove(&k).map(|(_, v)| v), model.remove(&k));
+            } else {
+                let got = d.try_insert(k, i).map(|v| *v);
+                match model.get(&k) {
+                    Some(_) => assert_eq!(got, Err((k, i)), "duplicate {k} refused"),
+                    None => {
+                        assert_eq!(got, Ok(i));
+                        model.insert(k, i);
+                    }
+                }
+            }
+            assert_eq!(d.len(), model.len());
+        }
+        for (k, v) in &model {
+            assert_eq!(d.get(k), Some(v));
+        }
+    }
+
+    #[test]
+    fn reserve_finishes_rehashing_and_prevents_resizes() {
+        let mut d: Dict<u64, u64> = Dict::new();
+        for k in 0..100u64 {
+            d.insert_new(k, k);
+        }
+        // 100 keys in 128 buckets; the 129th insert starts a resize.
+        for k in 100..129u64 {
+            d.insert_new(k, k);
+        }
+        assert!(d.is_rehashing());
+        d.reserve(10_000);
+        assert!(!d.is_rehashing());
+        let buckets = d.bucket_count();
+        assert!(buckets >= 10_129);
+        for k in 129..10_129u64 {
+            assert!(d.try_insert(k, k).is_ok());
+            assert!(!d.is_rehashing(), "no resize within the reservation");
+        }
+        assert_eq!(d.bucket_count(), buckets);
+        for k in 0..10_129u64 {
+            assert_eq!(d.get(&k), Some(&k));
+        }
+        // A reservation already covered changes nothing.
+        d.reserve(0);
+        assert_eq!(d.bucket_count(), buckets);
     }
 
     #[test]

@@ -131,6 +131,55 @@ impl Db {
         self.main.insert_new(Blob::new(key), value)
     }
 
+    /// Inserts a loaded key with its optional absolute expiry, unless the
+    /// key is already present: then nothing changes and the key comes back
+    /// as the error (a dump holding one key twice is damaged). One probe of
+    /// each table, no key copy.
+    pub fn insert_loaded(
+        &mut self,
+        key: Blob,
+        value: Value,
+        expire_ms: Option<i64>,
+    ) -> Result<(), Blob> {
+        if self.capture.is_some() {
+            // A capture watches every write; the general path tells it.
+            if self.main.contains_key(key.as_ref()) {
+                return Err(key);
+            }
+            self.insert_new(&key, value);
+            if let Some(at) = expire_ms {
+                self.set_expire(&key, at);
+            }
+            return Ok(());
+        }
+        match expire_ms {
+            None => self
+                .main
+                .try_insert(key, value)
+                .map(|_| ())
+                .map_err(|(k, _)| k),
+            Some(at) => {
+                // The expiry table holds its own copy of the key, as
+                // everywhere in `Db`.
+                let ttl_key = key.clone();
+                self.main.try_insert(key, value).map_err(|(k, _)| k)?;
+                if let Some(slot) = self.expires.get_mut(ttl_key.as_ref()) {
+                    *slot = at;
+                } else {
+                    self.expires.insert_new(ttl_key, at);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Makes room for `keys` more keys, `expiring` of them with a TTL,
+    /// without incremental resizes (bulk loading before serving).
+    pub fn reserve(&mut self, keys: usize, expiring: usize) {
+        self.main.reserve(keys);
+        self.expires.reserve(expiring);
+    }
+
     /// Removes `key` and its TTL, returning the value.
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
         if self.capture.is_some() {

@@ -39,6 +39,17 @@ pub trait Io: Send + Sync {
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>>;
     /// Reads the whole file.
     fn read_all(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many (0 at
+    /// the end). The AOF rewrite copies the old file's tail with it.
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let data = self.read_all(path)?;
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(data.len());
+        let n = buf.len().min(data.len() - start);
+        buf[..n].copy_from_slice(&data[start..start + n]);
+        Ok(n)
+    }
     /// The whole file as bytes for reading, memory-mapped where possible
     /// so a large file is not copied into the heap.
     fn map(&self, path: &Path) -> io::Result<FileBytes> {
@@ -148,6 +159,21 @@ impl Io for RealIo {
         let mut data = Vec::new();
         File::open(path)?.read_to_end(&mut data)?;
         Ok(data)
+    }
+
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let file = File::open(path)?;
+        let mut done = 0;
+        while done < buf.len() {
+            match file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -461,6 +487,20 @@ impl Io for FaultyIo {
             .get(path)
             .map(|f| f.data.clone())
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such file"))
+    }
+
+    fn read_at(&self, path: &Path, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let state = self.lock();
+        let file = state
+            .files
+            .get(path)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such file"))?;
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(file.data.len());
+        let n = buf.len().min(file.data.len() - start);
+        buf[..n].copy_from_slice(&file.data[start..start + n]);
+        Ok(n)
     }
 
     fn exists(&self, path: &Path) -> bool {

@@ -28,8 +28,9 @@ use crate::keyspace::Keyspace;
 /// Blocks queued for the writer thread before the capture pauses (bounds
 /// the memory a slow disk can make a BGSAVE hold).
 const MAX_QUEUED_BLOCKS: usize = 4;
-/// Records captured between two clock checks within a slice.
-const RECORDS_PER_CHECK: usize = 256;
+/// Records captured between two clock checks within a slice (few: one
+/// record can be a large collection).
+const RECORDS_PER_CHECK: usize = 16;
 /// Redis's CONFIG_BGSAVE_RETRY_DELAY: a failed BGSAVE is retried by the
 /// save points only after this long.
 pub const RETRY_DELAY_MS: i64 = 5_000;

@@ -1539,6 +1539,64 @@ pub fn read_summary(data: &[u8]) -> Result<Summary, SnapshotError> {
     Ok(summary)
 }
 
+/// The length of the snapshot image at the start of `data`, which may go
+/// on with other bytes (an AOF whose preamble is a snapshot). Walks the
+/// block headers from the end of the header to the footer, then finds the
+/// trailer: the first position at or after the footer where a trailer
+/// with a valid checksum points back at that footer. Only framing is
+/// checked here; loading the image verifies the rest.
+pub fn image_len(data: &[u8]) -> Result<usize, SnapshotError> {
+    let header = read_header(data)?;
+    let mut at = header.len as u64;
+    loop {
+        let pos = usize::try_from(at).unwrap_or(usize::MAX);
+        if data.len().saturating_sub(pos) >= 4 && data[pos..pos + 4] == FOOTER_MAGIC {
+            break;
+        }
+        let block = parse_block_header(data, at).map_err(|damage| SnapshotError::Block {
+            index: 0,
+            offset: at,
+            keys: 0,
+            damage,
+        })?;
+        at = at
+            .checked_add(BLOCK_HEADER_LEN as u64)
+            .and_then(|a| a.checked_add(block.info.stored_len))
+            .filter(|a| *a <= data.len() as u64)
+            .ok_or_else(|| SnapshotError::Truncated {
+                file_len: data.len() as u64,
+                detail: format!("the block at {at} runs past the end of the data"),
+            })?;
+    }
+    let footer_offset = at as usize;
+    let mut from = footer_offset;
+    while let Some(found) = find_bytes(&data[from..], &TRAILER_MAGIC) {
+        let magic_at = from + found;
+        from = magic_at + 1;
+        let Some(start) = (magic_at + TRAILER_MAGIC.len()).checked_sub(TRAILER_LEN) else {
+            continue;
+        };
+        if start < footer_offset {
+            continue;
+        }
+        let t = &data[start..start + TRAILER_LEN];
+        if le_u32(t, 24) == crc32fast::hash(&t[..24])
+            && le_u64(t, 0) == footer_offset as u64
+            && le_u64(t, 8) == (start - footer_offset) as u64
+        {
+            return Ok(start + TRAILER_LEN);
+        }
+    }
+    Err(SnapshotError::Truncated {
+        file_len: data.len() as u64,
+        detail: format!("no trailer found after the footer at {footer_offset}"),
+    })
+}
+
+fn find_bytes(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 /// Checks the index against the file: blocks contiguous from the end of
 /// the header to the footer.
 fn check_index(header_len: usize, summary: &Summary) -> Result<(), SnapshotError> {
@@ -2943,6 +3001,14 @@ impl Loaded {
                 databases,
             });
         }
+        let mut per_db = vec![(0usize, 0usize); databases];
+        for k in self.keys() {
+            per_db[k.db].0 += 1;
+            per_db[k.db].1 += usize::from(k.expire_ms.is_some());
+        }
+        for (db, (keys, expiring)) in per_db.into_iter().enumerate() {
+            keyspace.db_mut(db).reserve(keys, expiring);
+        }
         let mut n = 0;
         for k in self.blocks.into_iter().flatten() {
             insert_key(keyspace, k)?;
@@ -2959,18 +3025,25 @@ fn insert_key(keyspace: &mut Keyspace, k: LoadedKey) -> Result<(), SnapshotError
             databases: keyspace.db_count(),
         });
     }
-    let db = keyspace.db_mut(k.db);
-    if db.contains(&k.key) {
-        return Err(SnapshotError::DuplicateKey {
+    keyspace
+        .db_mut(k.db)
+        .insert_loaded(k.key, k.value, k.expire_ms)
+        .map_err(|key| SnapshotError::DuplicateKey {
             db: k.db,
-            key: display_key(&k.key),
-        });
+            key: display_key(&key),
+        })
+}
+
+/// Sizes each database's tables for the keys `stats` says the file holds,
+/// so loading never resizes (each resize would move every key again).
+fn reserve_for(keyspace: &mut Keyspace, stats: &Stats) {
+    for (&db, s) in &stats.dbs {
+        if db < keyspace.db_count() {
+            let keys = usize::try_from(s.keys).unwrap_or(usize::MAX);
+            let expiring = usize::try_from(s.expiring_keys).unwrap_or(usize::MAX);
+            keyspace.db_mut(db).reserve(keys, expiring);
+        }
     }
-    db.insert_new(&k.key, k.value);
-    if let Some(at) = k.expire_ms {
-        db.set_expire(&k.key, at);
-    }
-    Ok(())
 }
 
 /// Header, trailer, footer and index, all verified (strict loading).
@@ -3053,6 +3126,7 @@ pub fn load_into(
                 databases: keyspace.db_count(),
             });
         }
+        reserve_for(keyspace, &summary.stats);
     }
     // This thread inserts while the others decode, so it counts as one of
     // the `threads`.
@@ -3557,7 +3631,10 @@ mod tests {
         }
     }
 
-    type Dump = BTreeMap<(usize, Vec<u8>), (Canon, &'static str, Option<i64>)>;
+    /// A value, its encoding and its expiry.
+    type DumpValue = (Canon, &'static str, Option<i64>);
+
+    type Dump = BTreeMap<(usize, Vec<u8>), DumpValue>;
 
     /// Every live key at `now_ms` with its value, encoding and expiry.
     fn dump(ks: &Keyspace, now_ms: i64) -> Dump {
@@ -3587,6 +3664,145 @@ mod tests {
             .collect()
     }
 
+    // -- What a load must give ------------------------------------------------
+
+    /// The encoding the loader must pick for a hash of `pairs` (see
+    /// "Rebuilding values" in docs/snapshot-format.md): decided by the
+    /// contents and the loading limits, not by the saved encoding.
+    fn loaded_hash_encoding(pairs: &[(Vec<u8>, Vec<u8>)], l: &EncodingLimits) -> &'static str {
+        let compact = pairs.len() <= l.hash_max_listpack_entries
+            && pairs.iter().all(|(f, v)| {
+                f.len() <= l.hash_max_listpack_value && v.len() <= l.hash_max_listpack_value
+            });
+        if compact {
+            "listpack"
+        } else {
+            "hashtable"
+        }
+    }
+
+    fn loaded_set_encoding(members: &[Vec<u8>], l: &EncodingLimits) -> &'static str {
+        if members.len() <= l.set_max_intset_entries
+            && members.iter().all(|m| parse_i64(m).is_some())
+        {
+            "intset"
+        } else {
+            "hashtable"
+        }
+    }
+
+    fn loaded_zset_encoding(entries: &[(Vec<u8>, u64)], l: &EncodingLimits) -> &'static str {
+        if entries.len() <= l.zset_max_listpack_entries
+            && entries
+                .iter()
+                .all(|(m, _)| m.len() <= l.zset_max_listpack_value)
+        {
+            "listpack"
+        } else {
+            "skiplist"
+        }
+    }
+
+    fn sorted<T: Ord + Clone>(items: &[T]) -> Vec<T> {
+        let mut v = items.to_vec();
+        v.sort();
+        v
+    }
+
+    /// Checks that `got` is what loading the saved value `saved` must give
+    /// with limits `l`. Contents, scores (bits), stream state and expiry
+    /// must be equal. The encoding must be the one the loader promises for
+    /// the contents, which differs from the saved one for a collection that
+    /// was converted and then shrank (it comes back compact, as after
+    /// Redis's DEBUG RELOAD). Order is checked only where it is defined on
+    /// both sides: a listpack hash saved as a listpack keeps its order, an
+    /// intset and a sorted set are ordered by value; a hash table's order is
+    /// not, so a hash or set converted either way is compared sorted.
+    fn check_value(saved: &DumpValue, got: &DumpValue, l: &EncodingLimits) -> Result<(), String> {
+        let ((saved_value, saved_enc, saved_ttl), (got_value, got_enc, got_ttl)) = (saved, got);
+        if saved_ttl != got_ttl {
+            return Err(format!("expiry {saved_ttl:?} came back as {got_ttl:?}"));
+        }
+        let want_enc = match (saved_value, got_value) {
+            (Canon::Hash(se, sp), Canon::Hash(ge, gp)) => {
+                let same = if *se == "listpack" && *ge == "listpack" {
+                    sp == gp
+                } else {
+                    sorted(sp) == sorted(gp)
+                };
+                if !same {
+                    return Err(format!("hash {sp:?} came back as {gp:?}"));
+                }
+                loaded_hash_encoding(sp, l)
+            }
+            (Canon::Set(se, sm), Canon::Set(ge, gm)) => {
+                let same = if se == ge {
+                    sm == gm
+                } else {
+                    sorted(sm) == sorted(gm)
+                };
+                if !same {
+                    return Err(format!("set {sm:?} came back as {gm:?}"));
+                }
+                loaded_set_encoding(sm, l)
+            }
+            (Canon::ZSet(_, sz), Canon::ZSet(_, gz)) => {
+                let enc = loaded_zset_encoding(sz, l);
+                // A listpack stores -0 as 0, as Redis does; the skiplist
+                // keeps the score as given.
+                let neg_zero = (-0.0f64).to_bits();
+                let want: Vec<_> = sz
+                    .iter()
+                    .map(|(m, bits)| match enc {
+                        "listpack" if *bits == neg_zero => (m.clone(), 0f64.to_bits()),
+                        _ => (m.clone(), *bits),
+                    })
+                    .collect();
+                if want != *gz {
+                    return Err(format!("sorted set {want:?} came back as {gz:?}"));
+                }
+                enc
+            }
+            _ => {
+                if saved_value != got_value {
+                    return Err(format!("{saved_value:?} came back as {got_value:?}"));
+                }
+                saved_enc
+            }
+        };
+        let value_enc = match got_value {
+            Canon::Hash(e, _) | Canon::Set(e, _) | Canon::ZSet(e, _) => *e,
+            _ => got_enc,
+        };
+        if *got_enc != want_enc || value_enc != want_enc {
+            return Err(format!(
+                "encoding {saved_enc} came back as {got_enc}, the loader promises {want_enc}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that `got` holds exactly the keys of `saved`, each as
+    /// [`check_value`] requires; names the first difference.
+    fn compare_loaded(saved: &Dump, got: &Dump, l: &EncodingLimits) -> Result<(), String> {
+        for (k, v) in saved {
+            let Some(g) = got.get(k) else {
+                return Err(format!("key {k:?} lost"));
+            };
+            check_value(v, g, l).map_err(|e| format!("key {k:?}: {e}"))?;
+        }
+        match got.keys().find(|k| !saved.contains_key(*k)) {
+            Some(k) => Err(format!("key {k:?} loaded but not saved")),
+            None => Ok(()),
+        }
+    }
+
+    fn assert_loads_as(saved: &Dump, got: &Dump, l: &EncodingLimits, context: &str) {
+        if let Err(e) = compare_loaded(saved, got, l) {
+            panic!("{context}: {e}");
+        }
+    }
+
     // -- Random keyspaces ---------------------------------------------------
 
     fn bytes(rng: &mut Rng, max_len: usize) -> Vec<u8> {
@@ -3608,11 +3824,7 @@ mod tests {
 
     fn score(rng: &mut Rng) -> f64 {
         match rng.below(8) {
-            // Known issue (next session): a large (skiplist) sorted set
-            // holding both -0 and 0 as scores comes back in another member
-            // order after a round trip (seed 3854233547214074992); until
-            // fixed, the property test generates 0 only.
-            0 => 0.0,
+            0 => -0.0,
             1 => f64::INFINITY,
             2 => f64::NEG_INFINITY,
             3 => (rng.below(100) as f64) / 7.0,
@@ -3844,28 +4056,17 @@ mod tests {
         assert_eq!(summary.stats.keys, expected.len() as u64);
         let loaded = load(&data, limits(), 3, NOW_MS).expect("load");
         assert_eq!(loaded.expired_skipped, 0);
-        let got = dump_loaded(&loaded);
-        if got != expected {
-            for (k, v) in &expected {
-                if got.get(k) != Some(v) {
-                    panic!(
-                        "seed {seed}: key {k:?} differs:\nsaved  {v:?}\nloaded {:?}",
-                        got.get(k)
-                    );
-                }
-            }
-            panic!("seed {seed}: extra keys loaded");
-        }
+        let context = format!("seed {seed}");
+        assert_loads_as(&expected, &dump_loaded(&loaded), &limits(), &context);
         let mut ks2 = Keyspace::new(16);
         loaded.into_keyspace(&mut ks2).expect("insert");
-        assert_eq!(dump(&ks2, NOW_MS), expected);
+        assert_loads_as(&expected, &dump(&ks2, NOW_MS), &limits(), &context);
         TestResult::passed()
     }
 
     // -- Round trips --------------------------------------------------------
 
     #[test]
-    #[ignore = "flaky: the comparison expects a shrunk hashtable hash/set to keep its encoding and order after load, which the loader deliberately rebuilds compact (and -0/0 scores of large zsets); fix the comparison next session"]
     fn random_keyspaces_round_trip_through_real_files() {
         fn prop(seed: u64) -> TestResult {
             let ks = random_keyspace(seed, 60);
@@ -3876,12 +4077,14 @@ mod tests {
             let data = RealIo.map(&dir.path().join("dump.hoz")).expect("map");
             assert_eq!(read_summary(&data).expect("summary"), summary);
             let loaded = load(&data, EncodingLimits::default(), 2, NOW_MS).expect("load");
-            assert_eq!(dump_loaded(&loaded), expected, "seed {seed}");
+            let context = format!("seed {seed}");
+            let l = EncodingLimits::default();
+            assert_loads_as(&expected, &dump_loaded(&loaded), &l, &context);
             let mut ks2 = Keyspace::new(16);
             let (s2, expired) = load_into(&data, &mut ks2, EncodingLimits::default(), 2, NOW_MS)
                 .expect("load_into");
             assert_eq!((s2, expired), (summary, 0));
-            assert_eq!(dump(&ks2, NOW_MS), expected, "seed {seed}");
+            assert_loads_as(&expected, &dump(&ks2, NOW_MS), &l, &context);
             let names = RealIo.list_dir(dir.path()).expect("list");
             assert_eq!(names, vec!["dump.hoz".to_string()], "no temp file left");
             TestResult::passed()
@@ -3892,7 +4095,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "flaky: the comparison expects a shrunk hashtable hash/set to keep its encoding and order after load, which the loader deliberately rebuilds compact (and -0/0 scores of large zsets); fix the comparison next session"]
     fn tiny_blocks_split_every_kind_of_value() {
         fn prop(seed: u64) -> TestResult {
             round_trip_seed(seed, 30, 200)
@@ -3900,6 +4102,263 @@ mod tests {
         QuickCheck::new()
             .tests(40)
             .quickcheck(prop as fn(u64) -> TestResult);
+    }
+
+    fn later_id(id: StreamId) -> StreamId {
+        StreamId::new(id.ms + 1, id.seq)
+    }
+
+    /// Every kind of damage that applies to `got`, the correct loaded form
+    /// of `saved`, named.
+    fn mutations(saved: &DumpValue, got: &DumpValue) -> Vec<(&'static str, DumpValue)> {
+        let (value, enc, ttl) = got.clone();
+        let mut out: Vec<(&'static str, DumpValue)> = Vec::new();
+        let later = Some(ttl.map_or(NOW_MS + 1000, |t| t + 1));
+        out.push(("expiry", (value.clone(), enc, later)));
+        if ttl.is_some() {
+            out.push(("expiry dropped", (value.clone(), enc, None)));
+        }
+        let mut value_change = |what, v: Canon| out.push((what, (v, enc, ttl)));
+        match value.clone() {
+            Canon::Str(mut s) => {
+                s.push(b'x');
+                value_change("string changed", Canon::Str(s));
+            }
+            Canon::List(v) => {
+                let mut dropped = v.clone();
+                dropped.pop();
+                value_change("list element dropped", Canon::List(dropped));
+                if let Some(i) = v.iter().position(|e| *e != v[0]) {
+                    let mut swapped = v.clone();
+                    swapped.swap(0, i);
+                    value_change("list order", Canon::List(swapped));
+                }
+            }
+            Canon::Hash(e, p) => {
+                let other = if e == "listpack" {
+                    "hashtable"
+                } else {
+                    "listpack"
+                };
+                out.push(("encoding", (Canon::Hash(other, p.clone()), other, ttl)));
+                let mut v = p.clone();
+                v.pop();
+                out.push(("hash field dropped", (Canon::Hash(e, v), enc, ttl)));
+                let mut v = p.clone();
+                v[0].1.push(b'x');
+                out.push(("hash value changed", (Canon::Hash(e, v), enc, ttl)));
+                let mut v = p.clone();
+                v[0].0.push(0xff);
+                out.push(("hash field renamed", (Canon::Hash(e, v), enc, ttl)));
+                let kept_order = matches!(&saved.0, Canon::Hash("listpack", _)) && e == "listpack";
+                if kept_order && p.len() >= 2 {
+                    let mut v = p.clone();
+                    v.swap(0, 1);
+                    out.push(("listpack hash order", (Canon::Hash(e, v), enc, ttl)));
+                }
+            }
+            Canon::Set(e, m) => {
+                let other = if e == "intset" { "hashtable" } else { "intset" };
+                out.push(("encoding", (Canon::Set(other, m.clone()), other, ttl)));
+                let mut v = m.clone();
+                v.pop();
+                out.push(("set member dropped", (Canon::Set(e, v), enc, ttl)));
+                let mut v = m.clone();
+                v[0].push(b'x');
+                out.push(("set member changed", (Canon::Set(e, v), enc, ttl)));
+            }
+            Canon::ZSet(e, z) => {
+                let other = if e == "listpack" {
+                    "skiplist"
+                } else {
+                    "listpack"
+                };
+                out.push(("encoding", (Canon::ZSet(other, z.clone()), other, ttl)));
+                let mut v = z.clone();
+                v.pop();
+                out.push(("zset member dropped", (Canon::ZSet(e, v), enc, ttl)));
+                let mut v = z.clone();
+                let score = f64::from_bits(v[0].1);
+                let changed = if score.is_finite() { score + 1.0 } else { 0.5 };
+                v[0].1 = changed.to_bits();
+                out.push(("zset score changed", (Canon::ZSet(e, v), enc, ttl)));
+                if z.len() >= 2 {
+                    let mut v = z.clone();
+                    v.swap(0, 1);
+                    out.push(("zset order", (Canon::ZSet(e, v), enc, ttl)));
+                }
+                if let Some(i) = z.iter().position(|(_, s)| f64::from_bits(*s) == 0.0) {
+                    let mut v = z.clone();
+                    v[i].1 ^= 1 << 63;
+                    out.push(("zset zero sign", (Canon::ZSet(e, v), enc, ttl)));
+                }
+            }
+            Canon::Stream(s) => {
+                let mut stream_change = |what, f: &dyn Fn(&mut CanonStream)| {
+                    let mut t = s.clone();
+                    f(&mut t);
+                    out.push((what, (Canon::Stream(t), enc, ttl)));
+                };
+                stream_change("stream last id", &|t| t.last_id = later_id(t.last_id));
+                stream_change("stream first id", &|t| t.first_id = later_id(t.first_id));
+                stream_change("stream max deleted", &|t| {
+                    t.max_deleted = later_id(t.max_deleted)
+                });
+                stream_change("stream entries added", &|t| t.entries_added += 1);
+                if !s.entries.is_empty() {
+                    stream_change("stream entry dropped", &|t| {
+                        t.entries.pop();
+                    });
+                    stream_change("stream value changed", &|t| t.entries[0].1[0].1.push(b'x'));
+                }
+                if !s.groups.is_empty() {
+                    stream_change("group renamed", &|t| t.groups[0].0.push(b'x'));
+                    stream_change("group last id", &|t| {
+                        t.groups[0].1 = later_id(t.groups[0].1)
+                    });
+                    stream_change("group entries read", &|t| t.groups[0].2 += 1);
+                }
+                if let Some(g) = s.groups.iter().position(|g| !g.3.is_empty()) {
+                    stream_change("pel entry dropped", &|t| {
+                        t.groups[g].3.pop();
+                    });
+                    stream_change("pel delivery time", &|t| t.groups[g].3[0].1 += 1);
+                    stream_change("pel delivery count", &|t| t.groups[g].3[0].2 += 1);
+                    stream_change("pel consumer", &|t| t.groups[g].3[0].3.push(b'x'));
+                }
+                if let Some(g) = s.groups.iter().position(|g| !g.4.is_empty()) {
+                    stream_change("consumer seen time", &|t| t.groups[g].4[0].1 += 1);
+                    stream_change("consumer dropped", &|t| {
+                        t.groups[g].4.pop();
+                    });
+                }
+                if let Some(g) = s
+                    .groups
+                    .iter()
+                    .position(|g| g.4.iter().any(|c| !c.2.is_empty()))
+                {
+                    stream_change("consumer pel dropped", &|t| {
+                        let c = t.groups[g].4.iter_mut().find(|c| !c.2.is_empty());
+                        c.expect("found above").2.pop();
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The round-trip comparison is only as good as what it rejects: every
+    /// kind of damage to a correctly loaded keyspace fails it, while the
+    /// freedom the loader has (a hash table's order, the compact rebuild
+    /// of a collection that shrank, `-0` stored as `0` by a listpack) does
+    /// not.
+    #[test]
+    fn load_comparison_rejects_every_kind_of_difference() {
+        let l = limits();
+        let mut ks = random_keyspace(5, 300);
+        // Collections that were converted and shrank: they load compact.
+        let mut h = Hash::new();
+        for i in 0..600 {
+            h.set(format!("f{i}").as_bytes(), Blob::from("v"), &l);
+        }
+        for i in 5..600 {
+            h.remove(format!("f{i}").as_bytes());
+        }
+        ks.db_mut(0)
+            .insert_new(b"shrunk-hash", Value::Hash(Box::new(h)));
+        let mut s = Set::for_member(b"x");
+        for m in ["x", "3", "1", "2"] {
+            s.insert(m.as_bytes(), 512);
+        }
+        s.remove(b"x");
+        ks.db_mut(0)
+            .insert_new(b"shrunk-set", Value::Set(Box::new(s)));
+        let mut z = ZSet::for_first_member(100, &l);
+        for (m, score) in [
+            (&[b'x'; 100][..], 1.0),
+            (b"a", -0.0),
+            (b"b", 0.0),
+            (b"c", -0.0),
+        ] {
+            z.add(m, score, AddFlags::default(), &l).expect("not NaN");
+        }
+        z.remove(&[b'x'; 100]);
+        ks.db_mut(0)
+            .insert_new(b"shrunk-zset", Value::ZSet(Box::new(z)));
+
+        let saved = dump(&ks, NOW_MS);
+        let (_, data, _) = save_mem(&ks, BLOCK_TARGET_BYTES);
+        let got = dump_loaded(&load(&data, l, 2, NOW_MS).expect("load"));
+        assert_loads_as(&saved, &got, &l, "intact");
+        let shrunk = |k: &[u8]| &got[&(0, k.to_vec())];
+        assert_eq!(shrunk(b"shrunk-hash").1, "listpack");
+        assert_eq!(shrunk(b"shrunk-set").1, "intset");
+        assert_eq!(shrunk(b"shrunk-zset").1, "listpack");
+
+        let mut seen = std::collections::BTreeSet::new();
+        for (k, g) in &got {
+            let s = &saved[k];
+            for (what, bad) in mutations(s, g) {
+                assert!(
+                    check_value(s, &bad, &l).is_err(),
+                    "{what} of {k:?} accepted:\n{g:?}\n{bad:?}"
+                );
+                seen.insert(what);
+            }
+            // A hash table's order is free after a compact rebuild.
+            if let (Canon::Hash("hashtable", _), Canon::Hash("listpack", p)) = (&s.0, &g.0) {
+                let mut reversed = p.clone();
+                reversed.reverse();
+                let other = (Canon::Hash("listpack", reversed), g.1, g.2);
+                assert_eq!(check_value(s, &other, &l), Ok(()));
+                seen.insert("free order of a rebuilt hash");
+            }
+        }
+        let mut fewer = got.clone();
+        fewer.pop_first();
+        assert!(compare_loaded(&saved, &fewer, &l).is_err(), "lost key");
+        let mut more = got.clone();
+        more.insert(
+            (15, b"extra".to_vec()),
+            (Canon::Str(vec![]), "embstr", None),
+        );
+        assert!(compare_loaded(&saved, &more, &l).is_err(), "extra key");
+        let all = [
+            "expiry",
+            "expiry dropped",
+            "string changed",
+            "list element dropped",
+            "list order",
+            "encoding",
+            "hash field dropped",
+            "hash value changed",
+            "hash field renamed",
+            "listpack hash order",
+            "free order of a rebuilt hash",
+            "set member dropped",
+            "set member changed",
+            "zset member dropped",
+            "zset score changed",
+            "zset order",
+            "zset zero sign",
+            "stream last id",
+            "stream first id",
+            "stream max deleted",
+            "stream entries added",
+            "stream entry dropped",
+            "stream value changed",
+            "group renamed",
+            "group last id",
+            "group entries read",
+            "pel entry dropped",
+            "pel delivery time",
+            "pel delivery count",
+            "pel consumer",
+            "consumer seen time",
+            "consumer dropped",
+            "consumer pel dropped",
+        ];
+        assert_eq!(seen, all.into_iter().collect());
     }
 
     #[test]
@@ -3962,7 +4421,7 @@ mod tests {
         }
         for threads in [1, 4] {
             let loaded = load(&data, l, threads, NOW_MS).expect("load");
-            assert_eq!(dump_loaded(&loaded), expected);
+            assert_loads_as(&expected, &dump_loaded(&loaded), &l, "default blocks");
         }
     }
 
@@ -4020,7 +4479,7 @@ mod tests {
                 .collect();
             assert_eq!(order, order1);
         }
-        assert_eq!(one, dump(&ks, NOW_MS));
+        assert_loads_as(&dump(&ks, NOW_MS), &one, &limits(), "one thread");
     }
 
     #[test]
@@ -4198,11 +4657,12 @@ mod tests {
         let (loaded, damages) = load_salvaging(data, limits(), 2, NOW_MS);
         let got = dump_loaded(&loaded);
         for (k, v) in &got {
-            assert_eq!(
-                expected.get(k),
-                Some(v),
-                "salvage produced a wrong value for {k:?}"
-            );
+            let Some(saved) = expected.get(k) else {
+                panic!("salvage produced a key that was not saved: {k:?}");
+            };
+            if let Err(e) = check_value(saved, v, &limits()) {
+                panic!("salvage produced a wrong value for {k:?}: {e}");
+            }
         }
         (got, damages)
     }
@@ -4359,32 +4819,42 @@ mod tests {
 
     #[test]
     fn salvage_never_takes_blocks_of_a_snapshot_stored_in_a_value() {
-        let mut rng = Rng::with_seed(17);
-        let mut inner = Keyspace::new(1);
-        for i in 0..8 {
-            let v: Vec<u8> = (0..200).map(|_| rng.next_u64() as u8).collect();
-            inner
-                .db_mut(0)
-                .insert_new(format!("inner:{i}").as_bytes(), Value::Str(Blob::from(v)));
-        }
-        let (_, image, _) = save_mem(&inner, 300);
-        let mut outer = Keyspace::new(1);
-        outer
-            .db_mut(0)
-            .insert_new(b"blob", Value::Str(Blob::from(image)));
-        for i in 0..30 {
-            let v: Vec<u8> = (0..100).map(|_| rng.next_u64() as u8).collect();
+        let build = || {
+            let mut rng = Rng::with_seed(17);
+            let mut inner = Keyspace::new(1);
+            for i in 0..8 {
+                let v: Vec<u8> = (0..200).map(|_| rng.next_u64() as u8).collect();
+                inner
+                    .db_mut(0)
+                    .insert_new(format!("inner:{i}").as_bytes(), Value::Str(Blob::from(v)));
+            }
+            let (_, image, _) = save_mem(&inner, 300);
+            let mut outer = Keyspace::new(1);
             outer
                 .db_mut(0)
-                .insert_new(format!("outer:{i}").as_bytes(), Value::Str(Blob::from(v)));
-        }
+                .insert_new(b"blob", Value::Str(Blob::from(image)));
+            for i in 0..30 {
+                let v: Vec<u8> = (0..100).map(|_| rng.next_u64() as u8).collect();
+                outer
+                    .db_mut(0)
+                    .insert_new(format!("outer:{i}").as_bytes(), Value::Str(Blob::from(v)));
+            }
+            outer
+        };
+        // The inner blocks' headers repeat the magic and the inner file's
+        // random ID, so LZ4 sometimes encodes them as back-references in
+        // the outer blocks (it depends on that ID) and the magic is not in
+        // the file. The case under test needs the images there byte for
+        // byte: build again (a new inner file ID) until they are.
+        let (outer, data, summary) = (0..100)
+            .find_map(|_| {
+                let outer = build();
+                let (_, data, summary) = save_mem(&outer, 1500);
+                let images = data.windows(4).filter(|w| *w == BLOCK_MAGIC).count();
+                (images > summary.blocks.len() + 2).then_some((outer, data, summary))
+            })
+            .expect("inner block images are in the file");
         let expected = dump(&outer, NOW_MS);
-        let (_, data, summary) = save_mem(&outer, 1500);
-        let images = data.windows(4).filter(|w| *w == BLOCK_MAGIC).count();
-        assert!(
-            images > summary.blocks.len() + 2,
-            "inner block images are in the file"
-        );
         let spans = key_spans(&data, &summary);
         let (first, _) = spans[&(0, b"blob".to_vec())];
         let mut bad = data.clone();
@@ -4717,9 +5187,11 @@ mod tests {
             save_keyspace_with_block_size(&new, NOW_MS, Arc::new(io.clone()), dir, "dump.hoz", 500)
                 .expect("short write retried");
             let data = io.contents(&final_path).expect("saved");
-            assert_eq!(
-                dump_loaded(&load(&data, limits(), 1, NOW_MS).expect("load")),
-                dump(&new, NOW_MS)
+            assert_loads_as(
+                &dump(&new, NOW_MS),
+                &dump_loaded(&load(&data, limits(), 1, NOW_MS).expect("load")),
+                &limits(),
+                "short write",
             );
         }
         for nth in 1..=syncs {
@@ -4759,9 +5231,11 @@ mod tests {
         save_keyspace(&ks, NOW_MS, Arc::new(io.clone()), dir, "dump.hoz").expect("save");
         io.power_loss(crate::persist::io::PowerLoss::DropUnsynced);
         let data = io.contents(&dir.join("dump.hoz")).expect("durable");
-        assert_eq!(
-            dump_loaded(&load(&data, limits(), 2, NOW_MS).expect("load")),
-            dump(&ks, NOW_MS)
+        assert_loads_as(
+            &dump(&ks, NOW_MS),
+            &dump_loaded(&load(&data, limits(), 2, NOW_MS).expect("load")),
+            &limits(),
+            "after power loss",
         );
     }
 

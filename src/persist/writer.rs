@@ -119,6 +119,9 @@ pub struct AofWriter {
     bg: BgFsync,
     base_size: u64,
     delayed_fsync: u64,
+    /// `no-appendfsync-on-rewrite` in force: a background save or rewrite
+    /// runs, so this writer skips its fsyncs.
+    fsync_suppressed: bool,
 }
 
 impl AofWriter {
@@ -171,6 +174,7 @@ impl AofWriter {
             bg: BgFsync::start(shared),
             base_size: len,
             delayed_fsync: 0,
+            fsync_suppressed: false,
         })
     }
 
@@ -187,6 +191,26 @@ impl AofWriter {
     /// Changes the fsync policy (CONFIG SET appendfsync).
     pub fn set_policy(&mut self, policy: FsyncPolicy) {
         self.policy = policy;
+    }
+
+    /// Makes the next batch start with `SELECT`, so that what is appended
+    /// from now on replays on its own (the AOF rewrite copies it into the
+    /// new file after the keyspace image).
+    pub fn forget_selected_db(&mut self) {
+        self.selected_db = None;
+    }
+
+    /// `no-appendfsync-on-rewrite`: while `on`, batches are written but
+    /// not fsynced (Redis's trade of durability for less I/O contention
+    /// during a background save or rewrite).
+    pub fn set_fsync_suppressed(&mut self, on: bool) {
+        self.fsync_suppressed = on;
+    }
+
+    /// Refuses every later write with `why` until restart (the file can no
+    /// longer be appended to safely).
+    pub fn poison(&mut self, why: String) {
+        self.poisoned = Some(why);
     }
 
     /// Adds the effects of one command execution to the pending batch.
@@ -287,6 +311,9 @@ impl AofWriter {
         self.write_error = None;
         // Reuse the buffer for the next batch: no regrowth on every turn.
         self.builder.recycle(batch);
+        if self.fsync_suppressed {
+            return Ok(());
+        }
         match self.policy {
             FsyncPolicy::Always => {
                 if let Err(e) = self.syncer.sync_data() {
@@ -375,7 +402,8 @@ impl AofWriter {
         if self.failed_batch.is_some() && self.poisoned.is_none() {
             let _ = self.retry(now_ms);
         }
-        if self.policy == FsyncPolicy::Everysec && self.poisoned.is_none() {
+        if self.policy == FsyncPolicy::Everysec && self.poisoned.is_none() && !self.fsync_suppressed
+        {
             self.maybe_request_fsync(now_ms);
         }
     }

@@ -34,9 +34,11 @@ use log::Level;
 const READ_CHUNK_BYTES: usize = 16 * 1024;
 /// Output buffers above this size are released once flushed.
 const OUTPUT_KEEP_BYTES: usize = 64 * 1024;
-/// Longest slice of background work (BGSAVE) between two turns of client
-/// requests: what a client can wait for because of it.
-const BACKGROUND_SLICE: Duration = Duration::from_millis(1);
+/// Longest slice of background work (BGSAVE, AOF rewrite) between two
+/// turns of client requests: what a client can wait for because of it.
+/// Short, because a request arriving during a slice waits for its end; a
+/// poll between slices costs a microsecond or two.
+const BACKGROUND_SLICE: Duration = Duration::from_micros(500);
 /// Tokens below this value are listeners.
 const FIRST_CLIENT_TOKEN: usize = 1024;
 
@@ -237,8 +239,9 @@ impl Server {
         loop {
             let hz = self.engine.config().hz.clamp(1, 500);
             let mut tick = Duration::from_millis(u64::from(1000 / hz));
-            if self.engine.core().save.in_progress() {
-                // A BGSAVE advances between turns: do not sleep while it runs.
+            if self.engine.core().background_busy() {
+                // A BGSAVE or rewrite advances between turns: do not sleep
+                // while it runs.
                 tick = Duration::ZERO;
             }
             if let Some(deadline) = self.engine.next_block_deadline() {
@@ -747,7 +750,12 @@ impl Server {
             }
         }
         let pending = self.pending.take();
-        for token in pending {
+        // Newest first, as Redis does (it links each client at the head of
+        // its pending-writes list): the client whose command ran last in
+        // this round is typically the one waiting for its reply right now,
+        // while the clients that only received Pub/Sub messages or
+        // unblocked replies earlier go after it.
+        for token in pending.into_iter().rev() {
             let Some(mut client) = self.clients.remove(&token) else {
                 continue;
             };

@@ -793,6 +793,189 @@ mod tests {
         assert!(big.score(b"a").unwrap().is_sign_negative());
     }
 
+    /// Redis compares scores with `<` and `==`, so `-0` and `0` tie and
+    /// the member bytes decide; the general encoding keeps `-0` as given.
+    /// Rebuilding from the iteration order (what the snapshot loader does)
+    /// gives back the same order and score bits.
+    #[test]
+    fn negative_and_positive_zero_tie_and_order_by_member() {
+        let l = limits();
+        let f = AddFlags::default();
+        for filler in [0, 200] {
+            let mut z = ZSet::new();
+            for i in 0..filler {
+                z.add(format!("m{i:03}").as_bytes(), f64::from(i % 3) - 1.0, f, &l)
+                    .unwrap();
+            }
+            for (m, s) in [
+                ("a", -0.0),
+                ("b", 0.0),
+                ("c", -0.0),
+                ("zz", -0.0),
+                ("aa", 0.0),
+            ] {
+                z.add(m.as_bytes(), s, f, &l).unwrap();
+            }
+            z.check_invariants().unwrap();
+            let zeros: Vec<(Vec<u8>, bool)> = z
+                .iter()
+                .filter(|(_, s)| *s == 0.0)
+                .map(|(m, s)| (m.to_vec(), s.is_sign_negative()))
+                .collect();
+            let names: Vec<&[u8]> = zeros.iter().map(|(m, _)| m.as_slice()).collect();
+            if filler > 0 {
+                let mut all: Vec<Vec<u8>> = (0..filler)
+                    .filter(|i| i % 3 == 1)
+                    .map(|i| format!("m{i:03}").into_bytes())
+                    .collect();
+                all.extend([b"a".to_vec(), b"aa".to_vec(), b"b".to_vec()]);
+                all.extend([b"c".to_vec(), b"zz".to_vec()]);
+                all.sort();
+                assert_eq!(names, all.iter().map(Vec::as_slice).collect::<Vec<_>>());
+                assert_eq!(z.encoding(), "skiplist");
+                // The general encoding keeps the sign it was given.
+                for (m, neg) in &zeros {
+                    let given_neg = matches!(m.as_slice(), b"a" | b"c" | b"zz");
+                    assert_eq!(*neg, given_neg, "{m:?}");
+                }
+            } else {
+                assert_eq!(names, [&b"a"[..], b"aa", b"b", b"c", b"zz"]);
+                assert_eq!(z.encoding(), "listpack");
+                assert!(zeros.iter().all(|(_, neg)| !neg), "a listpack stores 0");
+            }
+            // Ranks and score ranges treat -0 and 0 as one score.
+            let r = ScoreRange {
+                min: 0.0,
+                max: -0.0,
+                min_exclusive: false,
+                max_exclusive: false,
+            };
+            assert_eq!(z.count_in_range(&r), zeros.len());
+            let first = z.first_in_range(&r).unwrap();
+            assert_eq!(z.get(first).unwrap().0, zeros[0].0.as_slice());
+            assert_eq!(z.rank(b"c"), z.rank(b"b").map(|r| r + 1));
+            // Updating to the other zero changes nothing (Redis's
+            // `score != curscore`), so the stored sign stays.
+            let before = z.score(b"a").unwrap().to_bits();
+            let out = z.add(b"a", 0.0, f, &l).unwrap();
+            assert!(!out.updated);
+            assert_eq!(z.score(b"a").unwrap().to_bits(), before);
+            // What the snapshot loader does: rebuild from the saved order.
+            let entries: Vec<(Blob, f64)> = z.iter().map(|(m, s)| (Blob::new(m), s)).collect();
+            let rebuilt = ZSet::from_sorted(entries, &l);
+            rebuilt.check_invariants().unwrap();
+            let bits = |z: &ZSet| -> Vec<(Vec<u8>, u64)> {
+                z.iter().map(|(m, s)| (m.to_vec(), s.to_bits())).collect()
+            };
+            assert_eq!(bits(&rebuilt), bits(&z));
+        }
+    }
+
+    /// Random ZADD / ZINCRBY / ZREM / ZREMRANGEBYRANK / ZREMRANGEBYSCORE
+    /// runs with many `-0` and `0` scores, small and large, against a model
+    /// ordered the way Redis orders (`<` on scores, then member bytes).
+    #[test]
+    fn zero_signs_never_disturb_the_order() {
+        fn prop(seed: u64) -> bool {
+            let l = limits();
+            let mut rng = Rng::with_seed(seed);
+            let mut z = ZSet::new();
+            // member -> score as stored.
+            let mut model: Vec<(Vec<u8>, f64)> = Vec::new();
+            // Redis's order, written independently of `cmp_key`.
+            let redis_order = |a: &(Vec<u8>, f64), b: &(Vec<u8>, f64)| {
+                a.1.partial_cmp(&b.1)
+                    .expect("no NaN")
+                    .then_with(|| a.0.cmp(&b.0))
+            };
+            let scores = [-0.0, 0.0, -0.0, 0.0, 1.0, -1.0, f64::INFINITY, 0.5];
+            let space = if rng.below(2) == 0 { 20 } else { 300 };
+            for _ in 0..600 {
+                let member = format!("m{}", rng.below(space)).into_bytes();
+                let score = scores[rng.index(scores.len())];
+                match rng.below(40) {
+                    0..=31 => {
+                        let incr = rng.below(4) == 0;
+                        let flags = AddFlags {
+                            incr,
+                            ..AddFlags::default()
+                        };
+                        let out = z
+                            .add(&member, score, flags, &l)
+                            .expect("no -inf among the scores, so no NaN sum");
+                        match model.iter_mut().find(|(m, _)| *m == member) {
+                            Some((_, s)) => {
+                                let new = if incr { *s + score } else { score };
+                                assert_eq!(out.updated, new != *s);
+                                if new != *s {
+                                    *s = new;
+                                }
+                            }
+                            None => model.push((member, score)),
+                        }
+                    }
+                    32..=36 => {
+                        let present = model.iter().position(|(m, _)| *m == member);
+                        assert_eq!(z.remove(&member), present.is_some());
+                        if let Some(i) = present {
+                            model.remove(i);
+                        }
+                    }
+                    37 | 38 => {
+                        let start = rng.index(model.len() + 1);
+                        let end = start + rng.index(4);
+                        z.remove_ranks(start, end);
+                        model.sort_by(redis_order);
+                        model.drain(start.min(model.len())..end.min(model.len()));
+                    }
+                    _ => {
+                        let r = ScoreRange {
+                            min: score,
+                            max: 0.0,
+                            min_exclusive: rng.below(2) == 0,
+                            max_exclusive: rng.below(2) == 0,
+                        };
+                        let n = model.len();
+                        model.retain(|(_, s)| !(r.gte_min(*s, b"") && r.lte_max(*s, b"")));
+                        assert_eq!(z.remove_in_range(&r), n - model.len());
+                    }
+                }
+                if z.is_listpack() {
+                    for (_, s) in &mut model {
+                        *s = listpack_score(*s);
+                    }
+                }
+            }
+            z.check_invariants().unwrap();
+            let mut want: Vec<(Vec<u8>, f64)> = model;
+            want.sort_by(redis_order);
+            let want: Vec<(Vec<u8>, u64)> =
+                want.into_iter().map(|(m, s)| (m, s.to_bits())).collect();
+            let got: Vec<(Vec<u8>, u64)> =
+                z.iter().map(|(m, s)| (m.to_vec(), s.to_bits())).collect();
+            // Rebuilt from its order, as the snapshot loader does, it keeps
+            // order and score bits (but a listpack stores -0 as 0).
+            let entries: Vec<(Blob, f64)> = z.iter().map(|(m, s)| (Blob::new(m), s)).collect();
+            let rebuilt = ZSet::from_sorted(entries, &l);
+            rebuilt.check_invariants().unwrap();
+            let rebuilt_want: Vec<(Vec<u8>, u64)> = got
+                .iter()
+                .map(|(m, bits)| match rebuilt.is_listpack() {
+                    true => (m.clone(), listpack_score(f64::from_bits(*bits)).to_bits()),
+                    false => (m.clone(), *bits),
+                })
+                .collect();
+            let rebuilt: Vec<(Vec<u8>, u64)> = rebuilt
+                .iter()
+                .map(|(m, s)| (m.to_vec(), s.to_bits()))
+                .collect();
+            got == want && rebuilt == rebuilt_want
+        }
+        quickcheck::QuickCheck::new()
+            .tests(200)
+            .quickcheck(prop as fn(u64) -> bool);
+    }
+
     #[test]
     fn add_flags_follow_zsetadd() {
         let l = limits();

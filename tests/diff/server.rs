@@ -1070,7 +1070,10 @@ const INFO_VALUE_FIELDS: &[&str] = &[
 
 /// Section titles and field names hozon does not report like Redis.
 fn comparable(section: &str, name: &str) -> bool {
-    !matches!(section, "Commandstats" | "Errorstats" | "Latencystats") && name != "hozon_version"
+    // hozon's own fields: its version, and the AOF rewrite's diff backlog
+    // (Redis 6 had `aof_rewrite_buffer_length`; 7.0 dropped it).
+    !matches!(section, "Commandstats" | "Errorstats" | "Latencystats")
+        && !matches!(name, "hozon_version" | "aof_rewrite_buffer_length")
 }
 
 #[track_caller]
@@ -1351,7 +1354,8 @@ fn config_get_patterns_match_redis_for_known_parameters() {
         .map(|(k, _)| k)
         .collect();
     // Ours by nature: dir, dbfilename (dump.hoz); ports differ per server.
-    let ours = ["dir", "dbfilename", "port"];
+    // Values that differ by design, and hozon's own `aof-preamble`.
+    let ours = ["dir", "dbfilename", "port", "aof-preamble"];
     for resp3 in [false, true] {
         if resp3 {
             p.resp3();

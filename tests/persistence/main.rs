@@ -10,6 +10,8 @@ mod aof_faults;
 mod aof_replay;
 mod crash;
 mod interop;
+mod rewrite;
+mod rewrite_faults;
 mod runtime;
 mod server_faults;
 mod snapshots;

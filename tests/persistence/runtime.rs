@@ -1,6 +1,7 @@
 //! Switching the append-only file on and off at runtime (CONFIG SET
-//! appendonly): turning it on writes the current dataset out first, so the
-//! file alone rebuilds the keyspace after a crash.
+//! appendonly): turning it on starts a background rewrite that writes the
+//! current dataset out, so once it is in place the file alone rebuilds the
+//! keyspace after a crash.
 
 use crate::harness::{start_hozon, Conn};
 use crate::interop::{dump, run_workload};
@@ -19,6 +20,29 @@ fn config_set_appendonly_yes_writes_the_dataset_then_logs() {
     assert_eq!(
         conn.call(&[b"CONFIG", b"SET", b"appendonly", b"yes"]),
         b"+OK\r\n"
+    );
+    // Written while the first rewrite may still run: carried over by it.
+    assert_eq!(conn.call(&[b"SET", b"during", b"rewrite"]), b"+OK\r\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let info = String::from_utf8_lossy(&conn.call(&[b"INFO", b"persistence"])).into_owned();
+        if info.contains("aof_rewrites:1\r\n") && info.contains("aof_rewrite_in_progress:0") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no rewrite after CONFIG SET appendonly yes: {info}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(dir.path().join("appendonly.aof").exists());
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.starts_with("temp-")),
+        "the temporary log is removed after the switch: {names:?}"
     );
     assert_eq!(conn.call(&[b"SET", b"after", b"switch"]), b"+OK\r\n");
     assert_eq!(

@@ -436,7 +436,20 @@ fn worker_scenario(policy: &str, via_rewrite: bool) {
             call(&mut producer, &["CONFIG", "SET", "appendonly", "yes"]),
             ok()
         );
-        assert!(aof.exists(), "CONFIG SET appendonly yes wrote no file");
+        // The switch-on is a background rewrite: wait for its switch.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let info =
+                String::from_utf8_lossy(&producer.call(&[b"INFO", b"persistence"])).into_owned();
+            if info.contains("aof_rewrite_in_progress:0") && aof.exists() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "CONFIG SET appendonly yes wrote no file: {info}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_same_state(
             &before_rewrite,
             &server_stream_state(&mut producer, "jobs"),
@@ -1291,8 +1304,23 @@ fn replay_check(ops: &[Vec<String>], via_rewrite: bool) -> Result<(), String> {
             let argv: Vec<&[u8]> = op.iter().map(|a| a.as_bytes()).collect();
             let reply = from_reply(engine.execute(&mut session, &argv));
             log.push_str(&format!("{}  -> {reply:?}\n", op.join(" ")));
-            if op[..] == REWRITE[..] && reply != ok() {
-                return Err(format!("{log}CONFIG SET appendonly yes failed"));
+            if op[..] == REWRITE[..] {
+                if reply != ok() {
+                    return Err(format!("{log}CONFIG SET appendonly yes failed"));
+                }
+                // The switch-on is a background rewrite: run it to its end.
+                while engine.core().rewrite.in_progress() {
+                    engine.background_step(
+                        std::time::Duration::from_millis(5),
+                        hozon::engine::now_ms(),
+                    );
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+                if !engine.core().rewrite.last_ok {
+                    return Err(format!(
+                        "{log}the rewrite of CONFIG SET appendonly yes failed"
+                    ));
+                }
             }
         }
         engine_state(&mut engine)
