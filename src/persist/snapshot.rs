@@ -2748,17 +2748,41 @@ fn run_jobs(
             });
         }
         drop(tx);
-        // Outcomes arrive out of order; hand them on in order.
+        // Outcomes arrive out of order; hand them on in order. While the
+        // block due next is not decoded yet, this thread decodes one
+        // itself instead of waiting (on 2 cores: one worker, and this
+        // thread inserting or decoding).
         let mut pending: BTreeMap<usize, Outcome> = BTreeMap::new();
+        let mut scratch = Vec::new();
         let mut want = 0;
-        for (i, outcome) in rx.iter() {
-            pending.insert(i, outcome);
+        loop {
             while let Some(outcome) = pending.remove(&want) {
                 want += 1;
                 if sink(outcome).is_break() {
                     stop.store(true, Ordering::Relaxed);
                     return; // dropping rx ends the workers' sends
                 }
+            }
+            if want >= jobs.len() {
+                return;
+            }
+            match rx.try_recv() {
+                Ok((i, outcome)) => {
+                    pending.insert(i, outcome);
+                    continue;
+                }
+                Err(mpsc::TryRecvError::Empty) | Err(mpsc::TryRecvError::Disconnected) => {}
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if let Some(job) = jobs.get(i) {
+                pending.insert(i, decode(job, &mut scratch));
+                continue;
+            }
+            match rx.recv() {
+                Ok((i, outcome)) => {
+                    pending.insert(i, outcome);
+                }
+                Err(_) => return,
             }
         }
     });
@@ -5260,6 +5284,37 @@ mod tests {
     }
 
     // -- Performance (release mode, by hand) --------------------------------
+
+    /// Load timings of an existing file:
+    /// `HOZON_BENCH_FILE=dump.hoz cargo test --release --lib persist::snapshot::tests::bench_load_file -- --ignored --nocapture`
+    #[test]
+    #[ignore = "benchmark: run by hand in release mode"]
+    fn bench_load_file() {
+        let Some(path) = std::env::var_os("HOZON_BENCH_FILE") else {
+            return;
+        };
+        let data = RealIo.map(Path::new(&path)).expect("map");
+        let l = EncodingLimits::default();
+        for threads in [1, 2, 3] {
+            let t = std::time::Instant::now();
+            let loaded = load(&data, l, threads, NOW_MS).expect("load");
+            let decoded = t.elapsed();
+            let mut ks = Keyspace::new(16);
+            loaded.into_keyspace(&mut ks).expect("insert");
+            let total = t.elapsed();
+            let t = std::time::Instant::now();
+            drop(ks);
+            println!(
+                "{threads} thread(s): decode {decoded:?}, insert {:?}, (drop {:?})",
+                total - decoded,
+                t.elapsed()
+            );
+            let t = std::time::Instant::now();
+            let mut ks = Keyspace::new(16);
+            load_into(&data, &mut ks, l, threads, NOW_MS).expect("load_into");
+            println!("{threads} thread(s): load_into {:?}", t.elapsed());
+        }
+    }
 
     /// `cargo test --release --lib persist::snapshot::tests::bench -- --ignored --nocapture`
     #[test]

@@ -240,9 +240,13 @@ impl Server {
             let hz = self.engine.config().hz.clamp(1, 500);
             let mut tick = Duration::from_millis(u64::from(1000 / hz));
             if self.engine.core().background_busy() {
-                // A BGSAVE or rewrite advances between turns: do not sleep
-                // while it runs.
-                tick = Duration::ZERO;
+                // A BGSAVE or rewrite advances between turns, a slice per
+                // turn. Waiting up to one slice for events between slices
+                // keeps the command thread at most half busy with it: a
+                // thread that never sleeps is the one the scheduler
+                // preempts for milliseconds when the cores are shared
+                // (the writer thread, clients), which clients would see.
+                tick = tick.min(BACKGROUND_SLICE);
             }
             if let Some(deadline) = self.engine.next_block_deadline() {
                 let wait_ms = (deadline - now_ms()).max(0) as u64;
