@@ -578,7 +578,12 @@ impl Job {
                                 self.sync(&mut tail)?;
                             }
                         }
-                        ToThread::ImageDone(_) => return Ok(tail),
+                        ToThread::ImageDone(_) => {
+                            // Durable now, so the switch's fsync covers only
+                            // the diff (a stop clients wait for).
+                            self.sync(&mut tail)?;
+                            return Ok(tail);
+                        }
                         _ => return Err("rewrite protocol error: unexpected message".into()),
                     }
                 }

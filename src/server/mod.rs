@@ -236,17 +236,24 @@ impl Server {
     /// Runs until shutdown is requested.
     pub fn run(&mut self) -> Result<(), crate::Error> {
         let mut events = Events::with_capacity(1024);
+        // Whether the last wait returned events (see the background tick).
+        let mut clients_active = false;
         loop {
             let hz = self.engine.config().hz.clamp(1, 500);
             let mut tick = Duration::from_millis(u64::from(1000 / hz));
             if self.engine.core().background_busy() {
                 // A BGSAVE or rewrite advances between turns, a slice per
-                // turn. Waiting up to one slice for events between slices
-                // keeps the command thread at most half busy with it: a
-                // thread that never sleeps is the one the scheduler
-                // preempts for milliseconds when the cores are shared
-                // (the writer thread, clients), which clients would see.
-                tick = tick.min(BACKGROUND_SLICE);
+                // turn. While clients are active, waiting for events
+                // between slices keeps the command thread about half busy
+                // with it: a thread that never sleeps is the one the
+                // scheduler preempts for milliseconds when the cores are
+                // shared (the writer thread, clients), which clients would
+                // see. With no client activity it runs slice after slice.
+                tick = if clients_active {
+                    tick.min(BACKGROUND_SLICE)
+                } else {
+                    Duration::ZERO
+                };
             }
             if let Some(deadline) = self.engine.next_block_deadline() {
                 let wait_ms = (deadline - now_ms()).max(0) as u64;
@@ -257,6 +264,7 @@ impl Server {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(io_error("waiting for events", e)),
             }
+            clients_active = !events.is_empty();
             for event in events.iter() {
                 let token = event.token().0;
                 if token < FIRST_CLIENT_TOKEN {
