@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -294,7 +294,7 @@ impl RewriteState {
     ) -> Option<Finished> {
         let job = self.job.as_mut()?;
         let started = Instant::now();
-        job.hand_over();
+        super::saver::hand_over(&mut job.queued, &job.to_thread);
         while !job.capture_done && job.queued.len() < MAX_QUEUED_CHUNKS {
             let done = {
                 let Rewrite {
@@ -348,7 +348,7 @@ impl RewriteState {
                 job.queued.push_back(ToThread::ImageDone(stats));
                 keyspace.end_capture();
             }
-            job.hand_over();
+            super::saver::hand_over(&mut job.queued, &job.to_thread);
             if started.elapsed() >= budget {
                 break;
             }
@@ -434,26 +434,6 @@ impl RewriteState {
         self.last_error = Some(cause.clone());
         self.consecutive_failures += 1;
         Finished::Failed(cause)
-    }
-}
-
-impl Rewrite {
-    /// Moves queued image chunks to the thread without waiting.
-    fn hand_over(&mut self) {
-        while let Some(chunk) = self.queued.pop_front() {
-            match self.to_thread.try_send(chunk) {
-                Ok(()) => {}
-                Err(TrySendError::Full(chunk)) => {
-                    self.queued.push_front(chunk);
-                    return;
-                }
-                // The thread failed; its error arrives on the result channel.
-                Err(TrySendError::Disconnected(_)) => {
-                    self.queued.clear();
-                    return;
-                }
-            }
-        }
     }
 }
 

@@ -91,7 +91,7 @@ pub struct BgSave {
     /// Keys in the keyspace when it started (`current_save_keys_total`).
     pub keys_total: u64,
     builder: BlockBuilder,
-    queued: VecDeque<RawBlock>,
+    queued: VecDeque<ToWriter>,
     to_writer: SyncSender<ToWriter>,
     result: Receiver<Result<Summary, String>>,
     capture_done: bool,
@@ -160,23 +160,28 @@ impl SaveState {
     ) -> Option<Finished> {
         let job = self.job.as_mut()?;
         let started = Instant::now();
-        job.hand_over();
+        hand_over(&mut job.queued, &job.to_writer);
         while !job.capture_done && job.queued.len() < MAX_QUEUED_BLOCKS {
             let builder = &mut job.builder;
             let queued = &mut job.queued;
             let mut captured = 0u64;
             let done = keyspace.capture_step(RECORDS_PER_CHECK, &mut |db, key, value, expire| {
                 captured += 1;
-                queued.extend(builder.push(db, key, value, expire));
+                queued.extend(
+                    builder
+                        .push(db, key, value, expire)
+                        .into_iter()
+                        .map(ToWriter::Block),
+                );
             });
             job.keys_processed += captured;
             if done {
                 job.capture_done = true;
                 if let Some(block) = job.builder.finish() {
-                    job.queued.push_back(block);
+                    job.queued.push_back(ToWriter::Block(block));
                 }
             }
-            job.hand_over();
+            hand_over(&mut job.queued, &job.to_writer);
             if started.elapsed() >= budget {
                 break;
             }
@@ -238,21 +243,21 @@ impl SaveState {
     }
 }
 
-impl BgSave {
-    /// Moves queued blocks to the writer without waiting.
-    fn hand_over(&mut self) {
-        while let Some(block) = self.queued.pop_front() {
-            match self.to_writer.try_send(ToWriter::Block(block)) {
-                Ok(()) => {}
-                Err(TrySendError::Full(ToWriter::Block(block))) => {
-                    self.queued.push_front(block);
-                    return;
-                }
-                // The writer failed; its error arrives on the result channel.
-                Err(_) => {
-                    self.queued.clear();
-                    return;
-                }
+/// Moves `queued` messages to a background thread's bounded channel
+/// without waiting: what does not fit stays queued, in order. When the
+/// thread is gone the queue is dropped (its error arrives on its result
+/// channel). Shared by BGSAVE and the AOF rewrite.
+pub(super) fn hand_over<T>(queued: &mut VecDeque<T>, tx: &SyncSender<T>) {
+    while let Some(message) = queued.pop_front() {
+        match tx.try_send(message) {
+            Ok(()) => {}
+            Err(TrySendError::Full(message)) => {
+                queued.push_front(message);
+                return;
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                queued.clear();
+                return;
             }
         }
     }

@@ -20,7 +20,8 @@ fn rounds() -> u64 {
         .unwrap_or(24)
 }
 
-fn parse_int(reply: &[u8]) -> i64 {
+/// The integer of an `:n` reply (or of a bulk holding one).
+pub fn parse_int(reply: &[u8]) -> i64 {
     let text = String::from_utf8_lossy(reply);
     text.trim_start_matches([':', '$'])
         .lines()

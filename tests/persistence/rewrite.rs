@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use hozon::rand::Rng;
 
+use crate::crash::parse_int;
 use crate::harness::{encode_command, show, start_hozon, start_redis, Conn, ServerProcess};
 use crate::interop::{dump, run_workload};
 
@@ -43,18 +44,6 @@ Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.\r\n";
 
 fn arg(dir: &Path) -> String {
     dir.to_string_lossy().into_owned()
-}
-
-/// The integer of an `:n` reply (or of a bulk holding one).
-fn int_reply(reply: &[u8]) -> i64 {
-    let text = String::from_utf8_lossy(reply);
-    text.trim_start_matches([':', '$'])
-        .lines()
-        .last()
-        .unwrap_or("")
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("not an integer reply: {}", show(reply)))
 }
 
 fn bulk(value: &[u8]) -> Vec<u8> {
@@ -424,7 +413,7 @@ fn no_write_lost_across_repeated_rewrites(preamble: &str) {
             .collect();
         let incrs: i64 = writers.iter().map(|(_, t)| t.incrs).sum();
         assert_eq!(
-            int_reply(&conn.call(&[b"GET", b"counter"])),
+            parse_int(&conn.call(&[b"GET", b"counter"])),
             incrs,
             "db {db}: the counter is not the number of acknowledged INCRs"
         );
@@ -433,7 +422,7 @@ fn no_write_lost_across_repeated_rewrites(preamble: &str) {
             keys += RACE_PRELOAD as i64;
         }
         assert_eq!(
-            int_reply(&conn.call(&[b"DBSIZE"])),
+            parse_int(&conn.call(&[b"DBSIZE"])),
             keys,
             "db {db}: unexpected keys"
         );
@@ -777,7 +766,7 @@ fn temp_image_written(dir: &Path, image_len: u64) -> bool {
 /// After a restart: the list is `1..=len` with acked ≤ len ≤ acked + 1,
 /// every preloaded key is there and no temporary file is left.
 fn check_after_kill(dir: &Path, conn: &mut Conn, acked: i64, round: usize) -> i64 {
-    let len = int_reply(&conn.call(&[b"LLEN", b"list"]));
+    let len = parse_int(&conn.call(&[b"LLEN", b"list"]));
     assert!(
         len >= acked && len <= acked + 1,
         "round {round}: the list has {len} elements, {acked} were acknowledged"
@@ -793,7 +782,7 @@ fn check_after_kill(dir: &Path, conn: &mut Conn, acked: i64, round: usize) -> i6
     );
     let expected_keys = KILL_PRELOAD as i64 + i64::from(len > 0);
     assert_eq!(
-        int_reply(&conn.call(&[b"DBSIZE"])),
+        parse_int(&conn.call(&[b"DBSIZE"])),
         expected_keys,
         "round {round}: DBSIZE"
     );
@@ -1299,11 +1288,11 @@ fn bgrewriteaof_and_bgsave_interplay_replies_and_scheduling() {
     assert_eq!(field(&text, "aof_rewrites"), "3", "{text}");
 
     // The file is still whole: restart and compare.
-    let before = int_reply(&conn.call(&[b"DBSIZE"]));
+    let before = parse_int(&conn.call(&[b"DBSIZE"]));
     drop(server);
     let restarted = start_hozon(&["--appendonly", "yes", "--dir", &d, "--save", ""]);
     let mut conn = Conn::connect(restarted.port);
-    assert_eq!(int_reply(&conn.call(&[b"DBSIZE"])), before);
+    assert_eq!(parse_int(&conn.call(&[b"DBSIZE"])), before);
     check_preloaded(&mut conn, 50_000, 32, "after the restart");
 }
 
