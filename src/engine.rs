@@ -84,6 +84,9 @@ pub struct Core {
     pub save: SaveState,
     /// AOF rewrite status and the rewrite in progress.
     pub rewrite: RewriteState,
+    /// The Lua state and script cache, created by the first script
+    /// command (taken out while a script runs).
+    pub scripting: Option<Box<crate::script::Scripting>>,
     /// The file-system layer every persistence file goes through.
     io: Arc<dyn Io>,
     /// Held while the engine uses the data directory.
@@ -653,6 +656,7 @@ impl Engine {
                     ..SaveState::default()
                 },
                 rewrite: RewriteState::default(),
+                scripting: None,
                 io: Arc::clone(&io),
                 dir_lock: None,
                 next_session_id: 1,

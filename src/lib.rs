@@ -25,6 +25,7 @@ pub mod persist;
 pub mod rand;
 pub mod reply;
 pub mod resp;
+pub mod script;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod types;

@@ -34,7 +34,10 @@ pub enum Reply {
     /// `#t`/`#f` in RESP3, `:1`/`:0` in RESP2.
     Bool(bool),
     /// `=` verbatim string with a 3-letter format in RESP3, bulk in RESP2.
-    Verbatim(&'static str, Vec<u8>),
+    Verbatim([u8; 3], Vec<u8>),
+    /// `(` big number in RESP3, a bulk string in RESP2 (what a script's
+    /// `{big_number=...}` returns).
+    BigNumber(String),
     /// `>` push message in RESP3 (an array in RESP2).
     Push(Vec<Reply>),
     /// Several replies written back to back (SUBSCRIBE confirms each
@@ -167,10 +170,19 @@ impl Reply {
                     out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" });
                 }
             }
+            Reply::BigNumber(text) => {
+                if resp >= 3 {
+                    out.push(b'(');
+                    out.extend_from_slice(text.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                } else {
+                    encode_bulk(out, text.as_bytes());
+                }
+            }
             Reply::Verbatim(format, body) => {
                 if resp >= 3 {
                     encode_int(out, b'=', body.len() as i64 + 4);
-                    out.extend_from_slice(format.as_bytes());
+                    out.extend_from_slice(format);
                     out.push(b':');
                     out.extend_from_slice(body);
                     out.extend_from_slice(b"\r\n");
@@ -235,7 +247,7 @@ mod tests {
         assert_eq!(Reply::Double(1.5).to_resp(2), b"$3\r\n1.5\r\n");
         assert_eq!(Reply::Double(1.5).to_resp(3), b",1.5\r\n");
         assert_eq!(
-            Reply::Verbatim("txt", b"hi".to_vec()).to_resp(3),
+            Reply::Verbatim(*b"txt", b"hi".to_vec()).to_resp(3),
             b"=6\r\ntxt:hi\r\n"
         );
     }

@@ -191,6 +191,35 @@ pub trait Host {
 
     /// Writes a line to the host's log (SHUTDOWN's reasons).
     fn log(&self, _level: crate::config::LogLevel, _message: &str) {}
+
+    /// Called again and again while a script runs past
+    /// `busy-reply-threshold`: the host answers its other clients in the
+    /// meantime (`-BUSY` to most commands, as Redis does) and reports what
+    /// they asked for: SCRIPT KILL (the host replies `-UNKILLABLE` itself
+    /// when `busy.wrote`) or SHUTDOWN NOSAVE. An embedded engine has no
+    /// other clients: the script goes on.
+    fn while_busy(&mut self, _busy: &BusyScript) -> BusyAction {
+        BusyAction::Continue
+    }
+}
+
+/// What the host is told about a script that is running too long.
+#[derive(Debug, Clone, Copy)]
+pub struct BusyScript {
+    /// The script has run a write command: SCRIPT KILL is refused.
+    pub wrote: bool,
+}
+
+/// What another client asked for while a script was busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusyAction {
+    /// Nothing: the script goes on.
+    Continue,
+    /// SCRIPT KILL (already answered OK by the host; only when the script
+    /// has not written).
+    Kill,
+    /// SHUTDOWN NOSAVE: stop the script; the host exits after it.
+    ShutdownNoSave,
 }
 
 /// Memory the process has allocated, in bytes.
@@ -236,6 +265,8 @@ pub struct Ctx<'a> {
     pub(crate) block_request: Option<BlockRequest>,
     /// The command runs inside EXEC.
     pub(crate) in_exec: bool,
+    /// The command runs from a script (redis.call).
+    pub(crate) in_script: bool,
 }
 
 macro_rules! typed_access {
@@ -280,6 +311,7 @@ impl<'a> Ctx<'a> {
             ready_key: None,
             block_request: None,
             in_exec: false,
+            in_script: false,
         }
     }
 

@@ -20,6 +20,7 @@ pub mod list;
 pub mod multi;
 pub mod persistence;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod stream;
@@ -192,7 +193,7 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 12] {
+fn families() -> [&'static [CommandSpec]; 13] {
     [
         persistence::COMMANDS,
         stream::COMMANDS,
@@ -206,6 +207,7 @@ fn families() -> [&'static [CommandSpec]; 12] {
         set::COMMANDS,
         zset::COMMANDS,
         server::COMMANDS,
+        scripting::COMMANDS,
     ]
 }
 

@@ -741,7 +741,7 @@ impl ClientType {
 fn client_info(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let mut line = current_line(ctx, argv, "client|info");
     line.push('\n');
-    Ok(Reply::Verbatim("txt", line.into_bytes()))
+    Ok(Reply::Verbatim(*b"txt", line.into_bytes()))
 }
 
 fn client_list(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
@@ -792,7 +792,7 @@ fn client_list(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             }
         }
     }
-    Ok(Reply::Verbatim("txt", out.into_bytes()))
+    Ok(Reply::Verbatim(*b"txt", out.into_bytes()))
 }
 
 /// CLIENT KILL's filters.
@@ -1793,6 +1793,11 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
     };
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     let total_system = proc_kb_field(&proc_text("/proc/meminfo"), "MemTotal:");
+    // A script calling INFO runs while the Lua state is out of Core: it
+    // reports none then.
+    let (lua, scripts, cached) = ctx.core.scripting.as_deref().map_or((0, 0, 0), |s| {
+        (s.lua_bytes() as u64, s.scripts_bytes() as u64, s.cached())
+    });
     let config = &ctx.core.config;
     let policy = config::MAXMEMORY_POLICIES
         .get(config.maxmemory_policy)
@@ -1815,19 +1820,19 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
         format!("allocator_resident:{rss}"),
         format!("total_system_memory:{total_system}"),
         format!("total_system_memory_human:{}", bytes_to_human(total_system)),
-        "used_memory_lua:0".to_string(),
-        "used_memory_vm_eval:0".to_string(),
-        "used_memory_lua_human:0B".to_string(),
-        "used_memory_scripts_eval:0".to_string(),
-        "number_of_cached_scripts:0".to_string(),
+        format!("used_memory_lua:{lua}"),
+        format!("used_memory_vm_eval:{lua}"),
+        format!("used_memory_lua_human:{}", bytes_to_human(lua)),
+        format!("used_memory_scripts_eval:{scripts}"),
+        format!("number_of_cached_scripts:{cached}"),
         "number_of_functions:0".to_string(),
         "number_of_libraries:0".to_string(),
         "used_memory_vm_functions:0".to_string(),
-        "used_memory_vm_total:0".to_string(),
-        "used_memory_vm_total_human:0B".to_string(),
+        format!("used_memory_vm_total:{lua}"),
+        format!("used_memory_vm_total_human:{}", bytes_to_human(lua)),
         "used_memory_functions:0".to_string(),
-        "used_memory_scripts:0".to_string(),
-        "used_memory_scripts_human:0B".to_string(),
+        format!("used_memory_scripts:{scripts}"),
+        format!("used_memory_scripts_human:{}", bytes_to_human(scripts)),
         format!("maxmemory:{}", config.maxmemory),
         format!("maxmemory_human:{}", bytes_to_human(config.maxmemory)),
         format!("maxmemory_policy:{policy}"),
@@ -2148,7 +2153,7 @@ pub fn info_text(ctx: &Ctx, args: &[&[u8]]) -> String {
 
 fn info(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     Ok(Reply::Verbatim(
-        "txt",
+        *b"txt",
         info_text(ctx, &argv[1..]).into_bytes(),
     ))
 }

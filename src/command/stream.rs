@@ -587,6 +587,11 @@ fn xread(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         let more_args = argv.len() - 1 - i;
         let opt = argv[i];
         if is_opt(opt, "BLOCK") && more_args > 0 {
+            if ctx.in_script {
+                return Err(Reply::err(
+                    "ERR xread command is not allowed with BLOCK option from scripts",
+                ));
+            }
             i += 1;
             block = Some(ctx.parse_block_timeout(argv[i], false)?);
         } else if is_opt(opt, "COUNT") && more_args > 0 {

@@ -618,6 +618,11 @@ fn parse_readgroup_args<'a>(ctx: &Ctx, argv: &[&'a [u8]]) -> Result<ReadGroupArg
         let more = argc - i - 1;
         let opt = argv[i];
         if is_opt(opt, "BLOCK") && more > 0 {
+            if ctx.in_script {
+                return Err(Reply::err(
+                    "ERR xreadgroup command is not allowed with BLOCK option from scripts",
+                ));
+            }
             i += 1;
             block = Some(ctx.parse_block_timeout(argv[i], false)?);
         } else if is_opt(opt, "COUNT") && more > 0 {

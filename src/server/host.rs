@@ -12,9 +12,13 @@ use mio::{Interest, Registry, Token};
 
 use super::log::{self, Level};
 use super::Client;
-use crate::command::ctx::{Connection, MemoryUse};
-use crate::command::{Host, Session};
+use std::io::{Read, Write};
+
+use crate::command::ctx::{BusyAction, BusyScript, Connection, MemoryUse};
+use crate::command::{self, flags, Host, Session};
 use crate::config::{Config, LogLevel};
+use crate::reply::Reply;
+use crate::script;
 
 /// [`Host`] for the RESP server. The client executing the command is not in
 /// `others` (it is borrowed separately while it runs); `current` describes
@@ -30,6 +34,12 @@ pub struct ServerHost<'a> {
     /// Blocked clients to unblock after the command (CLIENT UNBLOCK):
     /// (token, with the UNBLOCKED error).
     pub unblock_requests: Vec<(usize, bool)>,
+    /// Clients read from while a script was busy: the server processes
+    /// what they sent and writes what they were answered.
+    pub busy_touched: Vec<usize>,
+    /// Where connections accepted while a script is busy wait for the
+    /// server to take them in, and whether they must authenticate.
+    parking: Option<(&'a mut Vec<Client>, bool)>,
 }
 
 impl<'a> ServerHost<'a> {
@@ -54,6 +64,33 @@ impl<'a> ServerHost<'a> {
             registry,
             shutdown_requested: false,
             unblock_requests: Vec::new(),
+            busy_touched: Vec::new(),
+            parking: None,
+        }
+    }
+
+    /// Lets a busy script's poll accept connections into `parked`
+    /// (sessions that must authenticate when `requirepass`).
+    pub fn busy_parking(&mut self, parked: &'a mut Vec<Client>, requirepass: bool) {
+        self.parking = Some((parked, requirepass));
+    }
+
+    /// Accepts what the listeners have into the parking (Redis accepts
+    /// clients while a script is busy, and answers them -BUSY too).
+    fn accept_parked(&mut self) {
+        let Some((parked, requirepass)) = self.parking.as_mut() else {
+            return;
+        };
+        for listener in self.listeners.iter() {
+            while let Ok((stream, addr)) = listener.accept() {
+                let session = Session::new(0, !*requirepass, crate::engine::now_ms());
+                parked.push(Client::new(
+                    stream,
+                    addr,
+                    crate::resp::Limits::default(),
+                    session,
+                ));
+            }
         }
     }
 
@@ -131,6 +168,160 @@ impl Host for ServerHost<'_> {
     fn log(&self, level: LogLevel, message: &str) {
         log::log(log_level(level), message);
     }
+
+    fn while_busy(&mut self, busy: &BusyScript) -> BusyAction {
+        let mut action = BusyAction::Continue;
+        let mut buf = vec![0u8; 16 * 1024];
+        self.accept_parked();
+        if let Some((parked, _)) = self.parking.as_mut() {
+            for client in parked.iter_mut() {
+                if client.closing || client.busy_deferred {
+                    continue;
+                }
+                let eof = read_available(client, &mut buf);
+                match answer_while_busy(client, busy) {
+                    BusyAction::Continue => {}
+                    other => action = other,
+                }
+                if eof {
+                    client.closing = true;
+                }
+                let _ = write_available(client);
+            }
+        }
+        if action == BusyAction::ShutdownNoSave {
+            self.shutdown_requested = true;
+            self.shutdown.store(true, Ordering::SeqCst);
+            return action;
+        }
+        for (token, client) in self.others.iter_mut() {
+            if client.closing || client.busy_deferred || client.session.blocked.is_some() {
+                continue;
+            }
+            let eof = read_available(client, &mut buf);
+            if client.inbuf.is_empty() && !eof {
+                continue;
+            }
+            if !self.busy_touched.contains(token) {
+                self.busy_touched.push(*token);
+            }
+            match answer_while_busy(client, busy) {
+                BusyAction::Continue => {}
+                BusyAction::Kill => action = BusyAction::Kill,
+                BusyAction::ShutdownNoSave => {
+                    self.shutdown_requested = true;
+                    self.shutdown.store(true, Ordering::SeqCst);
+                    action = BusyAction::ShutdownNoSave;
+                }
+            }
+            if eof {
+                client.closing = true;
+                self.killed.push(*token);
+            }
+            // Best effort: the rest goes out after the script.
+            let _ = write_available(client);
+            if action == BusyAction::ShutdownNoSave {
+                break;
+            }
+        }
+        action
+    }
+}
+
+/// Reads what the socket has without blocking; true at end of stream.
+fn read_available(client: &mut Client, buf: &mut [u8]) -> bool {
+    loop {
+        match client.stream.read(buf) {
+            Ok(0) => return true,
+            Ok(n) => {
+                client.inbuf.extend_from_slice(&buf[..n]);
+                if n < buf.len() {
+                    return false;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Writes what the socket takes without blocking.
+fn write_available(client: &mut Client) -> std::io::Result<()> {
+    while client.out_pos < client.out.len() {
+        match client.stream.write(&client.out[client.out_pos..]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => client.out_pos += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Redis's processCommand for a client while a script is busy: lookup,
+/// arity and authentication errors as usual; SCRIPT KILL and SHUTDOWN
+/// NOSAVE act; the other commands allowed while busy (MULTI, AUTH, …)
+/// wait for the script's end; everything else gets `-BUSY`.
+fn answer_while_busy(client: &mut Client, busy: &BusyScript) -> BusyAction {
+    let mut action = BusyAction::Continue;
+    loop {
+        let start = client.parser.consumed();
+        let request = match client
+            .parser
+            .next(&client.inbuf, client.session.authenticated)
+        {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                Reply::error(e.reply_text()).encode(client.session.resp, &mut client.out);
+                client.closing = true;
+                break;
+            }
+        };
+        let argv = request.argv(&client.inbuf);
+        let reply = match command::resolve(&argv) {
+            Err(reply) => reply,
+            Ok((top, spec)) => {
+                if !client.session.authenticated && !spec.has(flags::NO_AUTH) {
+                    Reply::err("NOAUTH Authentication required.")
+                } else if top.name == "script" && spec.name == "kill" {
+                    if busy.wrote {
+                        Reply::err(script::UNKILLABLE_ERR)
+                    } else {
+                        action = BusyAction::Kill;
+                        Reply::ok()
+                    }
+                } else if top.name == "shutdown"
+                    && argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave"))
+                {
+                    // The server exits once the script has stopped; the
+                    // client gets no reply, as from any SHUTDOWN.
+                    action = BusyAction::ShutdownNoSave;
+                    break;
+                } else if spec.has(flags::ALLOW_BUSY) && top.name != "shutdown" {
+                    client.parser.rewind(start);
+                    client.busy_deferred = true;
+                    break;
+                } else {
+                    Reply::err(script::BUSY_ERR)
+                }
+            }
+        };
+        if reply.is_error() {
+            // A refused command makes a transaction fail at EXEC.
+            if let Some(multi) = client.session.multi.as_mut() {
+                multi.failed = true;
+            }
+        }
+        reply.encode(client.session.resp, &mut client.out);
+    }
+    let consumed = client.parser.consumed();
+    if consumed > 0 {
+        client.inbuf.drain(..consumed);
+        client.parser.consume(consumed);
+    }
+    action
 }
 
 /// What the server knows about a connection, copied cheaply for every

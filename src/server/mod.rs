@@ -109,9 +109,40 @@ pub struct Client {
     overflowed: bool,
     /// Since when the output has been over the soft limit (Unix ms).
     soft_limit_since_ms: Option<i64>,
+    /// While a script was busy this client sent a command that must wait
+    /// for the script's end (MULTI, AUTH, …): its input is left unparsed.
+    busy_deferred: bool,
 }
 
 impl Client {
+    /// A client for a connection just accepted.
+    pub fn new(
+        stream: TcpStream,
+        addr: SocketAddr,
+        limits: resp::Limits,
+        session: Session,
+    ) -> Client {
+        let _ = stream.set_nodelay(true);
+        let local_addr = stream.local_addr().unwrap_or(addr);
+        Client {
+            stream,
+            addr,
+            local_addr,
+            inbuf: Vec::new(),
+            parser: Parser::new(limits),
+            out: Vec::new(),
+            out_pos: 0,
+            session,
+            last_interaction_ms: now_ms(),
+            writable_registered: false,
+            closing: false,
+            busy_deferred: false,
+            awaiting_log: false,
+            overflowed: false,
+            soft_limit_since_ms: None,
+        }
+    }
+
     /// Bytes of input received and not yet executed.
     pub fn query_buffer_len(&self) -> usize {
         self.inbuf.len()
@@ -193,6 +224,8 @@ pub struct Server {
     overflowed: Vec<usize>,
     /// The shutdown was asked by SHUTDOWN, which handled saving itself.
     shutdown_by_command: bool,
+    /// Connections accepted while a script was busy, taken in after it.
+    parked: Vec<Client>,
 }
 
 impl Server {
@@ -222,6 +255,7 @@ impl Server {
             unblocked: TokenQueue::default(),
             overflowed: Vec::new(),
             shutdown_by_command: false,
+            parked: Vec::new(),
         })
     }
 
@@ -378,7 +412,6 @@ impl Server {
                 continue;
             }
             self.engine.core().stats.connections_received += 1;
-            let _ = stream.set_nodelay(true);
             let token = self.next_token;
             self.next_token += 1;
             if let Err(e) =
@@ -389,31 +422,51 @@ impl Server {
                 log::log(Level::Warning, &format!("Registering client: {e}"));
                 continue;
             }
-            let local_addr = stream.local_addr().unwrap_or(addr);
             let limits = resp::Limits {
                 max_bulk_len: self.engine.config().proto_max_bulk_len as i64,
             };
             let session = self.engine.new_session();
             self.session_tokens.insert(session.id, token);
-            self.clients.insert(
-                token,
-                Client {
-                    stream,
-                    addr,
-                    local_addr,
-                    inbuf: Vec::new(),
-                    parser: Parser::new(limits),
-                    out: Vec::new(),
-                    out_pos: 0,
-                    session,
-                    last_interaction_ms: now_ms(),
-                    writable_registered: false,
-                    closing: false,
-                    awaiting_log: false,
-                    overflowed: false,
-                    soft_limit_since_ms: None,
-                },
-            );
+            self.clients
+                .insert(token, Client::new(stream, addr, limits, session));
+        }
+    }
+
+    /// Takes in the connections accepted while a script was busy: checked
+    /// as at accept time, registered, and their input (what they sent
+    /// during the script and was not answered) processed.
+    fn adopt_parked(&mut self) {
+        for mut client in std::mem::take(&mut self.parked) {
+            let config = self.engine.config();
+            let refusal = if self.clients.len() as u64 >= config.maxclients {
+                Some("-ERR max number of clients reached\r\n")
+            } else if host::protected_mode_refuses(config, client.addr.ip()) {
+                Some(DENIED_PROTECTED)
+            } else {
+                None
+            };
+            if let Some(refusal) = refusal {
+                let _ = client.stream.write(refusal.as_bytes());
+                self.engine.core().stats.rejected_connections += 1;
+                continue;
+            }
+            self.engine.core().stats.connections_received += 1;
+            let token = self.next_token;
+            self.next_token += 1;
+            if let Err(e) =
+                self.poll
+                    .registry()
+                    .register(&mut client.stream, Token(token), Interest::READABLE)
+            {
+                log::log(Level::Warning, &format!("Registering client: {e}"));
+                continue;
+            }
+            client.session = self.engine.new_session();
+            client.busy_deferred = false;
+            self.session_tokens.insert(client.session.id, token);
+            self.clients.insert(token, client);
+            self.unblocked.push(token);
+            self.pending.push(token);
         }
     }
 
@@ -639,6 +692,7 @@ impl Server {
             };
             let argv = request.argv(&client.inbuf);
             let batch_before = self.engine.log_batch_bytes();
+            let requirepass = self.engine.config().requirepass.is_some();
             let mut host = host::ServerHost::new(
                 &mut self.clients,
                 &self.shutdown,
@@ -647,11 +701,25 @@ impl Server {
                 &mut self.listeners,
                 self.poll.registry(),
             );
+            host.busy_parking(&mut self.parked, requirepass);
             let reply = self
                 .engine
                 .execute_with_host(&mut client.session, &argv, &mut host);
             let shutdown = host.shutdown_requested();
             let unblock_requests = std::mem::take(&mut host.unblock_requests);
+            // Clients a busy script's poll read from: their input is
+            // processed now (the socket will not signal it again), their
+            // BUSY replies written.
+            for token in std::mem::take(&mut host.busy_touched) {
+                if let Some(other) = self.clients.get_mut(&token) {
+                    other.busy_deferred = false;
+                }
+                self.unblocked.push(token);
+                self.pending.push(token);
+            }
+            if !self.parked.is_empty() {
+                self.adopt_parked();
+            }
             if self.engine.log_batch_bytes() != batch_before {
                 client.awaiting_log = true;
             }

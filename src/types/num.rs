@@ -174,7 +174,12 @@ pub fn format_g(d: f64, precision: usize) -> String {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if d.is_nan() {
-        return "nan".into();
+        // glibc prints the sign bit of a NaN too (0/0 on x86 is -nan).
+        return if d.is_sign_negative() {
+            "-nan".into()
+        } else {
+            "nan".into()
+        };
     }
     if d == 0.0 {
         return if d.is_sign_negative() {

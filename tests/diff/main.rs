@@ -14,6 +14,7 @@ mod multi;
 mod protocol;
 mod pubsub;
 mod pubsub_limits;
+mod scripting;
 mod server;
 mod set;
 mod stream;

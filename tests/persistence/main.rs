@@ -13,6 +13,8 @@ mod interop;
 mod rewrite;
 mod rewrite_faults;
 mod runtime;
+mod scripting;
 mod server_faults;
 mod snapshots;
 mod streams_and_transactions;
+mod use_cases;

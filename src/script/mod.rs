@@ -1,0 +1,993 @@
+//! Lua scripting (EVAL, EVALSHA, SCRIPT): a Lua 5.1 interpreter (mlua,
+//! vendored, the version Redis embeds) with Redis 7.0's sandbox, `redis.*`
+//! API, libraries and type conversions.
+//!
+//! # How a script runs
+//!
+//! One Lua state lives in the engine ([`Scripting`], in `Core`), created on
+//! first use and replaced by SCRIPT FLUSH. A script body is compiled once
+//! into a function named by its SHA1 and kept in the cache. EVAL takes the
+//! state out of `Core` for the run, sets `KEYS` and `ARGV`, and calls the
+//! function through `prelude.lua`'s runner with a *bridge*: a Rust
+//! function valid for this run only, through which `redis.call` executes
+//! commands on the engine with their own client (database and protocol of
+//! the script, blocking refused). Everything the commands log goes to the
+//! engine's effects, so the whole script reaches the AOF as one MULTI/EXEC
+//! unit of the commands it ran, never as the script: replay needs neither
+//! the cache nor deterministic Lua.
+//!
+//! # Busy scripts
+//!
+//! With `busy-reply-threshold` (`lua-time-limit`) above zero a count hook
+//! checks the running time every [`HOOK_INSTRUCTIONS`] instructions. Past
+//! the threshold it calls [`Host::while_busy`](crate::command::Host::while_busy)
+//! on each check: the server answers other clients with `-BUSY` and takes
+//! SCRIPT KILL (refused once the script wrote) or SHUTDOWN NOSAVE, which
+//! stop the script with an error no `pcall` can catch.
+
+mod convert;
+pub mod libs;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+
+use crate::command::ctx::{BusyAction, BusyScript};
+use crate::command::{self, flags, Ctx, Effect, Session};
+use crate::reply::Reply;
+
+/// Instructions between two checks of a running script's time (Redis's
+/// count hook uses the same period).
+pub const HOOK_INSTRUCTIONS: u32 = 100_000;
+
+/// Most memory the Lua state may allocate; beyond it allocations fail and
+/// the script stops with "not enough memory" instead of growing the
+/// server without bound.
+pub const LUA_MEMORY_LIMIT_BYTES: usize = 1 << 30;
+
+/// The session id of the scripts' own client (never a real connection's).
+pub const SCRIPT_CLIENT_ID: u64 = u64::MAX;
+
+const PRELUDE: &str = include_str!("prelude.lua");
+const USER_CHUNK: &str = "@user_script";
+const BRIDGE_KEY: &str = "hozon_bridge";
+
+/// `NOSCRIPT No matching script. Please use EVAL.`
+pub const NOSCRIPT_ERR: &str = "NOSCRIPT No matching script. Please use EVAL.";
+/// The error other clients get while a script is busy.
+pub const BUSY_ERR: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// SCRIPT KILL's refusal once the script has written.
+pub const UNKILLABLE_ERR: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+/// SCRIPT KILL with no script running.
+pub const NOTBUSY_ERR: &str = "NOTBUSY No scripts in execution right now.";
+
+/// Flags a script declares in its `#!lua flags=...` shebang line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptFlags {
+    /// No shebang: Redis's backward-compatible mode (flags come from the
+    /// commands the script runs).
+    pub compat: bool,
+    /// `no-writes`: the script may only read.
+    pub no_writes: bool,
+    /// `allow-oom`.
+    pub allow_oom: bool,
+    /// `allow-stale`.
+    pub allow_stale: bool,
+    /// `no-cluster`.
+    pub no_cluster: bool,
+    /// `allow-cross-slot-keys`.
+    pub allow_cross_slot: bool,
+}
+
+/// Parses the shebang of `body` (Redis's `evalExtractShebangFlags`):
+/// the flags and the length of the shebang line to skip when compiling
+/// (its newline is kept so line numbers stay right).
+pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((
+            ScriptFlags {
+                compat: true,
+                ..ScriptFlags::default()
+            },
+            0,
+        ));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err("Invalid script shebang".into());
+    };
+    let line = &body[..end];
+    let Some(parts) = crate::resp::split_args(line) else {
+        return Err("Invalid engine in script shebang".into());
+    };
+    let Some(engine) = parts.first() else {
+        return Err("Invalid engine in script shebang".into());
+    };
+    if engine.as_slice() != b"#!lua" {
+        return Err(format!(
+            "Unexpected engine in script shebang: {}",
+            String::from_utf8_lossy(engine)
+        ));
+    }
+    let mut flags = ScriptFlags::default();
+    for part in &parts[1..] {
+        let Some(list) = part.strip_prefix(b"flags=") else {
+            return Err(format!(
+                "Unknown lua shebang option: {}",
+                String::from_utf8_lossy(part)
+            ));
+        };
+        for flag in list.split(|&b| b == b',') {
+            match flag {
+                b"no-writes" => flags.no_writes = true,
+                b"allow-oom" => flags.allow_oom = true,
+                b"allow-stale" => flags.allow_stale = true,
+                b"no-cluster" => flags.no_cluster = true,
+                b"allow-cross-slot-keys" => flags.allow_cross_slot = true,
+                other => {
+                    return Err(format!(
+                        "Unexpected flag in script shebang: {}",
+                        String::from_utf8_lossy(other)
+                    ))
+                }
+            }
+        }
+    }
+    Ok((flags, end))
+}
+
+/// The lowercase hex SHA1 of `bytes` (script names, `redis.sha1hex`).
+pub fn sha1_hex(bytes: &[u8]) -> String {
+    sha1_smol::Sha1::from(bytes).digest().to_string()
+}
+
+/// One cached script.
+struct Script {
+    flags: ScriptFlags,
+    function: Function,
+}
+
+/// Redis's `lrand48` (the 48-bit linear congruential generator behind
+/// `math.random` in scripts), state shared by every script of the
+/// process, as in Redis 7.0.
+#[derive(Debug)]
+struct Lrand48(AtomicU64);
+
+impl Lrand48 {
+    const A: u64 = 0x5_DEEC_E66D;
+    const C: u64 = 0xB;
+    const MASK: u64 = (1 << 48) - 1;
+    const INITIAL: u64 = 0x1234_ABCD_330E;
+
+    fn next(&self) -> i32 {
+        let x = (self.0.load(Ordering::Relaxed).wrapping_mul(Self::A) + Self::C) & Self::MASK;
+        self.0.store(x, Ordering::Relaxed);
+        (x >> 17) as i32
+    }
+
+    fn seed(&self, seed: i32) {
+        self.0
+            .store((u64::from(seed as u32) << 16) | 0x330E, Ordering::Relaxed);
+    }
+}
+
+/// What the count hook and the helpers share with the running script.
+#[derive(Debug)]
+struct Watch {
+    base: Instant,
+    started_ns: AtomicU64,
+    threshold_ms: AtomicU64,
+    killed: AtomicBool,
+    timed_out: AtomicBool,
+}
+
+impl Watch {
+    fn elapsed(&self) -> Duration {
+        let now = self.base.elapsed().as_nanos() as u64;
+        Duration::from_nanos(now.saturating_sub(self.started_ns.load(Ordering::Relaxed)))
+    }
+}
+
+/// Why a running script was stopped from outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Kill,
+    Shutdown,
+}
+
+/// A running script's state, seen by the bridge.
+struct RunState {
+    read_only: bool,
+    wrote: bool,
+    log_effects: bool,
+    stop: Option<Stop>,
+}
+
+/// The Lua state, the script cache and the scripts' client.
+pub struct Scripting {
+    lua: Lua,
+    runner: Function,
+    globals: Table,
+    scripts: HashMap<String, Script>,
+    scripts_bytes: usize,
+    session: Session,
+    rng: Arc<Lrand48>,
+    watch: Arc<Watch>,
+}
+
+impl std::fmt::Debug for Scripting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scripting")
+            .field("scripts", &self.scripts.len())
+            .finish()
+    }
+}
+
+impl Scripting {
+    /// A fresh Lua state with the Redis environment and an empty cache.
+    pub fn new() -> Result<Scripting, String> {
+        let rng = Arc::new(Lrand48(AtomicU64::new(Lrand48::INITIAL)));
+        let watch = Arc::new(Watch {
+            base: Instant::now(),
+            started_ns: AtomicU64::new(0),
+            threshold_ms: AtomicU64::new(0),
+            killed: AtomicBool::new(false),
+            timed_out: AtomicBool::new(false),
+        });
+        Self::with_shared(rng, watch).map_err(|e| format!("cannot start Lua: {e}"))
+    }
+
+    fn with_shared(rng: Arc<Lrand48>, watch: Arc<Watch>) -> mlua::Result<Scripting> {
+        // SAFETY: the debug library is needed by the prelude's error
+        // handler (debug.getinfo); the prelude keeps a private reference
+        // and removes `debug` from the globals before any script runs.
+        let lua = unsafe {
+            Lua::unsafe_new_with(
+                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+                LuaOptions::default(),
+            )
+        };
+        lua.set_memory_limit(LUA_MEMORY_LIMIT_BYTES)?;
+        libs::register(&lua)?;
+        let helpers = lua.create_table()?;
+        let r = rng.clone();
+        helpers.set(
+            "random",
+            lua.create_function(move |_, ()| {
+                let max = f64::from(i32::MAX);
+                Ok(f64::from(r.next() % i32::MAX) / max)
+            })?,
+        )?;
+        let r = rng.clone();
+        helpers.set(
+            "srandom",
+            lua.create_function(move |_, seed: f64| {
+                r.seed(seed as i32);
+                Ok(())
+            })?,
+        )?;
+        helpers.set(
+            "sha1hex",
+            lua.create_function(|_, v: Value| {
+                let text = match &v {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    Value::Integer(i) => i.to_string().into_bytes(),
+                    Value::Number(n) => crate::types::num::format_g(*n, 14).into_bytes(),
+                    _ => Vec::new(),
+                };
+                Ok(sha1_hex(&text))
+            })?,
+        )?;
+        let w = watch.clone();
+        helpers.set(
+            "killed",
+            lua.create_function(move |_, ()| Ok(w.killed.load(Ordering::Relaxed)))?,
+        )?;
+        helpers.set(
+            "log",
+            lua.create_function(|lua, (level, text): (i64, mlua::LuaString)| {
+                if let Ok(bridge) = lua.named_registry_value::<Function>(BRIDGE_KEY) {
+                    bridge.call::<()>((6, level, text))?;
+                }
+                Ok(())
+            })?,
+        )?;
+        helpers.set(
+            "wrap",
+            lua.create_function(|lua, implementation: Function| {
+                // SAFETY: pushes one C closure over the implementation
+                // (the argument exec_raw placed on the stack).
+                unsafe {
+                    lua.exec_raw::<Function>(implementation, |state| {
+                        mlua::ffi::lua_pushcclosure(state, status_trampoline, 1);
+                    })
+                }
+            })?,
+        )?;
+        helpers.set("version", crate::command::server::REDIS_VERSION)?;
+        helpers.set("version_num", redis_version_num())?;
+        let (runner, globals): (Function, Table) =
+            lua.load(PRELUDE).set_name("=hozon").call(helpers)?;
+        Ok(Scripting {
+            lua,
+            runner,
+            globals,
+            scripts: HashMap::new(),
+            scripts_bytes: 0,
+            session: Session::new(SCRIPT_CLIENT_ID, true, 0),
+            rng,
+            watch,
+        })
+    }
+
+    /// Empties the cache and starts a new Lua state (SCRIPT FLUSH). The
+    /// `math.random` sequence goes on, as in Redis.
+    pub fn flush(&mut self) -> Result<(), String> {
+        *self = Self::with_shared(self.rng.clone(), self.watch.clone())
+            .map_err(|e| format!("cannot start Lua: {e}"))?;
+        Ok(())
+    }
+
+    /// True when a script with this SHA1 is cached (in any letter case,
+    /// as Redis's case-insensitive script dictionary finds it).
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        std::str::from_utf8(sha).is_ok_and(|s| self.scripts.contains_key(&s.to_ascii_lowercase()))
+    }
+
+    /// Number of cached scripts.
+    pub fn cached(&self) -> usize {
+        self.scripts.len()
+    }
+
+    /// Bytes of the cached script bodies (INFO `used_memory_scripts_eval`).
+    pub fn scripts_bytes(&self) -> usize {
+        self.scripts_bytes
+    }
+
+    /// Bytes the Lua state has allocated (INFO `used_memory_lua`).
+    pub fn lua_bytes(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    /// Compiles and caches `body` (SCRIPT LOAD, or EVAL of a new script);
+    /// returns its SHA1. The error is the reply Redis gives.
+    pub fn load(&mut self, body: &[u8]) -> Result<String, Reply> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, shebang_len) =
+            parse_shebang(body).map_err(|e| Reply::error(format!("ERR {e}")))?;
+        // Redis's Lua refuses binary chunks: a body starting with the
+        // bytecode signature is text to it, and fails to lex as such. A
+        // leading space keeps that error (and the line numbers).
+        let source = &body[shebang_len..];
+        let text: std::borrow::Cow<[u8]> = if source.first() == Some(&0x1b) {
+            let mut spaced = Vec::with_capacity(source.len() + 1);
+            spaced.push(b' ');
+            spaced.extend_from_slice(source);
+            spaced.into()
+        } else {
+            source.into()
+        };
+        let function = self
+            .lua
+            .load(&*text)
+            .set_name(USER_CHUNK)
+            .into_function()
+            .map_err(|e| {
+                let message = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    mlua::Error::MemoryError(m) => m,
+                    other => other.to_string(),
+                };
+                Reply::error(command::error_text(
+                    format!("ERR Error compiling script (new function): {message}").as_bytes(),
+                ))
+            })?;
+        self.scripts_bytes += body.len() + sha.len();
+        self.scripts.insert(sha.clone(), Script { flags, function });
+        Ok(sha)
+    }
+
+    /// The flags of a cached script.
+    pub fn flags(&self, sha: &str) -> Option<ScriptFlags> {
+        self.scripts.get(sha).map(|s| s.flags)
+    }
+
+    /// Runs the cached script `sha` for the command in `ctx` (EVAL and
+    /// friends, after the cache lookup): `keys` and `args` become `KEYS`
+    /// and `ARGV`; `read_only` for EVAL_RO/EVALSHA_RO. Returns the reply.
+    pub fn run(
+        &mut self,
+        ctx: &mut Ctx,
+        sha: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        read_only: bool,
+    ) -> Reply {
+        let Some(script) = self.scripts.get(sha) else {
+            return Reply::err(NOSCRIPT_ERR);
+        };
+        let flags = script.flags;
+        if let Err(refusal) = prepare(ctx, flags, read_only) {
+            return refusal;
+        }
+        let function = script.function.clone();
+        if let Err(e) = self.set_arrays(keys, args) {
+            return Reply::error(format!("ERR Error running script: {e}"));
+        }
+        self.session.db = ctx.session.db;
+        self.session.resp = 2;
+        let mut state = RunState {
+            read_only: read_only || (!flags.compat && flags.no_writes),
+            wrote: false,
+            log_effects: true,
+            stop: None,
+        };
+        let threshold_ms = ctx.core.config.busy_reply_threshold_ms;
+        self.arm_watch(threshold_ms);
+        let effects_before = ctx.core.effects.len();
+        let outcome = {
+            let session = &mut self.session;
+            let runner = &self.runner;
+            let watch = &self.watch;
+            let state = &mut state;
+            self.lua.scope(|scope| {
+                let bridge = scope.create_function_mut(|lua, args: MultiValue| {
+                    bridge(lua, &mut *ctx, &mut *session, &mut *state, watch, args)
+                })?;
+                self.lua
+                    .set_named_registry_value(BRIDGE_KEY, bridge.clone())?;
+                let result = runner.call::<(bool, Value)>((function, bridge));
+                self.lua.unset_named_registry_value(BRIDGE_KEY)?;
+                result
+            })
+        };
+        self.lua.remove_hook();
+        let timed_out = self.watch.timed_out.load(Ordering::Relaxed);
+        self.watch.killed.store(false, Ordering::Relaxed);
+        self.watch.timed_out.store(false, Ordering::Relaxed);
+        if timed_out {
+            ctx.host.log(
+                crate::config::LogLevel::Warning,
+                "Slow script finished (busy state ended)",
+            );
+        }
+        if state.stop == Some(Stop::Shutdown) {
+            // The server exits without saving: what the script did must not
+            // reach the AOF half done.
+            ctx.core.effects.truncate(effects_before);
+        }
+        let reply = match outcome {
+            Ok((true, value)) => convert::lua_to_reply(&self.lua, value, self.session.resp),
+            Ok((false, error)) => {
+                let stop_message = match state.stop {
+                    Some(Stop::Kill) => Some("ERR Script killed by user with SCRIPT KILL..."),
+                    Some(Stop::Shutdown) => Some("ERR Script killed by SHUTDOWN NOSAVE"),
+                    None => None,
+                };
+                convert::script_error(&error, sha, stop_message)
+            }
+            Err(e) => Reply::error(command::error_text(
+                format!("ERR Error running script {sha}: {e}").as_bytes(),
+            )),
+        };
+        // Redis steps the collector every 50 scripts; an incremental step
+        // after each run keeps garbage from piling up between full cycles.
+        let _ = self.lua.gc_step();
+        reply
+    }
+
+    fn set_arrays(&self, keys: &[&[u8]], args: &[&[u8]]) -> mlua::Result<()> {
+        for (name, items) in [("KEYS", keys), ("ARGV", args)] {
+            let table = self.lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                table.raw_set(i + 1, self.lua.create_string(item)?)?;
+            }
+            self.globals.raw_set(name, table)?;
+        }
+        Ok(())
+    }
+
+    fn arm_watch(&self, threshold_ms: u64) {
+        let w = &self.watch;
+        w.started_ns
+            .store(w.base.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        w.threshold_ms.store(threshold_ms, Ordering::Relaxed);
+        w.killed.store(false, Ordering::Relaxed);
+        w.timed_out.store(false, Ordering::Relaxed);
+        if threshold_ms == 0 {
+            // Redis sets no hook then: a script runs as long as it runs.
+            return;
+        }
+        let watch = self.watch.clone();
+        let triggers = HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS);
+        let _ = self.lua.set_hook(triggers, move |lua, _debug| {
+            if watch.killed.load(Ordering::Relaxed) {
+                return Err(mlua::Error::runtime("Script killed"));
+            }
+            let threshold = Duration::from_millis(watch.threshold_ms.load(Ordering::Relaxed));
+            if watch.elapsed() < threshold {
+                return Ok(VmState::Continue);
+            }
+            let bridge: Function = lua.named_registry_value(BRIDGE_KEY)?;
+            let stop: bool = bridge.call(5)?;
+            if stop {
+                watch.killed.store(true, Ordering::Relaxed);
+                return Err(mlua::Error::runtime("Script killed"));
+            }
+            Ok(VmState::Continue)
+        });
+    }
+}
+
+/// The C closure behind the prelude's `wrap`: calls the Lua function in
+/// its upvalue and acts on the status it returns first: `true` returns the
+/// values after it, `false` raises the value after it as it is, `'where'`
+/// raises it prefixed with the caller's position (luaL_error's). Being a C
+/// function, as Redis's are, a tail call to it keeps the caller's frame
+/// and its errors point at the caller's line.
+///
+/// # Safety
+/// Called by Lua only, with the implementation as upvalue 1. Nothing
+/// owned lives in this frame when `lua_error` unwinds it.
+unsafe extern "C-unwind" fn status_trampoline(state: *mut mlua::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    let nargs = ffi::lua_gettop(state);
+    // A C function gets LUA_MINSTACK free slots: room for the function.
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(state, 1);
+    ffi::lua_call(state, nargs, ffi::LUA_MULTRET);
+    let results = ffi::lua_gettop(state);
+    if results == 0
+        || (ffi::lua_type(state, 1) == ffi::LUA_TBOOLEAN && ffi::lua_toboolean(state, 1) != 0)
+    {
+        return (results - 1).max(0);
+    }
+    ffi::lua_settop(state, 2);
+    if ffi::lua_type(state, 1) == ffi::LUA_TSTRING {
+        ffi::luaL_where(state, 1);
+        ffi::lua_insert(state, 2);
+        ffi::lua_concat(state, 2);
+    }
+    ffi::lua_error(state)
+}
+
+/// Redis's `scriptPrepareForRun` checks for scripts that declare flags.
+fn prepare(ctx: &mut Ctx, flags: ScriptFlags, read_only: bool) -> Result<(), Reply> {
+    if flags.compat || flags.no_writes {
+        return Ok(());
+    }
+    if let Some(refusal) = ctx.core.write_refusal() {
+        let cause = refusal
+            .strip_prefix("MISCONF Errors writing to the AOF file: ")
+            .unwrap_or(&refusal)
+            .to_string();
+        return Err(Reply::error(
+            if refusal.starts_with("MISCONF Errors writing to the AOF") {
+                format!(
+                "MISCONF Redis is configured to persist data to AOF, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts. AOF error: {cause}"
+            )
+            } else {
+                "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts.".to_string()
+            },
+        ));
+    }
+    if read_only {
+        return Err(Reply::err(
+            "ERR Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    Ok(())
+}
+
+/// REDIS_VERSION_NUM for the version we report (0x00MMmmpp).
+fn redis_version_num() -> i64 {
+    let mut parts = crate::command::server::REDIS_VERSION
+        .split('.')
+        .map(|p| p.parse::<i64>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    let patch = parts.next().unwrap_or(0);
+    (major << 16) | (minor << 8) | patch
+}
+
+/// The bridge: `op` 1 runs a command (redis.call/pcall; 7 with the
+/// arguments packed in a table), 2 sets the
+/// protocol, 3 the replication flags, 4 checks a command (acl_check_cmd),
+/// 5 is the count hook's poll while busy, 6 writes to the log.
+fn bridge(
+    lua: &Lua,
+    ctx: &mut Ctx,
+    session: &mut Session,
+    state: &mut RunState,
+    watch: &Watch,
+    args: MultiValue,
+) -> mlua::Result<MultiValue> {
+    let mut args = args.into_iter();
+    let op = match args.next() {
+        Some(Value::Integer(op)) => op,
+        Some(Value::Number(op)) => op as i64,
+        _ => 0,
+    };
+    match op {
+        1 | 7 => {
+            let (ok, value) = match command_argv(args, op == 7) {
+                Ok(argv) => match call(ctx, session, state, &argv) {
+                    Ok(reply) => match reply {
+                        Reply::Error(text) => (false, convert::error_table(lua, &text, true)?),
+                        reply => (true, convert::reply_to_lua(lua, &reply, session.resp)?),
+                    },
+                    Err(text) => (false, convert::error_table(lua, &text, true)?),
+                },
+                Err(text) => (false, convert::error_table(lua, text, false)?),
+            };
+            (ok, value).into_lua_multi(lua)
+        }
+        2 => {
+            if let Some(Value::Integer(resp)) = args.next() {
+                session.resp = if resp == 3 { 3 } else { 2 };
+            }
+            Ok(MultiValue::new())
+        }
+        3 => {
+            if let Some(Value::Integer(flags)) = args.next() {
+                state.log_effects = flags & 1 != 0;
+            }
+            Ok(MultiValue::new())
+        }
+        4 => match command_argv(args, false) {
+            Ok(argv) => {
+                let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+                if command::resolve(&refs).is_ok() || command::lookup(refs[0]).is_some() {
+                    (true, true).into_lua_multi(lua)
+                } else {
+                    let t = convert::error_table(
+                        lua,
+                        "ERR Invalid command passed to redis.acl_check_cmd()",
+                        false,
+                    )?;
+                    (false, t).into_lua_multi(lua)
+                }
+            }
+            Err(text) => (false, convert::error_table(lua, text, false)?).into_lua_multi(lua),
+        },
+        5 => {
+            if !watch.timed_out.swap(true, Ordering::Relaxed) {
+                ctx.host.log(
+                    crate::config::LogLevel::Warning,
+                    &format!(
+                        "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the SCRIPT KILL command.",
+                        watch.elapsed().as_millis()
+                    ),
+                );
+            }
+            let busy = BusyScript { wrote: state.wrote };
+            let stop = match ctx.host.while_busy(&busy) {
+                BusyAction::Continue => None,
+                BusyAction::Kill if !state.wrote => Some(Stop::Kill),
+                BusyAction::Kill => None,
+                BusyAction::ShutdownNoSave => Some(Stop::Shutdown),
+            };
+            if stop.is_some() {
+                state.stop = stop;
+                ctx.host.log(
+                    crate::config::LogLevel::Warning,
+                    if stop == Some(Stop::Kill) {
+                        "Lua script killed by user with SCRIPT KILL."
+                    } else {
+                        "Lua script stopped by SHUTDOWN NOSAVE."
+                    },
+                );
+            }
+            stop.is_some().into_lua_multi(lua)
+        }
+        6 => {
+            let level = match args.next() {
+                Some(Value::Integer(l)) => l,
+                _ => 2,
+            };
+            let text = match args.next() {
+                Some(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+                _ => String::new(),
+            };
+            let level = match level {
+                0 => crate::config::LogLevel::Debug,
+                1 => crate::config::LogLevel::Verbose,
+                2 => crate::config::LogLevel::Notice,
+                _ => crate::config::LogLevel::Warning,
+            };
+            ctx.host.log(level, &text);
+            Ok(MultiValue::new())
+        }
+        _ => Ok(MultiValue::new()),
+    }
+}
+
+use mlua::IntoLuaMulti;
+
+/// The arguments of redis.call as a command (Redis's
+/// `luaArgsToRedisArgv`): strings as they are, numbers as `%.17g`.
+fn command_argv(
+    args: impl Iterator<Item = Value>,
+    packed: bool,
+) -> Result<Vec<Vec<u8>>, &'static str> {
+    let mut argv = Vec::new();
+    for v in args {
+        let bytes =
+            match v {
+                Value::String(s) => s.as_bytes().to_vec(),
+                Value::Integer(i) => crate::types::num::format_g17(i as f64).into_bytes(),
+                Value::Number(n) => crate::types::num::format_g17(n).into_bytes(),
+                Value::Table(t) if packed => {
+                    // Many arguments come packed in a table (see the prelude).
+                    let count: usize = t.raw_len();
+                    let mut packed_argv = Vec::with_capacity(count);
+                    for i in 1..=count {
+                        match t.raw_get::<Value>(i) {
+                            Ok(Value::String(s)) => packed_argv.push(s.as_bytes().to_vec()),
+                            Ok(Value::Integer(n)) => packed_argv
+                                .push(crate::types::num::format_g17(n as f64).into_bytes()),
+                            Ok(Value::Number(n)) => {
+                                packed_argv.push(crate::types::num::format_g17(n).into_bytes())
+                            }
+                            _ => return Err(
+                                "ERR Lua redis lib command arguments must be strings or integers",
+                            ),
+                        }
+                    }
+                    return if packed_argv.is_empty() {
+                        Err("ERR Please specify at least one argument for this redis lib call")
+                    } else {
+                        Ok(packed_argv)
+                    };
+                }
+                _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+            };
+        argv.push(bytes);
+    }
+    if argv.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    Ok(argv)
+}
+
+/// Runs one command from a script (Redis's `scriptCall`): the checks
+/// scripts add, then the command on the scripts' client. Err is the error
+/// text (with its code) of a refused command.
+fn call(
+    ctx: &mut Ctx,
+    session: &mut Session,
+    state: &mut RunState,
+    argv: &[Vec<u8>],
+) -> Result<Reply, String> {
+    let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    let spec = match command::resolve(&refs) {
+        Ok((_, spec)) => spec,
+        Err(_) => {
+            let known = command::lookup(refs[0]).is_some_and(|top| {
+                top.subcommands.is_empty()
+                    || refs.len() < 2
+                    || refs.get(1).is_some_and(|sub| top.subcommand(sub).is_some())
+            });
+            return Err(if known {
+                "ERR Wrong number of args calling Redis command from script".into()
+            } else {
+                "ERR Unknown Redis command called from script".into()
+            });
+        }
+    };
+    if spec.has(flags::NOSCRIPT) {
+        return Err("ERR This Redis command is not allowed from script".into());
+    }
+    if state.read_only && (spec.is_write() || spec.has(flags::MAY_REPLICATE)) {
+        return Err("ERR Write commands are not allowed from read-only scripts.".into());
+    }
+    if spec.is_write() && !state.wrote && !ctx.core.loading {
+        if let Some(refusal) = ctx.core.write_refusal() {
+            return Err(refusal);
+        }
+    }
+    if spec.is_write() {
+        state.wrote = true;
+    }
+    ctx.core.stats.commands_processed += 1;
+    let effects_before = ctx.core.effects.len();
+    let now = ctx.now_ms;
+    let mut inner = Ctx::new(&mut *ctx.core, session, &mut *ctx.host, now);
+    inner.deny_blocking = true;
+    inner.in_script = true;
+    let reply = match (spec.handler)(&mut inner, &refs) {
+        Ok(r) | Err(r) => r,
+    };
+    let dirty = inner.dirty;
+    let logged_custom = inner.logged_custom;
+    ctx.core.dirty += dirty;
+    if dirty > 0 && !logged_custom {
+        ctx.core.effects.push(Effect {
+            db: session.db,
+            argv: argv.to_vec(),
+        });
+    }
+    if !state.log_effects {
+        // redis.set_repl without REPL_AOF: Redis does not propagate what
+        // the command did (the user asked for it explicitly).
+        ctx.core.effects.truncate(effects_before);
+    }
+    Ok(reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::command::ctx::{BusyAction, BusyScript, Host};
+    use crate::{Config, Engine, Reply};
+
+    struct CountingHost {
+        polls: usize,
+        kill_after: usize,
+        action: BusyAction,
+    }
+
+    impl Host for CountingHost {
+        fn while_busy(&mut self, _busy: &BusyScript) -> BusyAction {
+            self.polls += 1;
+            if self.polls >= self.kill_after {
+                self.action
+            } else {
+                BusyAction::Continue
+            }
+        }
+    }
+
+    fn engine_with_threshold(ms: u64) -> Engine {
+        let mut config = Config::in_memory();
+        config.busy_reply_threshold_ms = ms;
+        Engine::open(config).expect("in-memory engine opens")
+    }
+
+    #[test]
+    fn a_busy_script_polls_the_host_and_a_kill_stops_it() {
+        let mut engine = engine_with_threshold(20);
+        let mut session = engine.new_session();
+        let mut host = CountingHost {
+            polls: 0,
+            kill_after: 3,
+            action: BusyAction::Kill,
+        };
+        let reply = engine.execute_with_host(
+            &mut session,
+            &[b"EVAL", b"local i = 0 while true do i = i + 1 end", b"0"],
+            &mut host,
+        );
+        assert!(host.polls >= 3, "polled {} times", host.polls);
+        let Reply::Error(text) = reply else {
+            panic!("expected an error, got {reply:?}")
+        };
+        assert!(
+            text.starts_with("ERR Script killed by user with SCRIPT KILL... script: "),
+            "{text}"
+        );
+        // pcall cannot catch the kill.
+        let mut host = CountingHost {
+            polls: 0,
+            kill_after: 2,
+            action: BusyAction::Kill,
+        };
+        let reply = engine.execute_with_host(
+            &mut session,
+            &[
+                b"EVAL",
+                b"while true do pcall(function() while true do end end) end",
+                b"0",
+            ],
+            &mut host,
+        );
+        assert!(matches!(reply, Reply::Error(_)), "{reply:?}");
+        // The engine works normally afterwards.
+        assert_eq!(
+            engine.execute(&mut session, &[b"EVAL", b"return 1", b"0"]),
+            Reply::Int(1)
+        );
+    }
+
+    fn run(engine: &mut Engine, session: &mut crate::Session, argv: &[&str]) -> Reply {
+        let args: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+        engine.execute(session, &args)
+    }
+
+    fn logged(engine: &mut Engine) -> Vec<Vec<String>> {
+        engine
+            .take_effects()
+            .into_iter()
+            .map(|e| {
+                e.argv
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_script_logs_the_commands_it_ran_not_itself() {
+        let mut engine = engine_with_threshold(5000);
+        engine.set_capture_effects(true);
+        let mut s = engine.new_session();
+        let script = "redis.call('set', KEYS[1], ARGV[1]); redis.call('incr', 'n'); \
+                      local m = redis.call('spop', 'set'); return redis.call('get', KEYS[1])";
+        run(&mut engine, &mut s, &["SADD", "set", "only"]);
+        logged(&mut engine);
+        assert_eq!(
+            run(&mut engine, &mut s, &["EVAL", script, "1", "k", "v"]),
+            Reply::Bulk(b"v".to_vec())
+        );
+        // SPOP is logged as SREM of what it popped: replay needs no Lua.
+        assert_eq!(
+            logged(&mut engine),
+            vec![
+                vec!["set", "k", "v"],
+                vec!["incr", "n"],
+                vec!["SREM", "set", "only"],
+            ]
+        );
+        // A read-only script logs nothing; neither does a refused one.
+        run(
+            &mut engine,
+            &mut s,
+            &["EVAL", "return redis.call('get', 'k')", "0"],
+        );
+        run(
+            &mut engine,
+            &mut s,
+            &["EVAL_RO", "return redis.call('set', 'k', 'x')", "0"],
+        );
+        assert!(logged(&mut engine).is_empty());
+        // redis.set_repl(redis.REPL_NONE) keeps later commands out of the log.
+        run(
+            &mut engine,
+            &mut s,
+            &[
+                "EVAL",
+                "redis.call('set','a','1'); redis.set_repl(redis.REPL_NONE); redis.call('set','b','2')",
+                "0",
+            ],
+        );
+        assert_eq!(logged(&mut engine), vec![vec!["set", "a", "1"]]);
+    }
+
+    #[test]
+    fn select_in_a_script_logs_the_scripts_database() {
+        let mut engine = engine_with_threshold(5000);
+        engine.set_capture_effects(true);
+        let mut s = engine.new_session();
+        run(
+            &mut engine,
+            &mut s,
+            &[
+                "EVAL",
+                "redis.call('select', '3'); redis.call('set', 'x', '1')",
+                "0",
+            ],
+        );
+        let effects = engine.take_effects();
+        assert_eq!(effects.len(), 1);
+        assert_eq!(effects[0].db, 3);
+        // The caller stays in its database.
+        assert_eq!(s.db, 0);
+    }
+
+    #[test]
+    fn lrand48_matches_the_c_library_sequence() {
+        // The first values of lrand48() after srand48(0), as glibc gives.
+        let r = super::Lrand48(std::sync::atomic::AtomicU64::new(0));
+        r.seed(0);
+        assert_eq!(
+            [r.next(), r.next(), r.next()],
+            [366850414, 1610402240, 206956554]
+        );
+    }
+}
