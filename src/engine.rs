@@ -96,6 +96,15 @@ pub struct Core {
 }
 
 impl Core {
+    /// A new client session (a fresh id; authenticated unless a password
+    /// is required).
+    pub fn new_session(&mut self) -> Session {
+        let id = self.next_session_id;
+        self.next_session_id += 1;
+        let authenticated = self.config.requirepass.is_none();
+        Session::new(id, authenticated, now_ms())
+    }
+
     /// INFO persistence figures of the AOF, when enabled.
     pub fn aof_status(&self) -> Option<AofStatus> {
         self.aof.as_ref().map(AofWriter::status)
@@ -954,10 +963,7 @@ impl Engine {
 
     /// A new client session (id, database 0, RESP2).
     pub fn new_session(&mut self) -> Session {
-        let id = self.core.next_session_id;
-        self.core.next_session_id += 1;
-        let authenticated = self.core.config.requirepass.is_none();
-        Session::new(id, authenticated, now_ms())
+        self.core.new_session()
     }
 
     /// The configuration in force.

@@ -194,11 +194,12 @@ pub trait Host {
 
     /// Called again and again while a script runs past
     /// `busy-reply-threshold`: the host answers its other clients in the
-    /// meantime (`-BUSY` to most commands, as Redis does) and reports what
-    /// they asked for: SCRIPT KILL (the host replies `-UNKILLABLE` itself
-    /// when `busy.wrote`) or SHUTDOWN NOSAVE. An embedded engine has no
-    /// other clients: the script goes on.
-    fn while_busy(&mut self, _busy: &BusyScript) -> BusyAction {
+    /// meantime (`-BUSY` to most commands, as Redis does; the commands
+    /// allowed while busy, such as MULTI or WATCH, run on `core`) and
+    /// reports what they asked for: SCRIPT KILL (the host replies
+    /// `-UNKILLABLE` itself when `busy.wrote`) or SHUTDOWN NOSAVE. An
+    /// embedded engine has no other clients: the script goes on.
+    fn while_busy(&mut self, _busy: &BusyScript, _core: &mut Core) -> BusyAction {
         BusyAction::Continue
     }
 }

@@ -142,18 +142,6 @@ impl Parser {
         }
     }
 
-    /// Forgets everything parsed from `offset` on (a value
-    /// [`Parser::consumed`] returned), so the request that starts there is
-    /// parsed again by the next [`Parser::next`]: a server that reads a
-    /// request it must not execute yet puts it back this way.
-    pub fn rewind(&mut self, offset: usize) {
-        assert!(offset <= self.pos, "rewind beyond the parse position");
-        self.start = offset;
-        self.pos = offset;
-        self.remaining = 0;
-        self.args.clear();
-    }
-
     /// True when a request has been partly received.
     pub fn in_request(&self) -> bool {
         self.pos > self.start

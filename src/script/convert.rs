@@ -27,111 +27,164 @@ pub fn error_table(lua: &Lua, text: &str, from_command: bool) -> mlua::Result<Va
 }
 
 /// A command's reply as the Lua value `redis.call` returns, for a script
-/// client speaking protocol `resp`.
+/// client speaking protocol `resp` (Redis's `redisProtocolToLuaType`).
+/// Built on the Lua stack in one protected call: this runs for every
+/// command a script calls.
 pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
+    match reply {
+        // The common scalars need no table.
+        Reply::Int(n) => return Ok(Value::Number(*n as f64)),
+        Reply::Null | Reply::NullArray if resp < 3 => return Ok(Value::Boolean(false)),
+        Reply::Null | Reply::NullArray => return Ok(Value::Nil),
+        _ => {}
+    }
+    // SAFETY: the closure runs on a protected call and only pushes values
+    // (stack checked); it borrows the reply and owns nothing a Lua error
+    // could leak.
+    unsafe {
+        lua.exec_raw::<Value>((), |state| {
+            push_reply(state, reply, resp);
+        })
+    }
+}
+
+/// Pushes `reply` converted to a Lua value.
+unsafe fn push_reply(state: *mut mlua::lua_State, reply: &Reply, resp: u8) {
+    use mlua::ffi;
     let resp3 = resp >= 3;
-    Ok(match reply {
+    ffi::luaL_checkstack(state, 4, std::ptr::null());
+    let push_bytes = |b: &[u8]| {
+        ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
+    };
+    let wrap_top = |field: &std::ffi::CStr| {
+        // {field = <top>}
+        ffi::lua_createtable(state, 0, 1);
+        ffi::lua_pushstring(state, field.as_ptr());
+        ffi::lua_pushvalue(state, -3);
+        ffi::lua_rawset(state, -3);
+        ffi::lua_replace(state, -2);
+    };
+    match reply {
         Reply::Simple(s) => {
-            let t = lua.create_table()?;
-            t.raw_set("ok", s.as_ref())?;
-            Value::Table(t)
+            push_bytes(s.as_bytes());
+            wrap_top(c"ok");
         }
-        Reply::Error(e) => error_table(lua, e, true)?,
-        Reply::Int(n) => Value::Number(*n as f64),
-        Reply::Bulk(b) => Value::String(lua.create_string(b)?),
+        Reply::Error(e) => {
+            let trim = |s: &str| s.trim_matches(|c| c == '\r' || c == '\n').to_string();
+            let full = match e.split_once(' ') {
+                Some((code, message)) => format!("{code} {}", trim(message)),
+                None => format!("ERR {}", trim(e)),
+            };
+            ffi::lua_createtable(state, 0, 2);
+            ffi::lua_pushstring(state, c"err".as_ptr());
+            push_bytes(full.as_bytes());
+            drop(full);
+            ffi::lua_rawset(state, -3);
+            ffi::lua_pushstring(state, c"ignore_error_stats_update".as_ptr());
+            ffi::lua_pushboolean(state, 1);
+            ffi::lua_rawset(state, -3);
+        }
+        Reply::Int(n) => ffi::lua_pushnumber(state, *n as f64),
+        Reply::Bulk(b) => push_bytes(b),
         Reply::Null | Reply::NullArray => {
             if resp3 {
-                Value::Nil
+                ffi::lua_pushnil(state)
             } else {
-                Value::Boolean(false)
+                ffi::lua_pushboolean(state, 0)
             }
         }
-        Reply::Array(items) | Reply::Push(items) => sequence(lua, items, resp)?,
+        Reply::Array(items) | Reply::Push(items) => push_sequence(state, items, resp),
         Reply::Set(items) => {
             if !resp3 {
-                return sequence(lua, items, resp);
+                return push_sequence(state, items, resp);
             }
-            let set = lua.create_table()?;
+            ffi::lua_createtable(state, 0, items.len() as i32);
             for item in items {
-                let key = reply_to_lua(lua, item, resp)?;
-                if !matches!(key, Value::Nil) {
-                    set.raw_set(key, true)?;
+                push_reply(state, item, resp);
+                if ffi::lua_type(state, -1) == ffi::LUA_TNIL {
+                    ffi::lua_pop(state, 1);
+                    continue;
                 }
+                ffi::lua_pushboolean(state, 1);
+                ffi::lua_rawset(state, -3);
             }
-            wrapped(lua, "set", Value::Table(set))?
+            wrap_top(c"set");
         }
         Reply::Map(pairs) => {
             if !resp3 {
-                let t = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
+                ffi::lua_createtable(state, (pairs.len() * 2) as i32, 0);
                 for (i, (k, v)) in pairs.iter().enumerate() {
-                    t.raw_set(2 * i + 1, reply_to_lua(lua, k, resp)?)?;
-                    t.raw_set(2 * i + 2, reply_to_lua(lua, v, resp)?)?;
+                    push_reply(state, k, resp);
+                    ffi::lua_rawseti(state, -2, (2 * i + 1) as _);
+                    push_reply(state, v, resp);
+                    ffi::lua_rawseti(state, -2, (2 * i + 2) as _);
                 }
-                return Ok(Value::Table(t));
+                return;
             }
-            let map = lua.create_table()?;
+            ffi::lua_createtable(state, 0, pairs.len() as i32);
             for (k, v) in pairs {
-                let key = reply_to_lua(lua, k, resp)?;
-                if !matches!(key, Value::Nil) {
-                    map.raw_set(key, reply_to_lua(lua, v, resp)?)?;
+                push_reply(state, k, resp);
+                if ffi::lua_type(state, -1) == ffi::LUA_TNIL {
+                    ffi::lua_pop(state, 1);
+                    continue;
                 }
+                push_reply(state, v, resp);
+                ffi::lua_rawset(state, -3);
             }
-            wrapped(lua, "map", Value::Table(map))?
+            wrap_top(c"map");
         }
         Reply::Double(d) => {
             if resp3 {
-                wrapped(lua, "double", Value::Number(*d))?
+                ffi::lua_pushnumber(state, *d);
+                wrap_top(c"double");
             } else {
-                Value::String(lua.create_string(crate::types::num::format_g17(*d))?)
+                push_bytes(crate::types::num::format_g17(*d).as_bytes());
             }
         }
         Reply::Bool(b) => {
             if resp3 {
-                Value::Boolean(*b)
+                ffi::lua_pushboolean(state, i32::from(*b))
             } else {
-                Value::Number(if *b { 1.0 } else { 0.0 })
+                ffi::lua_pushnumber(state, if *b { 1.0 } else { 0.0 })
             }
         }
         Reply::Verbatim(format, body) => {
             if !resp3 {
-                return Ok(Value::String(lua.create_string(body)?));
+                return push_bytes(body);
             }
-            let inner = lua.create_table()?;
-            inner.raw_set("string", lua.create_string(body)?)?;
-            inner.raw_set("format", lua.create_string(format)?)?;
-            wrapped(lua, "verbatim_string", Value::Table(inner))?
+            ffi::lua_createtable(state, 0, 2);
+            ffi::lua_pushstring(state, c"string".as_ptr());
+            push_bytes(body);
+            ffi::lua_rawset(state, -3);
+            ffi::lua_pushstring(state, c"format".as_ptr());
+            push_bytes(format);
+            ffi::lua_rawset(state, -3);
+            wrap_top(c"verbatim_string");
         }
         Reply::BigNumber(text) => {
+            push_bytes(text.as_bytes());
             if resp3 {
-                wrapped(lua, "big_number", Value::String(lua.create_string(text)?))?
-            } else {
-                Value::String(lua.create_string(text)?)
+                wrap_top(c"big_number");
             }
         }
         // Several frames (subscription confirmations) come only from
         // commands scripts may not call; Redis would read the first.
         Reply::Frames(items) => match items.first() {
-            Some(first) => reply_to_lua(lua, first, resp)?,
-            None => Value::Nil,
+            Some(first) => push_reply(state, first, resp),
+            None => ffi::lua_pushnil(state),
         },
         // Pre-encoded replies come only from EXEC and Pub/Sub deliveries,
         // which scripts cannot reach.
-        Reply::Raw(_) => Value::Nil,
-    })
-}
-
-fn sequence(lua: &Lua, items: &[Reply], resp: u8) -> mlua::Result<Value> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, reply_to_lua(lua, item, resp)?)?;
+        Reply::Raw(_) => ffi::lua_pushnil(state),
     }
-    Ok(Value::Table(t))
 }
 
-fn wrapped(lua: &Lua, field: &str, value: Value) -> mlua::Result<Value> {
-    let t = lua.create_table()?;
-    t.raw_set(field, value)?;
-    Ok(Value::Table(t))
+unsafe fn push_sequence(state: *mut mlua::lua_State, items: &[Reply], resp: u8) {
+    mlua::ffi::lua_createtable(state, items.len() as i32, 0);
+    for (i, item) in items.iter().enumerate() {
+        push_reply(state, item, resp);
+        mlua::ffi::lua_rawseti(state, -2, (i + 1) as _);
+    }
 }
 
 /// A script's result as the reply to EVAL. `script_resp` is the protocol

@@ -29,7 +29,7 @@ mod convert;
 pub mod libs;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -206,10 +206,45 @@ struct RunState {
     stop: Option<Stop>,
 }
 
+/// What the bridge reaches while a script runs.
+struct Running<'r, 'c> {
+    ctx: &'r mut Ctx<'c>,
+    session: &'r mut Session,
+    state: &'r mut RunState,
+}
+
+/// Where the bridge (a Lua function created once per state, called for
+/// every redis.call) finds the run in progress: a pointer to the
+/// [`Running`] on [`Scripting::run`]'s stack, null between runs. A
+/// per-run scoped function would cost several protected Lua calls and
+/// allocations per EVAL.
+#[derive(Debug, Default)]
+struct ActiveRun(AtomicPtr<()>);
+
+/// Publishes a [`Running`] for the duration of one script call.
+struct ActiveGuard<'a>(&'a ActiveRun);
+
+impl<'a> ActiveGuard<'a> {
+    fn set(active: &'a ActiveRun, running: &mut Running<'_, '_>) -> ActiveGuard<'a> {
+        active
+            .0
+            .store((running as *mut Running<'_, '_>).cast(), Ordering::Release);
+        ActiveGuard(active)
+    }
+}
+
+impl Drop for ActiveGuard<'_> {
+    fn drop(&mut self) {
+        self.0 .0.store(std::ptr::null_mut(), Ordering::Release);
+    }
+}
+
 /// The Lua state, the script cache and the scripts' client.
 pub struct Scripting {
     lua: Lua,
     runner: Function,
+    bridge: Function,
+    active: Arc<ActiveRun>,
     globals: Table,
     scripts: HashMap<String, Script>,
     scripts_bytes: usize,
@@ -252,6 +287,7 @@ impl Scripting {
         };
         lua.set_memory_limit(LUA_MEMORY_LIMIT_BYTES)?;
         libs::register(&lua)?;
+        install_hook(&lua, watch.clone())?;
         let helpers = lua.create_table()?;
         let r = rng.clone();
         helpers.set(
@@ -307,13 +343,39 @@ impl Scripting {
                 }
             })?,
         )?;
+        // SAFETY: plain Lua C functions (see their comments).
+        helpers.set("pcall", unsafe { lua.create_c_function(checked_pcall) }?)?;
+        helpers.set("xpcall", unsafe { lua.create_c_function(checked_xpcall) }?)?;
         helpers.set("version", crate::command::server::REDIS_VERSION)?;
         helpers.set("version_num", redis_version_num())?;
         let (runner, globals): (Function, Table) =
             lua.load(PRELUDE).set_name("=hozon").call(helpers)?;
+        let active = Arc::new(ActiveRun::default());
+        let (a, w) = (active.clone(), watch.clone());
+        let bridge_fn = lua.create_function(move |lua, args: MultiValue| {
+            let ptr = a.0.load(Ordering::Acquire);
+            if ptr.is_null() {
+                let e = convert::error_table(
+                    lua,
+                    "ERR redis.call/pcall can only be called inside a script invocation",
+                    false,
+                )?;
+                return (false, e).into_lua_multi(lua);
+            }
+            // SAFETY: `ptr` is set by Scripting::run for exactly the duration
+            // of its call into Lua (ActiveGuard), pointing at a Running on
+            // its stack that nothing else touches meanwhile; Lua calls the
+            // bridge on that thread only, never reentrantly (no Lua code runs
+            // inside it).
+            let running = unsafe { &mut *ptr.cast::<Running<'static, 'static>>() };
+            bridge(lua, running.ctx, running.session, running.state, &w, args)
+        })?;
+        lua.set_named_registry_value(BRIDGE_KEY, bridge_fn.clone())?;
         Ok(Scripting {
             lua,
             runner,
+            bridge: bridge_fn,
+            active,
             globals,
             scripts: HashMap::new(),
             scripts_bytes: 0,
@@ -432,22 +494,16 @@ impl Scripting {
         self.arm_watch(threshold_ms);
         let effects_before = ctx.core.effects.len();
         let outcome = {
-            let session = &mut self.session;
-            let runner = &self.runner;
-            let watch = &self.watch;
-            let state = &mut state;
-            self.lua.scope(|scope| {
-                let bridge = scope.create_function_mut(|lua, args: MultiValue| {
-                    bridge(lua, &mut *ctx, &mut *session, &mut *state, watch, args)
-                })?;
-                self.lua
-                    .set_named_registry_value(BRIDGE_KEY, bridge.clone())?;
-                let result = runner.call::<(bool, Value)>((function, bridge));
-                self.lua.unset_named_registry_value(BRIDGE_KEY)?;
-                result
-            })
+            let mut running = Running {
+                ctx: &mut *ctx,
+                session: &mut self.session,
+                state: &mut state,
+            };
+            let _active = ActiveGuard::set(&self.active, &mut running);
+            self.runner
+                .call::<(bool, Value)>((function, self.bridge.clone()))
         };
-        self.lua.remove_hook();
+        self.watch.threshold_ms.store(0, Ordering::Relaxed);
         let timed_out = self.watch.timed_out.load(Ordering::Relaxed);
         self.watch.killed.store(false, Ordering::Relaxed);
         self.watch.timed_out.store(false, Ordering::Relaxed);
@@ -476,21 +532,29 @@ impl Scripting {
                 format!("ERR Error running script {sha}: {e}").as_bytes(),
             )),
         };
-        // Redis steps the collector every 50 scripts; an incremental step
-        // after each run keeps garbage from piling up between full cycles.
-        let _ = self.lua.gc_step();
         reply
     }
 
+    /// Sets `KEYS` and `ARGV` (new tables each run, as in Redis) in one
+    /// protected call.
     fn set_arrays(&self, keys: &[&[u8]], args: &[&[u8]]) -> mlua::Result<()> {
-        for (name, items) in [("KEYS", keys), ("ARGV", args)] {
-            let table = self.lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                table.raw_set(i + 1, self.lua.create_string(item)?)?;
-            }
-            self.globals.raw_set(name, table)?;
+        // SAFETY: the closure runs on a protected call with the globals
+        // table at index 1 and owns nothing a Lua error could leak.
+        unsafe {
+            self.lua.exec_raw::<()>(&self.globals, |state| {
+                use mlua::ffi;
+                for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
+                    ffi::lua_pushstring(state, name.as_ptr());
+                    ffi::lua_createtable(state, items.len() as i32, 0);
+                    for (i, item) in items.iter().enumerate() {
+                        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                        ffi::lua_rawseti(state, -2, (i + 1) as _);
+                    }
+                    ffi::lua_rawset(state, 1);
+                }
+                ffi::lua_settop(state, 0);
+            })
         }
-        Ok(())
     }
 
     fn arm_watch(&self, threshold_ms: u64) {
@@ -500,29 +564,32 @@ impl Scripting {
         w.threshold_ms.store(threshold_ms, Ordering::Relaxed);
         w.killed.store(false, Ordering::Relaxed);
         w.timed_out.store(false, Ordering::Relaxed);
-        if threshold_ms == 0 {
-            // Redis sets no hook then: a script runs as long as it runs.
-            return;
-        }
-        let watch = self.watch.clone();
-        let triggers = HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS);
-        let _ = self.lua.set_hook(triggers, move |lua, _debug| {
-            if watch.killed.load(Ordering::Relaxed) {
-                return Err(mlua::Error::runtime("Script killed"));
-            }
-            let threshold = Duration::from_millis(watch.threshold_ms.load(Ordering::Relaxed));
-            if watch.elapsed() < threshold {
-                return Ok(VmState::Continue);
-            }
-            let bridge: Function = lua.named_registry_value(BRIDGE_KEY)?;
-            let stop: bool = bridge.call(5)?;
-            if stop {
-                watch.killed.store(true, Ordering::Relaxed);
-                return Err(mlua::Error::runtime("Script killed"));
-            }
-            Ok(VmState::Continue)
-        });
     }
+}
+
+/// Installs the count hook that watches running scripts (once per Lua
+/// state; it does nothing while `busy-reply-threshold` is 0, as Redis then
+/// sets no hook at all).
+fn install_hook(lua: &Lua, watch: Arc<Watch>) -> mlua::Result<()> {
+    let triggers = HookTriggers::new().every_nth_instruction(HOOK_INSTRUCTIONS);
+    lua.set_hook(triggers, move |lua, _debug| {
+        if watch.killed.load(Ordering::Relaxed) {
+            return Err(mlua::Error::runtime("Script killed"));
+        }
+        let threshold_ms = watch.threshold_ms.load(Ordering::Relaxed);
+        if threshold_ms == 0 || watch.elapsed() < Duration::from_millis(threshold_ms) {
+            return Ok(VmState::Continue);
+        }
+        let Ok(bridge) = lua.named_registry_value::<Function>(BRIDGE_KEY) else {
+            return Ok(VmState::Continue);
+        };
+        let stop: bool = bridge.call(5)?;
+        if stop {
+            watch.killed.store(true, Ordering::Relaxed);
+            return Err(mlua::Error::runtime("Script killed"));
+        }
+        Ok(VmState::Continue)
+    })
 }
 
 /// The C closure behind the prelude's `wrap`: calls the Lua function in
@@ -555,6 +622,37 @@ unsafe extern "C-unwind" fn status_trampoline(state: *mut mlua::lua_State) -> st
         ffi::lua_concat(state, 2);
     }
     ffi::lua_error(state)
+}
+
+/// Lua 5.1's `pcall` (luaB_pcall) with room checked for the status it
+/// pushes after the call's results.
+///
+/// # Safety
+/// Called by Lua only; nothing owned lives in this frame.
+unsafe extern "C-unwind" fn checked_pcall(state: *mut mlua::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    ffi::luaL_checkany(state, 1);
+    let status = ffi::lua_pcall(state, ffi::lua_gettop(state) - 1, ffi::LUA_MULTRET, 0);
+    ffi::luaL_checkstack(state, 1, std::ptr::null());
+    ffi::lua_pushboolean(state, std::ffi::c_int::from(status == 0));
+    ffi::lua_insert(state, 1);
+    ffi::lua_gettop(state)
+}
+
+/// Lua 5.1's `xpcall` (luaB_xpcall) with room checked for its status.
+///
+/// # Safety
+/// Called by Lua only; nothing owned lives in this frame.
+unsafe extern "C-unwind" fn checked_xpcall(state: *mut mlua::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    ffi::luaL_checkany(state, 2);
+    ffi::lua_settop(state, 2);
+    ffi::lua_insert(state, 1);
+    let status = ffi::lua_pcall(state, 0, ffi::LUA_MULTRET, 1);
+    ffi::luaL_checkstack(state, 1, std::ptr::null());
+    ffi::lua_pushboolean(state, std::ffi::c_int::from(status == 0));
+    ffi::lua_replace(state, 1);
+    ffi::lua_gettop(state)
 }
 
 /// Redis's `scriptPrepareForRun` checks for scripts that declare flags.
@@ -667,7 +765,7 @@ fn bridge(
                 );
             }
             let busy = BusyScript { wrote: state.wrote };
-            let stop = match ctx.host.while_busy(&busy) {
+            let stop = match ctx.host.while_busy(&busy, ctx.core) {
                 BusyAction::Continue => None,
                 BusyAction::Kill if !state.wrote => Some(Stop::Kill),
                 BusyAction::Kill => None,
@@ -833,7 +931,11 @@ mod tests {
     }
 
     impl Host for CountingHost {
-        fn while_busy(&mut self, _busy: &BusyScript) -> BusyAction {
+        fn while_busy(
+            &mut self,
+            _busy: &BusyScript,
+            _core: &mut crate::engine::Core,
+        ) -> BusyAction {
             self.polls += 1;
             if self.polls >= self.kill_after {
                 self.action

@@ -15,7 +15,11 @@ local helpers = ...
 local error, type, tostring, tonumber, select = error, type, tostring, tonumber, select
 local rawget, rawset, next, pairs, ipairs = rawget, rawset, next, pairs, ipairs
 local setmetatable, getmetatable = setmetatable, getmetatable
-local raw_pcall, raw_xpcall = pcall, xpcall
+-- Lua 5.1's pcall and xpcall push their status past the stack space a C
+-- function may use when the callee returned many values (harmless in a
+-- release build, an API-check abort in a debug one): these are the same
+-- functions with a stack check first (src/script/mod.rs).
+local raw_pcall, raw_xpcall = helpers.pcall, helpers.xpcall
 local co_resume = coroutine.resume
 local getinfo = debug.getinfo
 local floor = math.floor

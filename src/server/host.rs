@@ -15,8 +15,9 @@ use super::Client;
 use std::io::{Read, Write};
 
 use crate::command::ctx::{BusyAction, BusyScript, Connection, MemoryUse};
-use crate::command::{self, flags, Host, Session};
+use crate::command::{self, flags, Ctx, Host, Session};
 use crate::config::{Config, LogLevel};
+use crate::engine::Core;
 use crate::reply::Reply;
 use crate::script;
 
@@ -38,8 +39,8 @@ pub struct ServerHost<'a> {
     /// what they sent and writes what they were answered.
     pub busy_touched: Vec<usize>,
     /// Where connections accepted while a script is busy wait for the
-    /// server to take them in, and whether they must authenticate.
-    parking: Option<(&'a mut Vec<Client>, bool)>,
+    /// server to take them in.
+    parking: Option<&'a mut Vec<Client>>,
 }
 
 impl<'a> ServerHost<'a> {
@@ -69,21 +70,20 @@ impl<'a> ServerHost<'a> {
         }
     }
 
-    /// Lets a busy script's poll accept connections into `parked`
-    /// (sessions that must authenticate when `requirepass`).
-    pub fn busy_parking(&mut self, parked: &'a mut Vec<Client>, requirepass: bool) {
-        self.parking = Some((parked, requirepass));
+    /// Lets a busy script's poll accept connections into `parked`.
+    pub fn busy_parking(&mut self, parked: &'a mut Vec<Client>) {
+        self.parking = Some(parked);
     }
 
     /// Accepts what the listeners have into the parking (Redis accepts
     /// clients while a script is busy, and answers them -BUSY too).
-    fn accept_parked(&mut self) {
-        let Some((parked, requirepass)) = self.parking.as_mut() else {
+    fn accept_parked(&mut self, core: &mut Core) {
+        let Some(parked) = self.parking.as_mut() else {
             return;
         };
         for listener in self.listeners.iter() {
             while let Ok((stream, addr)) = listener.accept() {
-                let session = Session::new(0, !*requirepass, crate::engine::now_ms());
+                let session = core.new_session();
                 parked.push(Client::new(
                     stream,
                     addr,
@@ -169,17 +169,17 @@ impl Host for ServerHost<'_> {
         log::log(log_level(level), message);
     }
 
-    fn while_busy(&mut self, busy: &BusyScript) -> BusyAction {
+    fn while_busy(&mut self, busy: &BusyScript, core: &mut Core) -> BusyAction {
         let mut action = BusyAction::Continue;
         let mut buf = vec![0u8; 16 * 1024];
-        self.accept_parked();
-        if let Some((parked, _)) = self.parking.as_mut() {
+        self.accept_parked(core);
+        if let Some(parked) = self.parking.as_mut() {
             for client in parked.iter_mut() {
-                if client.closing || client.busy_deferred {
+                if client.closing {
                     continue;
                 }
                 let eof = read_available(client, &mut buf);
-                match answer_while_busy(client, busy) {
+                match answer_while_busy(client, busy, core) {
                     BusyAction::Continue => {}
                     other => action = other,
                 }
@@ -189,40 +189,36 @@ impl Host for ServerHost<'_> {
                 let _ = write_available(client);
             }
         }
+        if action != BusyAction::ShutdownNoSave {
+            for (token, client) in self.others.iter_mut() {
+                if client.closing || client.session.blocked.is_some() {
+                    continue;
+                }
+                let eof = read_available(client, &mut buf);
+                if client.inbuf.is_empty() && !eof {
+                    continue;
+                }
+                if !self.busy_touched.contains(token) {
+                    self.busy_touched.push(*token);
+                }
+                match answer_while_busy(client, busy, core) {
+                    BusyAction::Continue => {}
+                    other => action = other,
+                }
+                if eof {
+                    client.closing = true;
+                    self.killed.push(*token);
+                }
+                // Best effort: the rest goes out after the script.
+                let _ = write_available(client);
+                if action == BusyAction::ShutdownNoSave {
+                    break;
+                }
+            }
+        }
         if action == BusyAction::ShutdownNoSave {
             self.shutdown_requested = true;
             self.shutdown.store(true, Ordering::SeqCst);
-            return action;
-        }
-        for (token, client) in self.others.iter_mut() {
-            if client.closing || client.busy_deferred || client.session.blocked.is_some() {
-                continue;
-            }
-            let eof = read_available(client, &mut buf);
-            if client.inbuf.is_empty() && !eof {
-                continue;
-            }
-            if !self.busy_touched.contains(token) {
-                self.busy_touched.push(*token);
-            }
-            match answer_while_busy(client, busy) {
-                BusyAction::Continue => {}
-                BusyAction::Kill => action = BusyAction::Kill,
-                BusyAction::ShutdownNoSave => {
-                    self.shutdown_requested = true;
-                    self.shutdown.store(true, Ordering::SeqCst);
-                    action = BusyAction::ShutdownNoSave;
-                }
-            }
-            if eof {
-                client.closing = true;
-                self.killed.push(*token);
-            }
-            // Best effort: the rest goes out after the script.
-            let _ = write_available(client);
-            if action == BusyAction::ShutdownNoSave {
-                break;
-            }
         }
         action
     }
@@ -260,13 +256,13 @@ fn write_available(client: &mut Client) -> std::io::Result<()> {
 }
 
 /// Redis's processCommand for a client while a script is busy: lookup,
-/// arity and authentication errors as usual; SCRIPT KILL and SHUTDOWN
-/// NOSAVE act; the other commands allowed while busy (MULTI, AUTH, …)
-/// wait for the script's end; everything else gets `-BUSY`.
-fn answer_while_busy(client: &mut Client, busy: &BusyScript) -> BusyAction {
+/// arity and authentication errors as usual; the commands allowed while
+/// busy (MULTI, DISCARD, WATCH, UNWATCH, AUTH, HELLO, RESET, QUIT) run;
+/// SCRIPT KILL and SHUTDOWN act; EXEC aborts its transaction; everything
+/// else gets `-BUSY` (and fails a transaction being queued).
+fn answer_while_busy(client: &mut Client, busy: &BusyScript, core: &mut Core) -> BusyAction {
     let mut action = BusyAction::Continue;
-    loop {
-        let start = client.parser.consumed();
+    while !client.closing {
         let request = match client
             .parser
             .next(&client.inbuf, client.session.authenticated)
@@ -292,17 +288,30 @@ fn answer_while_busy(client: &mut Client, busy: &BusyScript) -> BusyAction {
                         action = BusyAction::Kill;
                         Reply::ok()
                     }
-                } else if top.name == "shutdown"
-                    && argv[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave"))
-                {
-                    // The server exits once the script has stopped; the
-                    // client gets no reply, as from any SHUTDOWN.
-                    action = BusyAction::ShutdownNoSave;
-                    break;
-                } else if spec.has(flags::ALLOW_BUSY) && top.name != "shutdown" {
-                    client.parser.rewind(start);
-                    client.busy_deferred = true;
-                    break;
+                } else if top.name == "shutdown" {
+                    match shutdown_while_busy(&argv) {
+                        Ok(()) => {
+                            // The server exits once the script has stopped;
+                            // no reply, as from any SHUTDOWN.
+                            action = BusyAction::ShutdownNoSave;
+                            break;
+                        }
+                        Err(reply) => reply,
+                    }
+                } else if top.name == "exec" {
+                    // Redis's rejectCommand for EXEC: the transaction ends.
+                    crate::command::multi::discard_transaction(core, &mut client.session);
+                    Reply::error(format!(
+                        "EXECABORT Transaction discarded because of: {}",
+                        script::BUSY_ERR
+                    ))
+                } else if spec.has(flags::ALLOW_BUSY) {
+                    let now = crate::engine::now_ms();
+                    let mut host = NullHostForBusy;
+                    let mut ctx = Ctx::new(core, &mut client.session, &mut host, now);
+                    match (spec.handler)(&mut ctx, &argv) {
+                        Ok(r) | Err(r) => r,
+                    }
                 } else {
                     Reply::err(script::BUSY_ERR)
                 }
@@ -315,6 +324,9 @@ fn answer_while_busy(client: &mut Client, busy: &BusyScript) -> BusyAction {
             }
         }
         reply.encode(client.session.resp, &mut client.out);
+        if client.session.close_after_reply {
+            client.closing = true;
+        }
     }
     let consumed = client.parser.consumed();
     if consumed > 0 {
@@ -322,6 +334,36 @@ fn answer_while_busy(client: &mut Client, busy: &BusyScript) -> BusyAction {
         client.parser.consume(consumed);
     }
     action
+}
+
+/// The host of a command run while a script is busy: no other clients.
+struct NullHostForBusy;
+
+impl Host for NullHostForBusy {}
+
+/// Redis's SHUTDOWN argument checks while a script is busy: Ok for a
+/// valid SHUTDOWN NOSAVE (the server stops), the reply otherwise.
+fn shutdown_while_busy(argv: &[&[u8]]) -> Result<(), Reply> {
+    let (mut nosave, mut save, mut other, mut abort) = (false, false, false, false);
+    for arg in &argv[1..] {
+        match arg.to_ascii_lowercase().as_slice() {
+            b"nosave" => nosave = true,
+            b"save" => save = true,
+            b"now" | b"force" => other = true,
+            b"abort" => abort = true,
+            _ => return Err(Reply::err(command::SYNTAX_ERR)),
+        }
+    }
+    if (abort && (nosave || save || other)) || (nosave && save) {
+        return Err(Reply::err(command::SYNTAX_ERR));
+    }
+    if abort {
+        return Err(Reply::err("ERR No shutdown in progress."));
+    }
+    if !nosave {
+        return Err(Reply::err(script::BUSY_ERR));
+    }
+    Ok(())
 }
 
 /// What the server knows about a connection, copied cheaply for every

@@ -109,9 +109,6 @@ pub struct Client {
     overflowed: bool,
     /// Since when the output has been over the soft limit (Unix ms).
     soft_limit_since_ms: Option<i64>,
-    /// While a script was busy this client sent a command that must wait
-    /// for the script's end (MULTI, AUTH, …): its input is left unparsed.
-    busy_deferred: bool,
 }
 
 impl Client {
@@ -136,7 +133,6 @@ impl Client {
             last_interaction_ms: now_ms(),
             writable_registered: false,
             closing: false,
-            busy_deferred: false,
             awaiting_log: false,
             overflowed: false,
             soft_limit_since_ms: None,
@@ -461,8 +457,6 @@ impl Server {
                 log::log(Level::Warning, &format!("Registering client: {e}"));
                 continue;
             }
-            client.session = self.engine.new_session();
-            client.busy_deferred = false;
             self.session_tokens.insert(client.session.id, token);
             self.clients.insert(token, client);
             self.unblocked.push(token);
@@ -692,7 +686,6 @@ impl Server {
             };
             let argv = request.argv(&client.inbuf);
             let batch_before = self.engine.log_batch_bytes();
-            let requirepass = self.engine.config().requirepass.is_some();
             let mut host = host::ServerHost::new(
                 &mut self.clients,
                 &self.shutdown,
@@ -701,7 +694,7 @@ impl Server {
                 &mut self.listeners,
                 self.poll.registry(),
             );
-            host.busy_parking(&mut self.parked, requirepass);
+            host.busy_parking(&mut self.parked);
             let reply = self
                 .engine
                 .execute_with_host(&mut client.session, &argv, &mut host);
@@ -711,9 +704,6 @@ impl Server {
             // processed now (the socket will not signal it again), their
             // BUSY replies written.
             for token in std::mem::take(&mut host.busy_touched) {
-                if let Some(other) = self.clients.get_mut(&token) {
-                    other.busy_deferred = false;
-                }
                 self.unblocked.push(token);
                 self.pending.push(token);
             }

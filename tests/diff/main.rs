@@ -15,6 +15,7 @@ mod protocol;
 mod pubsub;
 mod pubsub_limits;
 mod scripting;
+mod scripting_busy;
 mod server;
 mod set;
 mod stream;
