@@ -101,11 +101,10 @@ fn eval_generic(ctx: &mut Ctx, argv: &[&[u8]], by_sha: bool, read_only: bool) ->
     ctx.log_nothing();
     let reply = with_scripting(ctx, |scripting, ctx| {
         let sha = if by_sha {
-            let sha = String::from_utf8_lossy(argv[1]).to_ascii_lowercase();
-            if scripting.flags(&sha).is_none() {
-                return Reply::err(NOSCRIPT_ERR);
+            match crate::script::parse_sha(argv[1]) {
+                Some(sha) if scripting.flags(&sha).is_some() => sha,
+                _ => return Reply::err(NOSCRIPT_ERR),
             }
-            sha
         } else {
             match scripting.load(argv[1]) {
                 Ok(sha) => sha,
@@ -120,7 +119,7 @@ fn eval_generic(ctx: &mut Ctx, argv: &[&[u8]], by_sha: bool, read_only: bool) ->
 fn script_load(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     Ok(with_scripting(ctx, |scripting, _| {
         match scripting.load(argv[2]) {
-            Ok(sha) => Reply::Bulk(sha.into_bytes()),
+            Ok(sha) => Reply::Bulk(sha.to_vec()),
             Err(reply) => reply,
         }
     }))

@@ -195,6 +195,16 @@ unsafe fn push_sequence(state: *mut mlua::lua_State, items: &[Reply], resp: u8) 
 /// than the Lua stack allows ends in `-ERR reached lua stack limit` at the
 /// very same depth (a self-referencing table is the classic case).
 pub fn lua_to_reply(lua: &Lua, value: Value, script_resp: u8) -> Reply {
+    // Scalars convert without the stack (most scripts return one).
+    match &value {
+        Value::String(s) => return Reply::Bulk(s.as_bytes().to_vec()),
+        Value::Integer(i) => return Reply::Int(*i),
+        Value::Number(n) => return Reply::Int(c_cast_i64(*n)),
+        Value::Boolean(b) if script_resp >= 3 => return Reply::Bool(*b),
+        Value::Boolean(true) => return Reply::Int(1),
+        Value::Boolean(false) | Value::Nil => return Reply::Null,
+        _ => {}
+    }
     let mut reply = Reply::Null;
     // The conversion never allocates Lua memory but for growing the
     // stack; lift the limit meanwhile so no allocation failure can unwind

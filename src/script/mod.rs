@@ -144,6 +144,34 @@ pub fn sha1_hex(bytes: &[u8]) -> String {
     sha1_smol::Sha1::from(bytes).digest().to_string()
 }
 
+/// A script's name: the lowercase hex SHA1 of its body.
+pub type Sha = [u8; 40];
+
+/// The name of a script body.
+pub fn script_sha(body: &[u8]) -> Sha {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = sha1_smol::Sha1::from(body).digest().bytes();
+    let mut out = [0u8; 40];
+    for (i, b) in digest.iter().enumerate() {
+        out[2 * i] = HEX[usize::from(b >> 4)];
+        out[2 * i + 1] = HEX[usize::from(b & 0xf)];
+    }
+    out
+}
+
+/// `sha` (as EVALSHA or SCRIPT EXISTS give it) as a script name: 40 bytes,
+/// any letter case.
+pub fn parse_sha(sha: &[u8]) -> Option<Sha> {
+    let mut out: Sha = sha.try_into().ok()?;
+    out.make_ascii_lowercase();
+    Some(out)
+}
+
+/// A script name as text (for error messages).
+pub fn sha_text(sha: &Sha) -> &str {
+    std::str::from_utf8(sha).unwrap_or("")
+}
+
 /// One cached script.
 struct Script {
     flags: ScriptFlags,
@@ -246,7 +274,7 @@ pub struct Scripting {
     bridge: Function,
     active: Arc<ActiveRun>,
     globals: Table,
-    scripts: HashMap<String, Script>,
+    scripts: HashMap<Sha, Script, foldhash::fast::FixedState>,
     scripts_bytes: usize,
     session: Session,
     rng: Arc<Lrand48>,
@@ -377,7 +405,7 @@ impl Scripting {
             bridge: bridge_fn,
             active,
             globals,
-            scripts: HashMap::new(),
+            scripts: HashMap::default(),
             scripts_bytes: 0,
             session: Session::new(SCRIPT_CLIENT_ID, true, 0),
             rng,
@@ -396,7 +424,7 @@ impl Scripting {
     /// True when a script with this SHA1 is cached (in any letter case,
     /// as Redis's case-insensitive script dictionary finds it).
     pub fn exists(&self, sha: &[u8]) -> bool {
-        std::str::from_utf8(sha).is_ok_and(|s| self.scripts.contains_key(&s.to_ascii_lowercase()))
+        parse_sha(sha).is_some_and(|s| self.scripts.contains_key(&s))
     }
 
     /// Number of cached scripts.
@@ -416,8 +444,8 @@ impl Scripting {
 
     /// Compiles and caches `body` (SCRIPT LOAD, or EVAL of a new script);
     /// returns its SHA1. The error is the reply Redis gives.
-    pub fn load(&mut self, body: &[u8]) -> Result<String, Reply> {
-        let sha = sha1_hex(body);
+    pub fn load(&mut self, body: &[u8]) -> Result<Sha, Reply> {
+        let sha = script_sha(body);
         if self.scripts.contains_key(&sha) {
             return Ok(sha);
         }
@@ -451,12 +479,12 @@ impl Scripting {
                 ))
             })?;
         self.scripts_bytes += body.len() + sha.len();
-        self.scripts.insert(sha.clone(), Script { flags, function });
+        self.scripts.insert(sha, Script { flags, function });
         Ok(sha)
     }
 
     /// The flags of a cached script.
-    pub fn flags(&self, sha: &str) -> Option<ScriptFlags> {
+    pub fn flags(&self, sha: &Sha) -> Option<ScriptFlags> {
         self.scripts.get(sha).map(|s| s.flags)
     }
 
@@ -466,7 +494,7 @@ impl Scripting {
     pub fn run(
         &mut self,
         ctx: &mut Ctx,
-        sha: &str,
+        sha: &Sha,
         keys: &[&[u8]],
         args: &[&[u8]],
         read_only: bool,
@@ -526,10 +554,10 @@ impl Scripting {
                     Some(Stop::Shutdown) => Some("ERR Script killed by SHUTDOWN NOSAVE"),
                     None => None,
                 };
-                convert::script_error(&error, sha, stop_message)
+                convert::script_error(&error, sha_text(sha), stop_message)
             }
             Err(e) => Reply::error(command::error_text(
-                format!("ERR Error running script {sha}: {e}").as_bytes(),
+                format!("ERR Error running script {}: {e}", sha_text(sha)).as_bytes(),
             )),
         };
         reply
