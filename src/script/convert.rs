@@ -7,17 +7,41 @@ use mlua::{Lua, Value};
 use crate::command::error_text;
 use crate::reply::Reply;
 
+/// Pushes [`error_table`]'s table.
+///
+/// # Safety
+/// `state` is a Lua state inside a protected call (allocation may raise).
+pub(crate) unsafe fn push_error_table(state: *mut mlua::lua_State, text: &str, from_command: bool) {
+    use mlua::ffi;
+    let full = error_text_with_code(text);
+    ffi::luaL_checkstack(state, 3, std::ptr::null());
+    ffi::lua_createtable(state, 0, 2);
+    ffi::lua_pushstring(state, c"err".as_ptr());
+    ffi::lua_pushlstring(state, full.as_ptr().cast(), full.len());
+    ffi::lua_rawset(state, -3);
+    if from_command {
+        ffi::lua_pushstring(state, c"ignore_error_stats_update".as_ptr());
+        ffi::lua_pushboolean(state, 1);
+        ffi::lua_rawset(state, -3);
+    }
+}
+
+/// `CODE message` for an error text (Redis's `luaPushErrorBuff`).
+fn error_text_with_code(text: &str) -> String {
+    let trim = |s: &str| s.trim_matches(|c| c == '\r' || c == '\n').to_string();
+    match text.split_once(' ') {
+        Some((code, message)) => format!("{code} {}", trim(message)),
+        None => format!("ERR {}", trim(text)),
+    }
+}
+
 /// A pcall-style error table `{err = "CODE message"}` for an error whose
 /// text starts with its code (Redis's `luaPushErrorBuff`: no space means
 /// the whole text is the message under `ERR`; surrounding CR/LF trimmed).
 /// `from_command` adds the `ignore_error_stats_update` field Redis sets on
 /// errors of commands the script ran.
 pub fn error_table(lua: &Lua, text: &str, from_command: bool) -> mlua::Result<Value> {
-    let trim = |s: &str| s.trim_matches(|c| c == '\r' || c == '\n').to_string();
-    let full = match text.split_once(' ') {
-        Some((code, message)) => format!("{code} {}", trim(message)),
-        None => format!("ERR {}", trim(text)),
-    };
+    let full = error_text_with_code(text);
     let table = lua.create_table()?;
     table.raw_set("err", full)?;
     if from_command {
@@ -26,30 +50,13 @@ pub fn error_table(lua: &Lua, text: &str, from_command: bool) -> mlua::Result<Va
     Ok(Value::Table(table))
 }
 
-/// A command's reply as the Lua value `redis.call` returns, for a script
-/// client speaking protocol `resp` (Redis's `redisProtocolToLuaType`).
-/// Built on the Lua stack in one protected call: this runs for every
-/// command a script calls.
-pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
-    match reply {
-        // The common scalars need no table.
-        Reply::Int(n) => return Ok(Value::Number(*n as f64)),
-        Reply::Null | Reply::NullArray if resp < 3 => return Ok(Value::Boolean(false)),
-        Reply::Null | Reply::NullArray => return Ok(Value::Nil),
-        _ => {}
-    }
-    // SAFETY: the closure runs on a protected call and only pushes values
-    // (stack checked); it borrows the reply and owns nothing a Lua error
-    // could leak.
-    unsafe {
-        lua.exec_raw::<Value>((), |state| {
-            push_reply(state, reply, resp);
-        })
-    }
-}
-
-/// Pushes `reply` converted to a Lua value.
-unsafe fn push_reply(state: *mut mlua::lua_State, reply: &Reply, resp: u8) {
+/// Pushes `reply` converted to the Lua value `redis.call` returns, for a
+/// script client speaking protocol `resp` (Redis's
+/// `redisProtocolToLuaType`).
+///
+/// # Safety
+/// `state` is a Lua state inside a protected call (allocation may raise).
+pub(crate) unsafe fn push_reply(state: *mut mlua::lua_State, reply: &Reply, resp: u8) {
     use mlua::ffi;
     let resp3 = resp >= 3;
     ffi::luaL_checkstack(state, 4, std::ptr::null());
@@ -69,21 +76,7 @@ unsafe fn push_reply(state: *mut mlua::lua_State, reply: &Reply, resp: u8) {
             push_bytes(s.as_bytes());
             wrap_top(c"ok");
         }
-        Reply::Error(e) => {
-            let trim = |s: &str| s.trim_matches(|c| c == '\r' || c == '\n').to_string();
-            let full = match e.split_once(' ') {
-                Some((code, message)) => format!("{code} {}", trim(message)),
-                None => format!("ERR {}", trim(e)),
-            };
-            ffi::lua_createtable(state, 0, 2);
-            ffi::lua_pushstring(state, c"err".as_ptr());
-            push_bytes(full.as_bytes());
-            drop(full);
-            ffi::lua_rawset(state, -3);
-            ffi::lua_pushstring(state, c"ignore_error_stats_update".as_ptr());
-            ffi::lua_pushboolean(state, 1);
-            ffi::lua_rawset(state, -3);
-        }
+        Reply::Error(e) => push_error_table(state, e, true),
         Reply::Int(n) => ffi::lua_pushnumber(state, *n as f64),
         Reply::Bulk(b) => push_bytes(b),
         Reply::Null | Reply::NullArray => {

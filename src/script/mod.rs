@@ -376,9 +376,23 @@ impl Scripting {
         helpers.set("xpcall", unsafe { lua.create_c_function(checked_xpcall) }?)?;
         helpers.set("version", crate::command::server::REDIS_VERSION)?;
         helpers.set("version_num", redis_version_num())?;
+        let active = Arc::new(ActiveRun::default());
+        for (name, raise) in [("redis_call", true), ("redis_pcall", false)] {
+            let run = Arc::as_ptr(&active).cast_mut().cast::<std::ffi::c_void>();
+            let f = if raise { redis_call_c } else { redis_pcall_c };
+            // SAFETY: pushes a C closure over one light userdata: the
+            // ActiveRun, which the Scripting owning this Lua state keeps
+            // alive (the Arc) for as long as the state exists.
+            let function = unsafe {
+                lua.exec_raw::<Function>((), |state| {
+                    mlua::ffi::lua_pushlightuserdata(state, run);
+                    mlua::ffi::lua_pushcclosure(state, f, 1);
+                })
+            }?;
+            helpers.set(name, function)?;
+        }
         let (runner, globals): (Function, Table) =
             lua.load(PRELUDE).set_name("=hozon").call(helpers)?;
-        let active = Arc::new(ActiveRun::default());
         let (a, w) = (active.clone(), watch.clone());
         let bridge_fn = lua.create_function(move |lua, args: MultiValue| {
             let ptr = a.0.load(Ordering::Acquire);
@@ -620,6 +634,154 @@ fn install_hook(lua: &Lua, watch: Arc<Watch>) -> mlua::Result<()> {
     })
 }
 
+/// `redis.call` (Redis's `luaRedisCallCommand`).
+///
+/// # Safety
+/// Called by Lua only, with the ActiveRun pointer as upvalue 1.
+unsafe extern "C-unwind" fn redis_call_c(state: *mut mlua::lua_State) -> std::ffi::c_int {
+    command_c(state, true)
+}
+
+/// `redis.pcall` (Redis's `luaRedisPCallCommand`).
+///
+/// # Safety
+/// As [`redis_call_c`].
+unsafe extern "C-unwind" fn redis_pcall_c(state: *mut mlua::lua_State) -> std::ffi::c_int {
+    command_c(state, false)
+}
+
+/// What [`command_c`] pushes: the reply, or an error table.
+struct Outcome<'a> {
+    reply: Result<Reply, (std::borrow::Cow<'a, str>, bool)>,
+    resp: u8,
+}
+
+/// Runs one command from a script straight off the Lua stack (no mlua
+/// callback: arguments are read where they lie, the reply is built on the
+/// stack), the hot path of every script.
+///
+/// Lua errors unwind by longjmp, which must not skip Rust values that own
+/// memory: the command runs with nothing pushed, the reply is pushed by a
+/// protected call ([`push_outcome`]), and only after every Rust value is
+/// dropped is an error raised.
+///
+/// # Safety
+/// Called by Lua only, with the ActiveRun pointer as upvalue 1.
+unsafe fn command_c(state: *mut mlua::lua_State, raise: bool) -> std::ffi::c_int {
+    use mlua::ffi;
+    let active = ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const ActiveRun;
+    // Outside a run both raise (Redis: "can only be called inside a
+    // script invocation").
+    let not_running = (*active).0.load(Ordering::Acquire).is_null();
+    let (pushed, failed) = {
+        let outcome = command_outcome(state, active);
+        let failed = outcome.reply.as_ref().map_or(true, Reply::is_error);
+        ffi::lua_settop(state, 0);
+        ffi::lua_pushcfunction(state, push_outcome);
+        ffi::lua_pushlightuserdata(state, (&outcome as *const Outcome).cast_mut().cast());
+        (ffi::lua_pcall(state, 1, 1, 0), failed)
+        // `outcome` (the reply, the argument copies) is dropped here.
+    };
+    if pushed != 0 || (failed && (raise || not_running)) {
+        ffi::lua_error(state);
+    }
+    1
+}
+
+/// Reads the command and runs it (no Lua error can happen here).
+unsafe fn command_outcome(
+    state: *mut mlua::lua_State,
+    active: *const ActiveRun,
+) -> Outcome<'static> {
+    use mlua::ffi;
+    let ptr = (*active).0.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return Outcome {
+            reply: Err((
+                "ERR redis.call/pcall can only be called inside a script invocation".into(),
+                false,
+            )),
+            resp: 2,
+        };
+    }
+    // SAFETY: as in the bridge: set by Scripting::run for exactly this
+    // call into Lua, never touched elsewhere meanwhile.
+    let running = &mut *ptr.cast::<Running<'static, 'static>>();
+    let argc = ffi::lua_gettop(state);
+    let mut numbers: Vec<Vec<u8>> = Vec::new();
+    let mut kinds: Vec<Option<(*const u8, usize)>> = Vec::with_capacity(argc as usize);
+    for i in 1..=argc {
+        match ffi::lua_type(state, i) {
+            ffi::LUA_TSTRING => {
+                let mut len = 0usize;
+                let p = ffi::lua_tolstring(state, i, &mut len);
+                kinds.push(Some((p.cast(), len)));
+            }
+            ffi::LUA_TNUMBER => {
+                numbers
+                    .push(crate::types::num::format_g17(ffi::lua_tonumber(state, i)).into_bytes());
+                kinds.push(None);
+            }
+            _ => {
+                return Outcome {
+                    reply: Err((
+                        "ERR Lua redis lib command arguments must be strings or integers".into(),
+                        false,
+                    )),
+                    resp: running.session.resp,
+                }
+            }
+        }
+    }
+    if argc == 0 {
+        return Outcome {
+            reply: Err((
+                "ERR Please specify at least one argument for this redis lib call".into(),
+                false,
+            )),
+            resp: running.session.resp,
+        };
+    }
+    let mut next_number = numbers.iter();
+    let argv: Vec<&[u8]> = kinds
+        .iter()
+        .map(|k| match k {
+            // SAFETY: the string is on the Lua stack until command_c
+            // clears it, after the command ran.
+            Some((p, len)) => std::slice::from_raw_parts(*p, *len),
+            None => next_number.next().map_or(&[][..], Vec::as_slice),
+        })
+        .collect();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        call(running.ctx, running.session, running.state, &argv)
+    }));
+    let reply = match result {
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(text)) => Err((text.into(), true)),
+        Err(_) => Err(("ERR internal error running the command".into(), true)),
+    };
+    Outcome {
+        reply,
+        resp: running.session.resp,
+    }
+}
+
+/// Pushes an [`Outcome`] (a protected call: allocation failures unwind to
+/// [`command_c`]'s lua_pcall, not through Rust frames).
+///
+/// # Safety
+/// Called through lua_pcall by [`command_c`] with the Outcome as light
+/// userdata.
+unsafe extern "C-unwind" fn push_outcome(state: *mut mlua::lua_State) -> std::ffi::c_int {
+    let outcome = &*(mlua::ffi::lua_touserdata(state, 1) as *const Outcome);
+    mlua::ffi::lua_settop(state, 0);
+    match &outcome.reply {
+        Ok(reply) => convert::push_reply(state, reply, outcome.resp),
+        Err((text, from_command)) => convert::push_error_table(state, text, *from_command),
+    }
+    1
+}
+
 /// The C closure behind the prelude's `wrap`: calls the Lua function in
 /// its upvalue and acts on the status it returns first: `true` returns the
 /// values after it, `false` raises the value after it as it is, `'where'`
@@ -722,8 +884,8 @@ fn redis_version_num() -> i64 {
     (major << 16) | (minor << 8) | patch
 }
 
-/// The bridge: `op` 1 runs a command (redis.call/pcall; 7 with the
-/// arguments packed in a table), 2 sets the
+/// The bridge (for everything but redis.call/pcall, which are C
+/// functions of their own): `op` 2 sets the
 /// protocol, 3 the replication flags, 4 checks a command (acl_check_cmd),
 /// 5 is the count hook's poll while busy, 6 writes to the log.
 fn bridge(
@@ -741,19 +903,6 @@ fn bridge(
         _ => 0,
     };
     match op {
-        1 | 7 => {
-            let (ok, value) = match command_argv(args, op == 7) {
-                Ok(argv) => match call(ctx, session, state, &argv) {
-                    Ok(reply) => match reply {
-                        Reply::Error(text) => (false, convert::error_table(lua, &text, true)?),
-                        reply => (true, convert::reply_to_lua(lua, &reply, session.resp)?),
-                    },
-                    Err(text) => (false, convert::error_table(lua, &text, true)?),
-                },
-                Err(text) => (false, convert::error_table(lua, text, false)?),
-            };
-            (ok, value).into_lua_multi(lua)
-        }
         2 => {
             if let Some(Value::Integer(resp)) = args.next() {
                 session.resp = if resp == 3 { 3 } else { 2 };
@@ -766,7 +915,7 @@ fn bridge(
             }
             Ok(MultiValue::new())
         }
-        4 => match command_argv(args, false) {
+        4 => match command_argv(args) {
             Ok(argv) => {
                 let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
                 if command::resolve(&refs).is_ok() || command::lookup(refs[0]).is_some() {
@@ -836,44 +985,17 @@ fn bridge(
 
 use mlua::IntoLuaMulti;
 
-/// The arguments of redis.call as a command (Redis's
+/// The arguments of `redis.acl_check_cmd` as a command (Redis's
 /// `luaArgsToRedisArgv`): strings as they are, numbers as `%.17g`.
-fn command_argv(
-    args: impl Iterator<Item = Value>,
-    packed: bool,
-) -> Result<Vec<Vec<u8>>, &'static str> {
+fn command_argv(args: impl Iterator<Item = Value>) -> Result<Vec<Vec<u8>>, &'static str> {
     let mut argv = Vec::new();
     for v in args {
-        let bytes =
-            match v {
-                Value::String(s) => s.as_bytes().to_vec(),
-                Value::Integer(i) => crate::types::num::format_g17(i as f64).into_bytes(),
-                Value::Number(n) => crate::types::num::format_g17(n).into_bytes(),
-                Value::Table(t) if packed => {
-                    // Many arguments come packed in a table (see the prelude).
-                    let count: usize = t.raw_len();
-                    let mut packed_argv = Vec::with_capacity(count);
-                    for i in 1..=count {
-                        match t.raw_get::<Value>(i) {
-                            Ok(Value::String(s)) => packed_argv.push(s.as_bytes().to_vec()),
-                            Ok(Value::Integer(n)) => packed_argv
-                                .push(crate::types::num::format_g17(n as f64).into_bytes()),
-                            Ok(Value::Number(n)) => {
-                                packed_argv.push(crate::types::num::format_g17(n).into_bytes())
-                            }
-                            _ => return Err(
-                                "ERR Lua redis lib command arguments must be strings or integers",
-                            ),
-                        }
-                    }
-                    return if packed_argv.is_empty() {
-                        Err("ERR Please specify at least one argument for this redis lib call")
-                    } else {
-                        Ok(packed_argv)
-                    };
-                }
-                _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
-            };
+        let bytes = match v {
+            Value::String(s) => s.as_bytes().to_vec(),
+            Value::Integer(i) => crate::types::num::format_g17(i as f64).into_bytes(),
+            Value::Number(n) => crate::types::num::format_g17(n).into_bytes(),
+            _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+        };
         argv.push(bytes);
     }
     if argv.is_empty() {
@@ -889,10 +1011,9 @@ fn call(
     ctx: &mut Ctx,
     session: &mut Session,
     state: &mut RunState,
-    argv: &[Vec<u8>],
+    refs: &[&[u8]],
 ) -> Result<Reply, String> {
-    let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-    let spec = match command::resolve(&refs) {
+    let spec = match command::resolve(refs) {
         Ok((_, spec)) => spec,
         Err(_) => {
             let known = command::lookup(refs[0]).is_some_and(|top| {
@@ -927,7 +1048,7 @@ fn call(
     let mut inner = Ctx::new(&mut *ctx.core, session, &mut *ctx.host, now);
     inner.deny_blocking = true;
     inner.in_script = true;
-    let reply = match (spec.handler)(&mut inner, &refs) {
+    let reply = match (spec.handler)(&mut inner, refs) {
         Ok(r) | Err(r) => r,
     };
     let dirty = inner.dirty;
@@ -936,7 +1057,7 @@ fn call(
     if dirty > 0 && !logged_custom {
         ctx.core.effects.push(Effect {
             db: session.db,
-            argv: argv.to_vec(),
+            argv: refs.iter().map(|a| a.to_vec()).collect(),
         });
     }
     if !state.log_effects {

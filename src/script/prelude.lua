@@ -58,28 +58,11 @@ local function not_running(what)
   return false, err_table('ERR ' .. what .. ' can only be called inside a script invocation')
 end
 
--- Commands with many arguments go packed in a table: mlua would hold
--- each argument of a Rust call in its own reference, and those are
--- limited in number.
-local PACK_ABOVE = 64
-
-local function run_command(...)
-  if select('#', ...) > PACK_ABOVE then
-    return bridge(7, { ... })
-  end
-  return bridge(1, ...)
-end
-
-redis.call = wrap(function(...)
-  if bridge == nil then return not_running('redis.call/pcall') end
-  return run_command(...)
-end)
-
-redis.pcall = wrap(function(...)
-  if bridge == nil then return not_running('redis.call/pcall') end
-  local _, v = run_command(...)
-  return true, v
-end)
+-- redis.call and redis.pcall are C functions of their own
+-- (src/script/mod.rs, command_c): they read the command from the Lua
+-- stack and push its reply without a Lua round trip.
+redis.call = helpers.redis_call
+redis.pcall = helpers.redis_pcall
 
 redis.setresp = wrap(function(...)
   if bridge == nil then return not_running('redis.setresp') end
