@@ -1383,6 +1383,18 @@ impl Engine {
     }
 }
 
+/// Closing an engine makes what it logged durable whatever the policy (as
+/// Redis fsyncs its AOF at shutdown): under `everysec` or `no` the last
+/// writes of an embedded engine would otherwise wait for an fsync that no
+/// later command or cron call requests.
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if self.core.aof.is_some() && !self.core.loading {
+            let _ = self.sync();
+        }
+    }
+}
+
 // Compile-time check of the threading contract: an engine may move
 // between threads.
 const _: () = {

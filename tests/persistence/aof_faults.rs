@@ -125,6 +125,22 @@ fn power_loss_under_everysec_and_no_recovers_a_prefix() {
 }
 
 #[test]
+fn closing_an_engine_makes_its_writes_durable_under_every_policy() {
+    for policy in [AppendFsync::Everysec, AppendFsync::No] {
+        let io = Arc::new(FaultyIo::new());
+        let config = durable_config(Path::new("/data"), policy);
+        {
+            let mut engine = open(config.clone(), io.clone());
+            write_load(&mut engine, 25);
+        }
+        // Everything not fsynced is lost: only what the close synced stays.
+        io.power_loss(PowerLoss::DropUnsynced);
+        let mut engine = open(config, io);
+        check_prefix(&mut engine, 25, 25);
+    }
+}
+
+#[test]
 fn enospc_on_write_refuses_writes_keeps_reads_and_resumes() {
     let io = Arc::new(FaultyIo::new());
     let config = durable_config(Path::new("/data"), AppendFsync::Always);
