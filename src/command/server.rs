@@ -2375,6 +2375,20 @@ fn shutdown(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     }
     let warn = |ctx: &mut Ctx, msg: &str| ctx.host.log(config::LogLevel::Warning, msg);
     warn(ctx, "User requested shutdown...");
+    if ctx.core.aof_waiting_for_rewrite() {
+        // The first AOF of CONFIG SET appendonly yes is not in place yet:
+        // exiting now would leave the data in no AOF (Redis 7.0 refuses too).
+        if force {
+            warn(ctx, "Writing initial AOF. Exit anyway.");
+        } else {
+            warn(ctx, "Writing initial AOF, can't exit.");
+            warn(
+                ctx,
+                "Errors trying to shut down the server. Check the logs for more information.",
+            );
+            return Err(Reply::err("ERR Errors trying to SHUTDOWN. Check logs."));
+        }
+    }
     if save || (!nosave && !ctx.core.config.save.is_empty()) {
         ctx.host.log(
             config::LogLevel::Notice,

@@ -356,6 +356,16 @@ impl Server {
     /// running (as Redis does) and false is returned. SHUTDOWN has saved
     /// already in its command.
     fn shutdown_saved(&mut self) -> bool {
+        if !self.shutdown_by_command && self.engine.core().aof_waiting_for_rewrite() {
+            // As SHUTDOWN: the first AOF is not written yet.
+            log::log(Level::Warning, "Writing initial AOF, can't exit.");
+            log::log(
+                Level::Warning,
+                "SIGTERM received but errors trying to shut down the server, check the logs for more information",
+            );
+            self.shutdown.store(false, Ordering::SeqCst);
+            return false;
+        }
         if self.shutdown_by_command || self.engine.config().save.is_empty() {
             return true;
         }

@@ -1618,3 +1618,41 @@ fn config_set_appendonly_yes_during_a_rewrite_replaces_it() {
     check_preloaded(&mut conn, 20_000, 32, "after enabling the AOF mid-rewrite");
     assert_eq!(conn.call(&[b"GET", b"after"]), b"$6\r\nswitch\r\n");
 }
+
+#[test]
+fn shutdown_is_refused_while_the_first_aof_is_being_written() {
+    // Redis 7.0 (prepareForShutdown): "Writing initial AOF, can't exit."
+    // Exiting then would leave only the temporary log: the data written
+    // before CONFIG SET appendonly yes would not be in any AOF.
+    let dir = tempfile::tempdir().unwrap();
+    let d = arg(dir.path());
+    let server = start_hozon(&["--appendonly", "no", "--save", "", "--dir", &d]);
+    let mut conn = Conn::connect(server.port);
+    preload(&mut conn, 20_000, 32);
+    let replies = pipeline(
+        &mut conn,
+        &[
+            &[b"CONFIG", b"SET", b"appendonly", b"yes"],
+            &[b"SET", b"k", b"v"],
+            &[b"SHUTDOWN"],
+        ],
+    );
+    assert_eq!(replies[0], b"+OK\r\n", "{}", show(&replies[0]));
+    assert_eq!(replies[1], b"+OK\r\n", "{}", show(&replies[1]));
+    assert_eq!(
+        replies[2],
+        b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n",
+        "{}",
+        show(&replies[2])
+    );
+    let text = wait_rewrite_done(&mut conn);
+    assert_eq!(field(&text, "aof_last_bgrewrite_status"), "ok", "{text}");
+    // Once the AOF is in place SHUTDOWN works (no reply: the server exits).
+    conn.send_raw(&encode_command(&[b"SHUTDOWN"]));
+    assert_eq!(conn.read_until_close(), b"");
+    drop(server);
+    let restarted = start_hozon(&["--appendonly", "yes", "--dir", &d]);
+    let mut conn = Conn::connect(restarted.port);
+    check_preloaded(&mut conn, 20_000, 32, "after the refused shutdown");
+    assert_eq!(conn.call(&[b"GET", b"k"]), b"$1\r\nv\r\n");
+}
