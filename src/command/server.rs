@@ -2348,31 +2348,54 @@ fn config_rewrite(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
 // ---------------------------------------------------------------------------
 // SHUTDOWN
 
-fn shutdown(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let (mut nosave, mut save, mut now, mut force, mut abort) = (false, false, false, false, false);
+/// SHUTDOWN's options.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ShutdownOptions {
+    /// NOSAVE.
+    pub nosave: bool,
+    /// SAVE.
+    pub save: bool,
+    /// FORCE.
+    pub force: bool,
+}
+
+/// SHUTDOWN's arguments as Redis checks them (`shutdownCommand`): the
+/// options, or the syntax error, or ABORT's reply (no shutdown is ever
+/// pending: there are no replicas to wait for, so it happens at once).
+pub(crate) fn parse_shutdown(argv: &[&[u8]]) -> Result<ShutdownOptions, Reply> {
+    let mut options = ShutdownOptions::default();
+    let (mut now, mut abort) = (false, false);
     for arg in &argv[1..] {
         if is(arg, "nosave") {
-            nosave = true;
+            options.nosave = true;
         } else if is(arg, "save") {
-            save = true;
+            options.save = true;
         } else if is(arg, "now") {
             now = true;
         } else if is(arg, "force") {
-            force = true;
+            options.force = true;
         } else if is(arg, "abort") {
             abort = true;
         } else {
             return super::syntax_error();
         }
     }
-    if (abort && (nosave || save || now || force)) || (nosave && save) {
+    let any = options.nosave || options.save || now || options.force;
+    if (abort && any) || (options.nosave && options.save) {
         return super::syntax_error();
     }
     if abort {
-        // A shutdown is never pending: there are no replicas to wait for,
-        // so it happens at once.
         return Err(Reply::err("ERR No shutdown in progress."));
     }
+    Ok(options)
+}
+
+fn shutdown(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let ShutdownOptions {
+        nosave,
+        save,
+        force,
+    } = parse_shutdown(argv)?;
     let warn = |ctx: &mut Ctx, msg: &str| ctx.host.log(config::LogLevel::Warning, msg);
     warn(ctx, "User requested shutdown...");
     if ctx.core.aof_waiting_for_rewrite() {

@@ -141,7 +141,7 @@ pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
 
 /// The lowercase hex SHA1 of `bytes` (script names, `redis.sha1hex`).
 pub fn sha1_hex(bytes: &[u8]) -> String {
-    sha1_smol::Sha1::from(bytes).digest().to_string()
+    sha_text(&script_sha(bytes)).to_string()
 }
 
 /// A script's name: the lowercase hex SHA1 of its body.

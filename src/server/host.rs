@@ -344,23 +344,8 @@ impl Host for NullHostForBusy {}
 /// Redis's SHUTDOWN argument checks while a script is busy: Ok for a
 /// valid SHUTDOWN NOSAVE (the server stops), the reply otherwise.
 fn shutdown_while_busy(argv: &[&[u8]]) -> Result<(), Reply> {
-    let (mut nosave, mut save, mut other, mut abort) = (false, false, false, false);
-    for arg in &argv[1..] {
-        match arg.to_ascii_lowercase().as_slice() {
-            b"nosave" => nosave = true,
-            b"save" => save = true,
-            b"now" | b"force" => other = true,
-            b"abort" => abort = true,
-            _ => return Err(Reply::err(command::SYNTAX_ERR)),
-        }
-    }
-    if (abort && (nosave || save || other)) || (nosave && save) {
-        return Err(Reply::err(command::SYNTAX_ERR));
-    }
-    if abort {
-        return Err(Reply::err("ERR No shutdown in progress."));
-    }
-    if !nosave {
+    let options = command::server::parse_shutdown(argv)?;
+    if !options.nosave {
         return Err(Reply::err(script::BUSY_ERR));
     }
     Ok(())
