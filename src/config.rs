@@ -50,6 +50,17 @@ pub enum AofPreamble {
     Native,
     /// No image: commands that recreate every key (Redis loads the file).
     None,
+    /// An RDB image (version 10): Redis 7.0+ loads the whole file.
+    Rdb,
+}
+
+/// `snapshot-format`: what SAVE and BGSAVE write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotFormat {
+    /// `dump.hoz`, hozon's native snapshot (the default).
+    Native,
+    /// Redis's RDB (version 10), `dump.rdb` unless `dbfilename` is set.
+    Rdb,
 }
 
 /// One `save <seconds> <changes>` point.
@@ -96,6 +107,13 @@ pub struct Config {
     pub aof_preamble: AofPreamble,
     /// `stop-writes-on-bgsave-error`: refuse writes after a failed snapshot (`yes`).
     pub stop_writes_on_bgsave_error: bool,
+    /// `snapshot-format`: `native` (`dump.hoz`) or `rdb` (`dump.rdb`).
+    pub snapshot_format: SnapshotFormat,
+    /// `rdbcompression`: LZF-compress strings in RDB files and DUMP
+    /// payloads (`yes`).
+    pub rdbcompression: bool,
+    /// `rdbchecksum`: write the CRC-64 at the end of RDB files (`yes`).
+    pub rdbchecksum: bool,
     /// `requirepass`: the password clients must AUTH with, if any.
     pub requirepass: Option<Vec<u8>>,
     /// `hz`: background task frequency (10 per second), kept within 1..=500.
@@ -178,6 +196,9 @@ impl Default for Config {
             aof_rewrite_incremental_fsync: false,
             aof_preamble: AofPreamble::Native,
             stop_writes_on_bgsave_error: false,
+            snapshot_format: SnapshotFormat::Native,
+            rdbcompression: true,
+            rdbchecksum: true,
             requirepass: None,
             hz: 0,
             limits: EncodingLimits::default(),
@@ -553,21 +574,45 @@ pub static PARAMS: &[Param] = &[
         flags: 0,
         default: "native",
         kind: Kind::Enum {
-            values: &["native", "none"],
+            values: &["native", "none", "rdb"],
             get: |c| match c.aof_preamble {
                 AofPreamble::Native => 0,
                 AofPreamble::None => 1,
+                AofPreamble::Rdb => 2,
             },
             set: |c, i| {
-                c.aof_preamble = if i == 0 {
-                    AofPreamble::Native
-                } else {
-                    AofPreamble::None
+                c.aof_preamble = match i {
+                    0 => AofPreamble::Native,
+                    1 => AofPreamble::None,
+                    _ => AofPreamble::Rdb,
                 }
             },
         },
         unsupported: None,
     },
+    Param {
+        name: "snapshot-format",
+        alias: None,
+        flags: 0,
+        default: "native",
+        kind: Kind::Enum {
+            values: &["native", "rdb"],
+            get: |c| match c.snapshot_format {
+                SnapshotFormat::Native => 0,
+                SnapshotFormat::Rdb => 1,
+            },
+            set: |c, i| {
+                c.snapshot_format = if i == 0 {
+                    SnapshotFormat::Native
+                } else {
+                    SnapshotFormat::Rdb
+                }
+            },
+        },
+        unsupported: None,
+    },
+    bool_param!("rdbcompression", None, 0, "yes", rdbcompression),
+    bool_param!("rdbchecksum", None, 0, "yes", rdbchecksum),
     bool_param!(
         "stop-writes-on-bgsave-error",
         None,
@@ -662,7 +707,7 @@ pub static PARAMS: &[Param] = &[
 /// written for Redis gets a precise refusal instead of "bad directive".
 #[rustfmt::skip]
 const REDIS_ONLY_PARAMS: &[&str] = &[
-    "rdbchecksum", "io-threads-do-reads", "always-show-logo", "rdbcompression", "rdb-del-sync-files",
+    "io-threads-do-reads", "always-show-logo", "rdb-del-sync-files",
     "activerehashing", "set-proc-title", "dynamic-hz", "lazyfree-lazy-eviction", "lazyfree-lazy-expire",
     "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", "repl-disable-tcp-nodelay",
     "repl-diskless-sync",

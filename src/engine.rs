@@ -96,6 +96,38 @@ pub struct Core {
 }
 
 impl Core {
+    /// The RDB value encoder the configuration asks for (`rdbcompression`,
+    /// `list-max-listpack-size`): SAVE with `snapshot-format rdb`, an RDB
+    /// AOF preamble and DUMP use it.
+    pub fn rdb_encoder(&self) -> crate::rdb::writer::Encoder {
+        crate::rdb::writer::Encoder {
+            compress: self.config.rdbcompression,
+            list_max_listpack_size: self.config.limits.list_max_listpack_size,
+        }
+    }
+
+    /// What SAVE and BGSAVE write (`snapshot-format`, `rdbchecksum`).
+    pub fn save_format(&self) -> crate::persist::saver::Format {
+        match self.config.snapshot_format {
+            crate::config::SnapshotFormat::Native => crate::persist::saver::Format::Native,
+            crate::config::SnapshotFormat::Rdb => crate::persist::saver::Format::Rdb {
+                encoder: self.rdb_encoder(),
+                checksum: self.config.rdbchecksum,
+            },
+        }
+    }
+
+    /// The file SAVE and BGSAVE write: `dbfilename`, except that with
+    /// `snapshot-format rdb` and the default `dump.hoz` it is `dump.rdb`.
+    pub fn snapshot_file_name(&self) -> String {
+        match self.config.snapshot_format {
+            crate::config::SnapshotFormat::Rdb if self.config.dbfilename == "dump.hoz" => {
+                "dump.rdb".into()
+            }
+            _ => self.config.dbfilename.clone(),
+        }
+    }
+
     /// A new client session (a fresh id; authenticated unless a password
     /// is required).
     pub fn new_session(&mut self) -> Session {
@@ -204,22 +236,39 @@ impl Core {
         if self.io.is_real() && self.dir_lock.is_none() {
             self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
         }
-        match crate::persist::snapshot::save_keyspace(
-            &self.keyspace,
-            now_ms,
-            Arc::clone(&self.io),
-            &dir,
-            &self.config.dbfilename,
-        ) {
-            Ok(_) => {
+        let file_name = self.snapshot_file_name();
+        let saved = match self.save_format() {
+            crate::persist::saver::Format::Native => crate::persist::snapshot::save_keyspace(
+                &self.keyspace,
+                now_ms,
+                Arc::clone(&self.io),
+                &dir,
+                &file_name,
+            )
+            .map(drop)
+            .map_err(|e| e.to_string()),
+            crate::persist::saver::Format::Rdb { encoder, checksum } => {
+                crate::rdb::file::save_keyspace(
+                    &self.keyspace,
+                    now_ms,
+                    Arc::clone(&self.io),
+                    &dir,
+                    &file_name,
+                    encoder,
+                    checksum,
+                )
+                .map(drop)
+            }
+        };
+        match saved {
+            Ok(()) => {
                 self.save.succeed(now_ms);
                 self.dirty = 0;
                 Ok(())
             }
-            Err(e) => {
+            Err(cause) => {
                 // A failed SAVE does not change the BGSAVE status (Redis's
                 // rdbSave leaves lastbgsave_status alone).
-                let cause = e.to_string();
                 self.save.last_error = Some(cause.clone());
                 Err(cause)
             }
@@ -236,11 +285,14 @@ impl Core {
             self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
         }
         let io = Arc::clone(&self.io);
+        let format = self.save_format();
+        let file_name = self.snapshot_file_name();
         self.save.start(
             &mut self.keyspace,
             io,
             &dir,
-            &self.config.dbfilename.clone(),
+            &file_name,
+            format,
             self.dirty,
             now_ms,
         );
@@ -283,6 +335,7 @@ impl Core {
         let preamble = match self.config.aof_preamble {
             crate::config::AofPreamble::Native => Preamble::Native,
             crate::config::AofPreamble::None => Preamble::None,
+            crate::config::AofPreamble::Rdb => Preamble::Rdb(self.rdb_encoder()),
         };
         self.rewrite.scheduled = false;
         self.rewrite.start(
@@ -463,13 +516,13 @@ impl Core {
         }
         match self.save.step(&mut self.keyspace, budget, now_ms)? {
             Finished::Saved {
-                summary,
+                keys,
+                bytes,
                 dirty_at_start,
             } => {
                 self.dirty = self.dirty.saturating_sub(dirty_at_start);
                 Some(format!(
-                    "Background saving terminated with success ({} keys, {} bytes)",
-                    summary.stats.keys, summary.file_len
+                    "Background saving terminated with success ({keys} keys, {bytes} bytes)"
                 ))
             }
             Finished::Failed(cause) => Some(format!("Background saving error: {cause}")),
@@ -680,8 +733,11 @@ impl Engine {
     }
 
     /// The startup order: lock the directory, remove `temp-*`, load the
-    /// AOF when `appendonly yes` and it exists, else `dump.hoz` when it
-    /// exists; with `appendonly yes` and no AOF yet, write the initial AOF
+    /// AOF when `appendonly yes` and it exists; else, with `appendonly
+    /// yes`, import a Redis 7 multi-part AOF (`appendonlydir/`) if there
+    /// is one; else load the snapshot (the configured file, then
+    /// `dump.hoz`, then a Redis `dump.rdb`; the format is told by its
+    /// magic). With `appendonly yes` and no AOF yet, write the initial AOF
     /// from what was loaded before accepting writes.
     fn open_files(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
         let dir = self.core.config.dir.clone();
@@ -691,10 +747,23 @@ impl Engine {
         self.remove_temp_files(io.as_ref(), &dir)?;
         let aof_path = dir.join(&self.core.config.appendfilename);
         let aof_present = self.core.config.appendonly && io.exists(&aof_path);
-        if !aof_present {
-            let dump_path = dir.join(&self.core.config.dbfilename);
-            if io.exists(&dump_path) {
-                self.load_snapshot(io.as_ref(), &dump_path)?;
+        let imported_aof = !aof_present
+            && self.core.config.appendonly
+            && self.import_redis_aof_dir(io.as_ref())?;
+        if !aof_present && !imported_aof {
+            let mut candidates = vec![
+                self.core.snapshot_file_name(),
+                self.core.config.dbfilename.clone(),
+                "dump.hoz".to_string(),
+                "dump.rdb".to_string(),
+            ];
+            candidates.dedup();
+            if let Some(path) = candidates
+                .iter()
+                .map(|name| dir.join(name))
+                .find(|path| io.exists(path))
+            {
+                self.load_snapshot(io.as_ref(), &path)?;
             }
         }
         if !self.core.config.appendonly {
@@ -709,13 +778,36 @@ impl Engine {
     }
 
     /// Loads `dump.hoz` (every checksum verified, blocks decoded in
-    /// parallel). Damage refuses the start with the offset and what to do.
+    /// parallel) or an RDB file. Damage refuses the start with the offset
+    /// and what to do.
     fn load_snapshot(&mut self, io: &dyn Io, path: &std::path::Path) -> Result<(), crate::Error> {
         let started = std::time::Instant::now();
         let data = io.map(path).map_err(|source| crate::Error::Io {
             context: format!("reading {}", path.display()),
             source,
         })?;
+        if crate::rdb::reader::is_rdb(&data) {
+            let summary = self.load_rdb(&data, path, Some(now_ms()))?;
+            if summary.len != data.len() {
+                return Err(crate::Error::Corrupt(format!(
+                    "cannot load the RDB file {}: {} bytes follow its checksum at offset {}. Nothing was loaded and the file was not changed.",
+                    path.display(),
+                    data.len() - summary.len,
+                    summary.len
+                )));
+            }
+            self.core.save.last_load_keys = summary.keys;
+            self.core.save.last_load_expired = summary.expired_skipped;
+            self.notices.push(format!(
+                "DB loaded from disk: {:.3} seconds ({} keys from the RDB file {}, version {}{})",
+                started.elapsed().as_secs_f64(),
+                summary.keys,
+                path.display(),
+                summary.version,
+                if summary.valkey { ", Valkey" } else { "" }
+            ));
+            return Ok(());
+        }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let limits = self.core.config.limits;
         let (summary, expired) = crate::persist::snapshot::load_into(
@@ -743,6 +835,136 @@ impl Engine {
         Ok(())
     }
 
+    /// Reads an RDB image (a file, an AOF preamble, a Redis AOF base) into
+    /// the keyspace; keys expired before `skip_expired_before_ms` are left
+    /// out. Anything that cannot be loaded refuses the start; what was
+    /// skipped is logged.
+    fn load_rdb(
+        &mut self,
+        data: &[u8],
+        path: &std::path::Path,
+        skip_expired_before_ms: Option<i64>,
+    ) -> Result<crate::rdb::reader::Summary, crate::Error> {
+        let options = crate::rdb::reader::Options {
+            limits: self.core.config.limits,
+            databases: self.core.keyspace.db_count(),
+            skip_expired_before_ms,
+            now_ms: now_ms(),
+        };
+        let keyspace = &mut self.core.keyspace;
+        let summary = crate::rdb::reader::load(data, &options, &mut |k| {
+            keyspace
+                .db_mut(k.db)
+                .insert_loaded(k.key, k.value, k.expire_ms)
+                .map_err(|_| "the key appears twice in the file".to_string())
+        })
+        .map_err(|e| {
+            crate::Error::Corrupt(format!(
+                "cannot load the RDB file {}: {e}. Nothing was loaded and the file was not changed. \
+                 Run `hozon-repair check {}` to see every problem.",
+                path.display(),
+                path.display()
+            ))
+        })?;
+        if !summary.functions.is_empty() {
+            self.notices.push(format!(
+                "!!! Warning: {} holds {} function libraries (FUNCTION LOAD); hozon has no Redis Functions, so they were not loaded",
+                path.display(),
+                summary.functions.len()
+            ));
+        }
+        if !summary.modules_skipped.is_empty() {
+            self.notices.push(format!(
+                "!!! Warning: {} holds module data that was skipped ({}): hozon has no modules",
+                path.display(),
+                summary.modules_skipped.join(", ")
+            ));
+        }
+        if summary.field_ttls_dropped > 0 {
+            self.notices.push(format!(
+                "!!! Warning: {} hash fields in {} had a TTL (HEXPIRE); hozon has no field expiry, so they were loaded without it",
+                summary.field_ttls_dropped,
+                path.display()
+            ));
+        }
+        Ok(summary)
+    }
+
+    /// Imports a Redis 7 multi-part AOF (`appendonlydir/<appendfilename>.manifest`,
+    /// a base `.rdb` or `.aof` and `incr` files, in manifest order) when
+    /// the directory has one. Returns whether it did. The Redis files are
+    /// only read; hozon then writes its own AOF.
+    fn import_redis_aof_dir(&mut self, io: &dyn Io) -> Result<bool, crate::Error> {
+        let aof_dir = self.core.config.dir.join("appendonlydir");
+        let manifest_path = aof_dir.join(format!("{}.manifest", self.core.config.appendfilename));
+        if !io.exists(&manifest_path) {
+            return Ok(false);
+        }
+        let started = std::time::Instant::now();
+        let text = io
+            .read_all(&manifest_path)
+            .map_err(|source| crate::Error::Io {
+                context: format!("reading {}", manifest_path.display()),
+                source,
+            })?;
+        let manifest = crate::persist::aof::parse_redis_manifest(&text).map_err(|e| {
+            crate::Error::Corrupt(format!(
+                "cannot import the Redis AOF manifest {}: {e}",
+                manifest_path.display()
+            ))
+        })?;
+        let count = manifest.len();
+        for (i, (name, is_base)) in manifest.into_iter().enumerate() {
+            let path = aof_dir.join(&name);
+            let data = io.map(&path).map_err(|source| crate::Error::Io {
+                context: format!(
+                    "reading {} (listed in {})",
+                    path.display(),
+                    manifest_path.display()
+                ),
+                source,
+            })?;
+            let mut start = 0;
+            if crate::rdb::reader::is_rdb(&data) {
+                if !is_base {
+                    return Err(crate::Error::Corrupt(format!(
+                        "{} is an incr file but holds an RDB image",
+                        path.display()
+                    )));
+                }
+                start = self.load_rdb(&data, &path, None)?.len;
+            }
+            let report = self.replay_aof(&data[start..], &path, start)?;
+            if let Some(torn) = &report.torn {
+                let facts = format!(
+                    "{} ends with a torn write at offset {} ({}): {} bytes and {} complete commands after it",
+                    path.display(),
+                    torn.valid_len + start as u64,
+                    torn.reason,
+                    torn.dropped_bytes,
+                    torn.dropped_commands
+                );
+                if i + 1 != count || !self.core.config.aof_load_truncated {
+                    return Err(crate::Error::Corrupt(format!(
+                        "cannot import the Redis AOF: {facts}"
+                    )));
+                }
+                self.notices.push(format!(
+                    "!!! Warning: {facts}; they were not imported (the Redis file was not changed)"
+                ));
+            }
+        }
+        self.notices.push(format!(
+            "Imported the Redis multi-part AOF {} ({} files, {} keys) in {:.3} seconds; hozon writes its own {} from now on",
+            aof_dir.display(),
+            count,
+            self.core.keyspace.total_keys(),
+            started.elapsed().as_secs_f64(),
+            self.core.config.appendfilename
+        ));
+        Ok(true)
+    }
+
     fn open_aof(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
         let dir = self.core.config.dir.clone();
         let path = dir.join(&self.core.config.appendfilename);
@@ -755,6 +977,10 @@ impl Engine {
             // A rewritten file may start with a snapshot image.
             let preamble_len = if data.starts_with(&crate::persist::snapshot::MAGIC) {
                 self.load_aof_preamble(&data, &path)?
+            } else if crate::rdb::reader::is_rdb(&data) {
+                // An RDB preamble (ours with `aof-preamble rdb`, or Redis's):
+                // its keys are loaded even if expired, as Redis does.
+                self.load_rdb(&data, &path, None)?.len
             } else {
                 0
             };

@@ -22,6 +22,7 @@ pub mod error;
 pub mod glob;
 pub mod keyspace;
 pub mod persist;
+pub mod rdb;
 pub mod rand;
 pub mod reply;
 pub mod resp;

@@ -234,34 +234,6 @@ fn range_has_tombstones(s: &Stream, start: StreamId, end: StreamId) -> bool {
     start <= s.max_deleted_entry_id && s.max_deleted_entry_id <= end
 }
 
-/// The logical read counter of `id` (its distance from the first entry
-/// ever added), or [`ENTRIES_READ_INVALID`] when it cannot be known.
-fn estimate_distance_from_first_ever_entry(s: &Stream, id: StreamId) -> i64 {
-    let added = s.entries_added as i64;
-    if s.entries_added == 0 {
-        return 0;
-    }
-    if s.is_empty() && id <= s.last_id {
-        return added;
-    }
-    if id == s.last_id {
-        return added;
-    }
-    if id > s.last_id {
-        return ENTRIES_READ_INVALID;
-    }
-    if s.max_deleted_entry_id == StreamId::MIN || s.max_deleted_entry_id < s.first_id {
-        // No fragmentation ahead of the first entry.
-        if id < s.first_id {
-            return added - s.len() as i64;
-        }
-        if id == s.first_id {
-            return added - s.len() as i64 + 1;
-        }
-    }
-    ENTRIES_READ_INVALID
-}
-
 /// The group's lag (entries not yet delivered), None when unknown.
 fn group_lag(s: &Stream, group: &ConsumerGroup) -> Option<i64> {
     let added = s.entries_added as i64;
@@ -273,7 +245,7 @@ fn group_lag(s: &Stream, group: &ConsumerGroup) -> Option<i64> {
     {
         return Some(added - group.entries_read);
     }
-    let read = estimate_distance_from_first_ever_entry(s, group.last_id);
+    let read = s.estimate_entries_read(group.last_id);
     (read != ENTRIES_READ_INVALID).then(|| added - read)
 }
 
@@ -283,7 +255,7 @@ fn advance_group(s: &Stream, group: &mut ConsumerGroup, id: StreamId) {
     if group.entries_read != ENTRIES_READ_INVALID && !range_has_tombstones(s, id, StreamId::MAX) {
         group.entries_read += 1;
     } else if s.entries_added != 0 {
-        group.entries_read = estimate_distance_from_first_ever_entry(s, id);
+        group.entries_read = s.estimate_entries_read(id);
     }
     group.last_id = id;
 }
@@ -1753,24 +1725,15 @@ mod tests {
         for i in 1..=5 {
             s.append(StreamId::new(i, 0), fields());
         }
+        assert_eq!(s.estimate_entries_read(StreamId::new(5, 0)), 5);
+        assert_eq!(s.estimate_entries_read(StreamId::new(1, 0)), 1);
+        assert_eq!(s.estimate_entries_read(StreamId::new(0, 5)), 0);
         assert_eq!(
-            estimate_distance_from_first_ever_entry(&s, StreamId::new(5, 0)),
-            5
-        );
-        assert_eq!(
-            estimate_distance_from_first_ever_entry(&s, StreamId::new(1, 0)),
-            1
-        );
-        assert_eq!(
-            estimate_distance_from_first_ever_entry(&s, StreamId::new(0, 5)),
-            0
-        );
-        assert_eq!(
-            estimate_distance_from_first_ever_entry(&s, StreamId::new(3, 0)),
+            s.estimate_entries_read(StreamId::new(3, 0)),
             ENTRIES_READ_INVALID
         );
         assert_eq!(
-            estimate_distance_from_first_ever_entry(&s, StreamId::new(6, 0)),
+            s.estimate_entries_read(StreamId::new(6, 0)),
             ENTRIES_READ_INVALID
         );
         let mut group = ConsumerGroup {

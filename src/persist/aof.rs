@@ -608,6 +608,154 @@ pub fn count_commands(data: &[u8], from: usize) -> u64 {
     n
 }
 
+/// Parses a Redis 7 AOF manifest (`appendonlydir/appendonly.aof.manifest`):
+/// lines of `key value` pairs, `file <name> seq <n> type <b|h|i>`, names
+/// quoted like Redis's `sdssplitargs` when they need it. Returns the files
+/// to load in order — the base (if any) first, then the incr files in
+/// manifest order — each with whether it is the base; history files are
+/// left out.
+pub fn parse_redis_manifest(text: &[u8]) -> Result<Vec<(String, bool)>, String> {
+    let mut base: Option<String> = None;
+    let mut incrs = Vec::new();
+    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) || line.first() == Some(&b'#') {
+            continue;
+        }
+        let words = split_args(line).ok_or_else(|| format!("line {}: unbalanced quotes", n + 1))?;
+        if words.len() % 2 != 0 {
+            return Err(format!("line {}: invalid AOF manifest file format", n + 1));
+        }
+        let mut name = None;
+        let mut kind = None;
+        let mut seq = None;
+        for pair in words.chunks(2) {
+            match pair[0].as_slice() {
+                b"file" => name = Some(pair[1].clone()),
+                b"type" => kind = Some(pair[1].clone()),
+                b"seq" => seq = Some(pair[1].clone()),
+                _ => {} // Redis ignores keys it does not know.
+            }
+        }
+        let (Some(name), Some(kind), Some(_seq)) = (name, kind, seq) else {
+            return Err(format!(
+                "line {}: a file needs 'file', 'seq' and 'type'",
+                n + 1
+            ));
+        };
+        let name = String::from_utf8(name)
+            .map_err(|_| format!("line {}: file name is not UTF-8", n + 1))?;
+        if name.contains('/') || name.is_empty() || name == "." || name == ".." {
+            return Err(format!("line {}: '{name}' is not a plain file name", n + 1));
+        }
+        match kind.as_slice() {
+            b"b" => {
+                if base.replace(name).is_some() {
+                    return Err(format!("line {}: more than one base file", n + 1));
+                }
+            }
+            b"i" => incrs.push(name),
+            b"h" => {}
+            other => {
+                return Err(format!(
+                    "line {}: unknown file type '{}'",
+                    n + 1,
+                    String::from_utf8_lossy(other)
+                ))
+            }
+        }
+    }
+    if base.is_none() && incrs.is_empty() {
+        return Err("the manifest lists no file to load".into());
+    }
+    Ok(base
+        .map(|b| (b, true))
+        .into_iter()
+        .chain(incrs.into_iter().map(|i| (i, false)))
+        .collect())
+}
+
+/// Splits a line into words like Redis's `sdssplitargs`: whitespace
+/// separated, `"..."` with `\n \r \t \b \a \\ \" \xHH` escapes, `'...'`
+/// with `\'`. None on unbalanced quotes.
+fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < line.len() {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= line.len() {
+            break;
+        }
+        let mut word = Vec::new();
+        match line[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    let b = *line.get(i)?;
+                    match b {
+                        b'"' => {
+                            i += 1;
+                            break;
+                        }
+                        b'\\'
+                            if line.get(i + 1) == Some(&b'x')
+                                && line.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+                                && line.get(i + 3).is_some_and(u8::is_ascii_hexdigit) =>
+                        {
+                            let hex = std::str::from_utf8(&line[i + 2..i + 4]).ok()?;
+                            word.push(u8::from_str_radix(hex, 16).ok()?);
+                            i += 4;
+                        }
+                        b'\\' => {
+                            let c = *line.get(i + 1)?;
+                            word.push(match c {
+                                b'n' => b'\n',
+                                b'r' => b'\r',
+                                b't' => b'\t',
+                                b'b' => 8,
+                                b'a' => 7,
+                                other => other,
+                            });
+                            i += 2;
+                        }
+                        other => {
+                            word.push(other);
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            b'\'' => {
+                i += 1;
+                loop {
+                    let b = *line.get(i)?;
+                    if b == b'\'' {
+                        i += 1;
+                        break;
+                    }
+                    if b == b'\\' && line.get(i + 1) == Some(&b'\'') {
+                        word.push(b'\'');
+                        i += 2;
+                    } else {
+                        word.push(b);
+                        i += 1;
+                    }
+                }
+            }
+            _ => {
+                while i < line.len() && !line[i].is_ascii_whitespace() {
+                    word.push(line[i]);
+                    i += 1;
+                }
+            }
+        }
+        words.push(word);
+    }
+    Some(words)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

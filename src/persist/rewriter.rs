@@ -55,6 +55,8 @@ pub enum Preamble {
     Native,
     /// Commands that recreate every key (Redis loads such a file).
     None,
+    /// An RDB image encoded with this encoder (Redis loads such a file).
+    Rdb(crate::rdb::writer::Encoder),
 }
 
 /// INFO persistence's rewrite figures and the rewrite in progress.
@@ -144,6 +146,9 @@ pub struct Rewrite {
     blocks: BlockBuilder,
     commands: BatchBuilder,
     selected_db: Option<usize>,
+    /// The RDB image being encoded (`Preamble::Rdb`), and each database's
+    /// sizes at the capture instant (RESIZEDB hints).
+    rdb: Option<(crate::rdb::file::RecordEncoder, Vec<(u64, u64)>)>,
     queued: std::collections::VecDeque<ToThread>,
     to_thread: SyncSender<ToThread>,
     progress: Arc<Progress>,
@@ -247,6 +252,16 @@ impl RewriteState {
                 let _ = result_tx.send(outcome);
             })
             .map_err(|e| format!("cannot start the rewrite thread: {e}"))?;
+        let rdb = match preamble {
+            Preamble::Rdb(encoder) => Some((
+                crate::rdb::file::RecordEncoder::with_header(encoder, now_ms, 0, true),
+                keyspace
+                    .iter()
+                    .map(|db| (db.len() as u64, db.expires_len() as u64))
+                    .collect(),
+            )),
+            _ => None,
+        };
         keyspace.begin_capture();
         // Counted when started, as Redis's `aof_rewrites`.
         self.rewrites += 1;
@@ -257,6 +272,7 @@ impl RewriteState {
             blocks: BlockBuilder::new(),
             commands: BatchBuilder::new(),
             selected_db: None,
+            rdb,
             queued: std::collections::VecDeque::new(),
             to_thread,
             progress,
@@ -302,6 +318,7 @@ impl RewriteState {
                     blocks,
                     commands,
                     selected_db,
+                    rdb,
                     queued,
                     started_ms,
                     ..
@@ -326,6 +343,16 @@ impl RewriteState {
                                 queued.push_back(ToThread::Commands(commands.finish(started_ms)));
                             }
                         }
+                        Preamble::Rdb(_) => {
+                            if let Some((records, sizes)) = rdb.as_mut() {
+                                records.push(db, key, value, expire, |db| {
+                                    sizes.get(db).copied().unwrap_or((0, 0))
+                                });
+                                if let Some(chunk) = records.take_full() {
+                                    queued.push_back(ToThread::Commands(chunk));
+                                }
+                            }
+                        }
                     }
                 })
             };
@@ -341,6 +368,11 @@ impl RewriteState {
                         if !job.commands.is_empty() {
                             let batch = job.commands.finish(job.started_ms);
                             job.queued.push_back(ToThread::Commands(batch));
+                        }
+                    }
+                    Preamble::Rdb(_) => {
+                        if let Some((records, _)) = job.rdb.as_mut() {
+                            job.queued.push_back(ToThread::Commands(records.take()));
                         }
                     }
                 }
@@ -545,20 +577,37 @@ impl Job {
                     }
                 }
             }
-            Preamble::None => {
+            Preamble::None | Preamble::Rdb(_) => {
                 let mut file = self.open_temp()?;
                 file.set_len(0).map_err(|e| self.io_err("truncating", &e))?;
                 let mut tail = self.tail(file, 0);
-                self.append(&mut tail, FILE_HEADER)?;
+                // An RDB image's checksum covers the image; the log part
+                // and its header follow it.
+                let mut rdb_crc = match self.preamble {
+                    Preamble::Rdb(_) => Some(crate::rdb::Crc64::default()),
+                    _ => None,
+                };
+                if rdb_crc.is_none() {
+                    self.append(&mut tail, FILE_HEADER)?;
+                }
                 loop {
                     match rx.recv().map_err(|_| aborted())? {
                         ToThread::Commands(batch) => {
+                            if let Some(crc) = rdb_crc.as_mut() {
+                                crc.update(&batch);
+                            }
                             self.append(&mut tail, &batch)?;
                             if self.incremental_fsync && tail.unsynced >= SYNC_EVERY_BYTES {
                                 self.sync(&mut tail)?;
                             }
                         }
                         ToThread::ImageDone(_) => {
+                            if let Some(mut crc) = rdb_crc.take() {
+                                let mut end = Vec::with_capacity(9 + FILE_HEADER.len());
+                                crate::rdb::writer::put_trailer(&mut end, &mut crc, true);
+                                end.extend_from_slice(FILE_HEADER);
+                                self.append(&mut tail, &end)?;
+                            }
                             // Durable now, so the switch's fsync covers only
                             // the diff (a stop clients wait for).
                             self.sync(&mut tail)?;

@@ -66,8 +66,10 @@ pub struct SaveState {
 pub enum Finished {
     /// Written and renamed into place.
     Saved {
-        /// What the file holds.
-        summary: Box<Summary>,
+        /// Keys written.
+        keys: u64,
+        /// Bytes of the file.
+        bytes: u64,
         /// The changes made while it ran (still unsaved).
         dirty_at_start: u64,
     },
@@ -77,8 +79,27 @@ pub enum Finished {
 
 enum ToWriter {
     Block(RawBlock),
+    /// Encoded RDB bytes.
+    Bytes(Vec<u8>),
     Finish(Box<snapshot::Stats>),
 }
+
+/// What a BGSAVE writes (`snapshot-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `dump.hoz`.
+    Native,
+    /// An RDB file; `checksum` is `rdbchecksum`.
+    Rdb {
+        /// Value encoder.
+        encoder: crate::rdb::writer::Encoder,
+        /// Write the CRC-64.
+        checksum: bool,
+    },
+}
+
+/// The file a finished writer thread produced: (keys, bytes).
+type Written = Result<(u64, u64), String>;
 
 /// A background save in progress.
 pub struct BgSave {
@@ -91,9 +112,11 @@ pub struct BgSave {
     /// Keys in the keyspace when it started (`current_save_keys_total`).
     pub keys_total: u64,
     builder: BlockBuilder,
+    /// The RDB encoder and each database's sizes (`Format::Rdb`).
+    rdb: Option<(crate::rdb::file::RecordEncoder, Vec<(u64, u64)>)>,
     queued: VecDeque<ToWriter>,
     to_writer: SyncSender<ToWriter>,
-    result: Receiver<Result<Summary, String>>,
+    result: Receiver<Written>,
     capture_done: bool,
     finish_sent: bool,
 }
@@ -105,12 +128,14 @@ impl SaveState {
     }
 
     /// Starts a BGSAVE of `keyspace` into `dir/file_name`.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         &mut self,
         keyspace: &mut Keyspace,
         io: Arc<dyn Io>,
         dir: &Path,
         file_name: &str,
+        format: Format,
         dirty: u64,
         now_ms: i64,
     ) {
@@ -124,7 +149,7 @@ impl SaveState {
         let spawned = std::thread::Builder::new()
             .name("hozon-bgsave".into())
             .spawn(move || {
-                let outcome = write_file(&io, &temp, &target, header, from_saver);
+                let outcome = write_file(&io, &temp, &target, header, format, from_saver);
                 if outcome.is_err() {
                     let _ = io.remove(&temp);
                 }
@@ -134,6 +159,16 @@ impl SaveState {
             self.fail(format!("cannot start the background save thread: {e}"));
             return;
         }
+        let rdb = match format {
+            Format::Rdb { encoder, .. } => Some((
+                crate::rdb::file::RecordEncoder::with_header(encoder, now_ms, 0, false),
+                keyspace
+                    .iter()
+                    .map(|db| (db.len() as u64, db.expires_len() as u64))
+                    .collect(),
+            )),
+            Format::Native => None,
+        };
         keyspace.begin_capture();
         self.job = Some(BgSave {
             started_ms: now_ms,
@@ -141,6 +176,7 @@ impl SaveState {
             keys_processed: 0,
             keys_total: keyspace.total_keys() as u64,
             builder: BlockBuilder::new(),
+            rdb,
             queued: VecDeque::new(),
             to_writer,
             result,
@@ -163,20 +199,39 @@ impl SaveState {
         hand_over(&mut job.queued, &job.to_writer);
         while !job.capture_done && job.queued.len() < MAX_QUEUED_BLOCKS {
             let builder = &mut job.builder;
+            let rdb = &mut job.rdb;
             let queued = &mut job.queued;
+            let started_ms = job.started_ms;
             let mut captured = 0u64;
             let done = keyspace.capture_step(RECORDS_PER_CHECK, &mut |db, key, value, expire| {
                 captured += 1;
-                queued.extend(
-                    builder
-                        .push(db, key, value, expire)
-                        .into_iter()
-                        .map(ToWriter::Block),
-                );
+                match rdb.as_mut() {
+                    Some((records, sizes)) => {
+                        // Redis leaves keys expired at save time out.
+                        if matches!(expire, Some(at) if at < started_ms) {
+                            return;
+                        }
+                        records.push(db, key, value, expire, |db| {
+                            sizes.get(db).copied().unwrap_or((0, 0))
+                        });
+                        if let Some(chunk) = records.take_full() {
+                            queued.push_back(ToWriter::Bytes(chunk));
+                        }
+                    }
+                    None => queued.extend(
+                        builder
+                            .push(db, key, value, expire)
+                            .into_iter()
+                            .map(ToWriter::Block),
+                    ),
+                }
             });
             job.keys_processed += captured;
             if done {
                 job.capture_done = true;
+                if let Some((records, _)) = job.rdb.as_mut() {
+                    job.queued.push_back(ToWriter::Bytes(records.take()));
+                }
                 if let Some(block) = job.builder.finish() {
                     job.queued.push_back(ToWriter::Block(block));
                 }
@@ -187,7 +242,10 @@ impl SaveState {
             }
         }
         if job.capture_done && job.queued.is_empty() && !job.finish_sent {
-            let stats = Box::new(job.builder.stats().clone());
+            let mut stats = Box::new(job.builder.stats().clone());
+            if let Some((records, _)) = &job.rdb {
+                stats.keys = records.keys;
+            }
             match job.to_writer.try_send(ToWriter::Finish(stats)) {
                 Ok(()) => job.finish_sent = true,
                 Err(TrySendError::Full(_)) => {}
@@ -204,10 +262,11 @@ impl SaveState {
         let secs = ((now_ms - job.started_ms) as f64 / 1000.0).round() as i64;
         self.last_bgsave_secs = secs;
         Some(match outcome {
-            Ok(summary) => {
+            Ok((keys, bytes)) => {
                 self.succeed(now_ms);
                 Finished::Saved {
-                    summary: Box::new(summary),
+                    keys,
+                    bytes,
                     dirty_at_start: job.dirty_at_start,
                 }
             }
@@ -270,8 +329,12 @@ fn write_file(
     temp: &Path,
     target: &Path,
     header: HeaderInfo,
+    format: Format,
     blocks: Receiver<ToWriter>,
-) -> Result<Summary, String> {
+) -> Written {
+    if let Format::Rdb { checksum, .. } = format {
+        return write_rdb_file(io, temp, target, checksum, blocks);
+    }
     let mut writer = FileWriter::create(Arc::clone(io), temp, header).map_err(|e| e.to_string())?;
     loop {
         match blocks.recv() {
@@ -279,10 +342,35 @@ fn write_file(
                 writer.write_block(block).map_err(|e| e.to_string())?;
             }
             Ok(ToWriter::Finish(stats)) => {
-                let summary = writer.finish(&stats).map_err(|e| e.to_string())?;
+                let summary: Summary = writer.finish(&stats).map_err(|e| e.to_string())?;
                 snapshot::commit(io.as_ref(), temp, target).map_err(|e| e.to_string())?;
-                return Ok(summary);
+                return Ok((summary.stats.keys, summary.file_len));
             }
+            Ok(ToWriter::Bytes(_)) => return Err("background save protocol error".into()),
+            Err(_) => return Err("background save aborted".into()),
+        }
+    }
+}
+
+/// The writer thread of an RDB BGSAVE.
+fn write_rdb_file(
+    io: &Arc<dyn Io>,
+    temp: &Path,
+    target: &Path,
+    checksum: bool,
+    chunks: Receiver<ToWriter>,
+) -> Written {
+    let mut file = crate::rdb::file::RdbFile::create(Arc::clone(io), temp)?;
+    loop {
+        match chunks.recv() {
+            Ok(ToWriter::Bytes(bytes)) => file.write(&bytes)?,
+            Ok(ToWriter::Finish(stats)) => {
+                let keys = stats.keys;
+                let len = file.finish(checksum)?;
+                snapshot::commit(io.as_ref(), temp, target).map_err(|e| e.to_string())?;
+                return Ok((keys, len));
+            }
+            Ok(ToWriter::Block(_)) => return Err("background save protocol error".into()),
             Err(_) => return Err("background save aborted".into()),
         }
     }

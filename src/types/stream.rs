@@ -611,6 +611,120 @@ impl Stream {
         self.entries.last_key_value().map(|(id, f)| (*id, f))
     }
 
+    /// The logical read counter of `id` (its distance from the first entry
+    /// ever added), or [`ENTRIES_READ_INVALID`] when it cannot be known
+    /// (Redis's `streamEstimateDistanceFromFirstEverEntry`).
+    pub fn estimate_entries_read(&self, id: StreamId) -> i64 {
+        let added = self.entries_added as i64;
+        if self.entries_added == 0 {
+            return 0;
+        }
+        if self.is_empty() && id <= self.last_id {
+            return added;
+        }
+        if id == self.last_id {
+            return added;
+        }
+        if id > self.last_id {
+            return ENTRIES_READ_INVALID;
+        }
+        if self.max_deleted_entry_id == StreamId::MIN || self.max_deleted_entry_id < self.first_id {
+            // No fragmentation ahead of the first entry.
+            if id < self.first_id {
+                return added - self.len() as i64;
+            }
+            if id == self.first_id {
+                return added - self.len() as i64 + 1;
+            }
+        }
+        ENTRIES_READ_INVALID
+    }
+
+    /// The listpack nodes in ID order: master ID, master fields, and the
+    /// ID of the last entry appended to the node (its live entries are
+    /// `range(master_id, last_id)`). The RDB writer keeps this layout.
+    pub fn nodes(&self) -> impl Iterator<Item = (StreamId, &[Blob], StreamId)> + '_ {
+        self.nodes
+            .iter()
+            .map(|(id, node)| (*id, &node.master_fields[..], node.last_id))
+    }
+
+    /// Starts a node with this master ID and master fields while loading a
+    /// file that records the node layout (Redis's RDB). Entries follow
+    /// with [`Stream::load_entry`]; the loader sets `last_id`, `first_id`,
+    /// `max_deleted_entry_id` and `entries_added` from the file.
+    pub fn load_node(
+        &mut self,
+        master_id: StreamId,
+        master_fields: Box<[Blob]>,
+    ) -> Result<(), &'static str> {
+        if let Some((_, last)) = self.nodes.last_key_value() {
+            if master_id <= last.last_id {
+                return Err("stream nodes overlap or are out of order");
+            }
+        }
+        let master_bytes = lp::int_size(master_fields.len() as i64)
+            + master_fields.iter().map(|f| lp::str_size(f)).sum::<u64>()
+            + lp::int_size(0);
+        self.nodes.insert(
+            master_id,
+            Node {
+                last_id: master_id,
+                live: 0,
+                deleted: 0,
+                body_bytes: lp::EMPTY + master_bytes,
+                master_fields,
+            },
+        );
+        Ok(())
+    }
+
+    /// Appends an entry (live, or a tombstone when `deleted`) to the node
+    /// started last by [`Stream::load_node`]. IDs must grow within the
+    /// node and not be below its master ID.
+    pub fn load_entry(
+        &mut self,
+        id: StreamId,
+        fields: Fields,
+        deleted: bool,
+    ) -> Result<(), &'static str> {
+        let Some(mut tail) = self.nodes.last_entry() else {
+            return Err("stream entry outside any node");
+        };
+        let master_id = *tail.key();
+        let node = tail.get_mut();
+        let first_in_node = node.live + node.deleted == 0;
+        if id < master_id || (!first_in_node && id <= node.last_id) {
+            return Err("stream entry IDs out of order");
+        }
+        let same_fields = node.master_fields.len() == fields.len()
+            && node
+                .master_fields
+                .iter()
+                .zip(fields.iter())
+                .all(|(m, (f, _))| m == f);
+        let values: u64 = fields.iter().map(|(_, v)| lp::str_size(v)).sum();
+        node.body_bytes += entry_bytes(id, master_id, &fields, values, same_fields);
+        node.last_id = id;
+        if deleted {
+            node.deleted += 1;
+        } else {
+            node.live += 1;
+            self.entries.insert(id, fields);
+        }
+        Ok(())
+    }
+
+    /// Drops the last node if it holds no live entry (Redis never keeps
+    /// one; a file may still contain it).
+    pub fn finish_loaded_node(&mut self) {
+        if let Some(tail) = self.nodes.last_entry() {
+            if tail.get().live == 0 {
+                tail.remove();
+            }
+        }
+    }
+
     fn refresh_first_id(&mut self) {
         self.first_id = self
             .entries

@@ -140,10 +140,10 @@ fn reopen(io: &FaultyIo, cfg: &hozon::Config) -> (FaultyIo, Engine) {
 fn rewritten_file_replays_to_the_keyspace_at_the_switch() {
     for seed in 0..24u64 {
         let mut rng = Rng::with_seed(seed);
-        let preamble = if seed % 2 == 0 {
-            AofPreamble::Native
-        } else {
-            AofPreamble::None
+        let preamble = match seed % 3 {
+            0 => AofPreamble::Native,
+            1 => AofPreamble::None,
+            _ => AofPreamble::Rdb,
         };
         let cfg = config(AppendFsync::Everysec, preamble);
         let io = FaultyIo::new();
@@ -191,6 +191,7 @@ fn rewritten_file_replays_to_the_keyspace_at_the_switch() {
         match preamble {
             AofPreamble::Native => assert!(data.starts_with(&hozon::persist::snapshot::MAGIC)),
             AofPreamble::None => assert!(data.starts_with(b"#hozon-aof 1\r\n")),
+            AofPreamble::Rdb => assert!(data.starts_with(b"REDIS0010")),
         }
         drop(engine);
         let mut loaded = open(cfg.clone(), Arc::new(io.clone()));
@@ -264,7 +265,7 @@ fn power_loss_during_rewrite(steps: usize, mode: PowerLoss, preamble: AofPreambl
 
 #[test]
 fn power_loss_at_every_stage_of_a_rewrite_keeps_acknowledged_writes() {
-    for preamble in [AofPreamble::Native, AofPreamble::None] {
+    for preamble in [AofPreamble::Native, AofPreamble::None, AofPreamble::Rdb] {
         for steps in [0, 1, 2, 3, 5, 8, 13, 21, 40, 80, 200] {
             power_loss_during_rewrite(steps, PowerLoss::DropUnsynced, preamble);
             power_loss_during_rewrite(

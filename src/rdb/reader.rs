@@ -1,0 +1,1510 @@
+//! Reading RDB files and DUMP payloads (docs/rdb.md).
+//!
+//! [`load`] walks a whole file front to back, hands every key to a sink as
+//! a hozon [`Value`] (in the encoding Redis would give it on load, under
+//! the configured limits), and verifies the CRC-64 at the end. [`scan`]
+//! walks the same structure without building values (the skip pass of the
+//! inspector and the benchmark). [`decode_value`] reads one value of a
+//! given type (RESTORE).
+//!
+//! Every read is bounded by the bytes present: a damaged or hostile input
+//! produces an [`RdbError`] with the offset where reading failed, never a
+//! panic, an endless loop, or an allocation beyond a small multiple of
+//! the input's size.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use super::{intset, kind, listpack, lzf, opcode, ziplist, zipmap, EncodingError, Item};
+use super::{MAX_READ_VERSION, MAX_VALKEY_VERSION};
+use crate::keyspace::dict::Dict;
+use crate::persist::snapshot::LoadedKey;
+use crate::types::hash::Hash;
+use crate::types::list::{End, List};
+use crate::types::num::parse_i64;
+use crate::types::ordtree::cmp_key;
+use crate::types::set::Set;
+use crate::types::stream::{
+    Consumer, ConsumerGroup, Fields, PendingEntry, Stream, StreamId, ENTRIES_READ_INVALID,
+};
+use crate::types::zset::ZSet;
+use crate::types::{Blob, EncodingLimits, Value};
+
+/// LZF cannot expand data more than about 88-fold (a 3-byte back
+/// reference yields at most 264 bytes); a larger declared length is
+/// damage, and the bound caps what a damaged length can allocate.
+const LZF_MAX_EXPANSION: u64 = 100;
+
+/// What kind of problem stopped a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The data does not start with an RDB header.
+    NotRdb,
+    /// A version (or Valkey version) newer than this build knows.
+    UnsupportedVersion,
+    /// The data ends before the structure does.
+    Truncated,
+    /// A length, encoding or structure is invalid.
+    Corrupt,
+    /// Valid for Redis, but something hozon cannot load (a pre-release
+    /// module or function format, a module value that cannot be skipped).
+    Unsupported,
+    /// The stored CRC-64 differs from the computed one.
+    Checksum,
+    /// The sink refused a key (duplicate key, database out of range).
+    Rejected,
+}
+
+/// Why reading an RDB file or payload failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RdbError {
+    /// The kind of problem.
+    pub kind: ErrorKind,
+    /// Byte offset in the input where the failing read started.
+    pub offset: u64,
+    /// What was wrong, in words.
+    pub message: String,
+    /// The database and key being read, when known.
+    pub key: Option<(usize, Blob)>,
+}
+
+impl RdbError {
+    fn new(kind: ErrorKind, offset: usize, message: impl Into<String>) -> RdbError {
+        RdbError {
+            kind,
+            offset: offset as u64,
+            message: message.into(),
+            key: None,
+        }
+    }
+}
+
+impl fmt::Display for RdbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            ErrorKind::Truncated => write!(f, "truncated at offset {}", self.offset)?,
+            _ => write!(f, "at offset {}", self.offset)?,
+        }
+        if let Some((db, key)) = &self.key {
+            write!(f, " (db {db}, key '{}')", display_key(key))?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for RdbError {}
+
+/// A key for messages: printable ASCII as is, other bytes escaped, long
+/// keys shortened.
+pub fn display_key(key: &[u8]) -> String {
+    let mut out = String::new();
+    for &b in key.iter().take(64) {
+        if (0x20..0x7f).contains(&b) && b != b'\\' && b != b'\'' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    if key.len() > 64 {
+        out.push_str("...");
+    }
+    out
+}
+
+/// How [`load`] builds and filters keys.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Encoding thresholds for the values built.
+    pub limits: EncodingLimits,
+    /// Databases the target has: a SELECTDB beyond is an error.
+    pub databases: usize,
+    /// Skip keys whose expiry is before this Unix ms time (Redis skips
+    /// expired keys when it loads a file as a master); None keeps all
+    /// (an AOF preamble keeps them, as Redis does).
+    pub skip_expired_before_ms: Option<i64>,
+    /// Hash fields whose TTL (types 22–25) is before this time are dropped.
+    pub now_ms: i64,
+}
+
+/// How the file's checksum was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checksum {
+    /// Verified equal.
+    Verified,
+    /// Stored as zero (written with `rdbchecksum no`): not checked.
+    Unchecked,
+    /// The version has no checksum (RDB 1–4).
+    Absent,
+}
+
+/// What a file held besides its keys, and what loading it did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    /// The RDB version of the header.
+    pub version: u16,
+    /// The header was Valkey's (`VALKEY` + version).
+    pub valkey: bool,
+    /// AUX fields in file order (`redis-ver`, `ctime`, ...).
+    pub aux: Vec<(Blob, Blob)>,
+    /// Function library sources (FUNCTION2), in file order.
+    pub functions: Vec<Blob>,
+    /// Keys handed to the sink.
+    pub keys: u64,
+    /// Keys skipped because their expiry had passed.
+    pub expired_skipped: u64,
+    /// Keys skipped because their collection was empty (Redis skips them).
+    pub empty_skipped: u64,
+    /// Module values skipped (their key is not loaded) and module AUX
+    /// records skipped, with the module names.
+    pub modules_skipped: Vec<String>,
+    /// Hash fields loaded without their TTL (hozon has no field expiry).
+    pub field_ttls_dropped: u64,
+    /// Hash fields dropped because their TTL had passed.
+    pub expired_fields_dropped: u64,
+    /// The checksum result (None until the end was reached).
+    pub checksum: Option<Checksum>,
+    /// Bytes of the file, through the checksum (where an AOF preamble ends).
+    pub len: usize,
+}
+
+/// Result of the sink: Err refuses the key with a message (e.g. a
+/// duplicate key), which stops the load.
+pub type SinkResult = Result<(), String>;
+
+// ---------------------------------------------------------------------------
+// The cursor.
+
+/// A length, or the special string encoding that took its place.
+enum Len {
+    Len(u64),
+    Encoded(u8),
+}
+
+struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(data: &'a [u8], pos: usize) -> Cursor<'a> {
+        Cursor { data, pos }
+    }
+
+    fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    fn truncated(&self, what: &str) -> RdbError {
+        RdbError::new(
+            ErrorKind::Truncated,
+            self.pos,
+            format!("the data ends while reading {what}"),
+        )
+    }
+
+    fn corrupt(&self, at: usize, what: impl Into<String>) -> RdbError {
+        RdbError::new(ErrorKind::Corrupt, at, what)
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8, RdbError> {
+        let b = *self
+            .data
+            .get(self.pos)
+            .ok_or_else(|| self.truncated(what))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8], RdbError> {
+        if n > self.remaining() as u64 {
+            return Err(self.truncated(what));
+        }
+        let n = n as usize;
+        let s = &self.data[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], RdbError> {
+        let s = self.take(N as u64, what)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    fn raw_len(&mut self, what: &str) -> Result<Len, RdbError> {
+        let first = self.u8(what)?;
+        Ok(match first >> 6 {
+            0 => Len::Len(u64::from(first & 0x3f)),
+            1 => Len::Len((u64::from(first & 0x3f) << 8) | u64::from(self.u8(what)?)),
+            2 => match first {
+                0x80 => Len::Len(u64::from(u32::from_be_bytes(self.array(what)?))),
+                0x81 => Len::Len(u64::from_be_bytes(self.array(what)?)),
+                _ => {
+                    return Err(self.corrupt(
+                        self.pos - 1,
+                        format!("invalid length prefix 0x{first:02x} while reading {what}"),
+                    ))
+                }
+            },
+            _ => Len::Encoded(first & 0x3f),
+        })
+    }
+
+    /// A plain length (a special string encoding here is damage).
+    fn len(&mut self, what: &str) -> Result<u64, RdbError> {
+        let at = self.pos;
+        match self.raw_len(what)? {
+            Len::Len(n) => Ok(n),
+            Len::Encoded(_) => {
+                Err(self.corrupt(at, format!("unexpected string encoding in {what}")))
+            }
+        }
+    }
+
+    /// A count of items that each take at least `min_bytes`: checked
+    /// against the bytes left so a damaged count fails at once.
+    fn count(&mut self, what: &str, min_bytes: u64) -> Result<u64, RdbError> {
+        let at = self.pos;
+        let n = self.len(what)?;
+        if n.saturating_mul(min_bytes) > self.remaining() as u64 {
+            return Err(RdbError::new(
+                ErrorKind::Truncated,
+                at,
+                format!("{what} says {n} but only {} bytes remain", self.remaining()),
+            ));
+        }
+        Ok(n)
+    }
+
+    fn string(&mut self, what: &str) -> Result<Cow<'a, [u8]>, RdbError> {
+        let at = self.pos;
+        match self.raw_len(what)? {
+            Len::Len(n) => Ok(Cow::Borrowed(self.take(n, what)?)),
+            Len::Encoded(0) => Ok(Cow::Owned(int_text(i64::from(self.u8(what)? as i8)))),
+            Len::Encoded(1) => Ok(Cow::Owned(int_text(i64::from(i16::from_le_bytes(
+                self.array(what)?,
+            ))))),
+            Len::Encoded(2) => Ok(Cow::Owned(int_text(i64::from(i32::from_le_bytes(
+                self.array(what)?,
+            ))))),
+            Len::Encoded(3) => {
+                let clen = self.len(what)?;
+                let ulen = self.len(what)?;
+                if ulen > clen.saturating_mul(LZF_MAX_EXPANSION) {
+                    return Err(self.corrupt(
+                        at,
+                        format!("LZF string of {clen} bytes claims {ulen} bytes uncompressed"),
+                    ));
+                }
+                let data = self.take(clen, what)?;
+                let out = lzf::decompress(data, ulen as usize)
+                    .map_err(|e| self.corrupt(at, format!("{what}: LZF data: {e}")))?;
+                Ok(Cow::Owned(out))
+            }
+            Len::Encoded(e) => {
+                Err(self.corrupt(at, format!("unknown string encoding {e} in {what}")))
+            }
+        }
+    }
+
+    fn blob(&mut self, what: &str) -> Result<Blob, RdbError> {
+        Ok(match self.string(what)? {
+            Cow::Borrowed(b) => Blob::from(b),
+            Cow::Owned(v) => Blob::from_vec(v),
+        })
+    }
+
+    fn skip_string(&mut self, what: &str) -> Result<(), RdbError> {
+        match self.raw_len(what)? {
+            Len::Len(n) => {
+                self.take(n, what)?;
+            }
+            Len::Encoded(0) => {
+                self.take(1, what)?;
+            }
+            Len::Encoded(1) => {
+                self.take(2, what)?;
+            }
+            Len::Encoded(2) => {
+                self.take(4, what)?;
+            }
+            Len::Encoded(3) => {
+                let clen = self.len(what)?;
+                self.len(what)?;
+                self.take(clen, what)?;
+            }
+            Len::Encoded(e) => {
+                return Err(self.corrupt(
+                    self.pos - 1,
+                    format!("unknown string encoding {e} in {what}"),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn ms_time(&mut self, what: &str) -> Result<i64, RdbError> {
+        Ok(i64::from_le_bytes(self.array(what)?))
+    }
+
+    fn binary_double(&mut self, what: &str) -> Result<f64, RdbError> {
+        Ok(f64::from_le_bytes(self.array(what)?))
+    }
+
+    /// The old string form of a double: a length byte (253 NaN, 254 +inf,
+    /// 255 -inf) and ASCII text.
+    fn string_double(&mut self, what: &str) -> Result<f64, RdbError> {
+        let at = self.pos;
+        let n = self.u8(what)?;
+        match n {
+            253 => Ok(f64::NAN),
+            254 => Ok(f64::INFINITY),
+            255 => Ok(f64::NEG_INFINITY),
+            _ => {
+                let text = self.take(u64::from(n), what)?;
+                parse_double(text).ok_or_else(|| {
+                    self.corrupt(
+                        at,
+                        format!("{what}: '{}' is not a number", display_key(text)),
+                    )
+                })
+            }
+        }
+    }
+
+    fn stream_id_raw(&mut self, what: &str) -> Result<StreamId, RdbError> {
+        let raw: [u8; 16] = self.array(what)?;
+        Ok(id_from_be(&raw))
+    }
+
+    fn stream_id_lens(&mut self, what: &str) -> Result<StreamId, RdbError> {
+        let ms = self.len(what)?;
+        let seq = self.len(what)?;
+        Ok(StreamId::new(ms, seq))
+    }
+}
+
+fn int_text(n: i64) -> Vec<u8> {
+    crate::types::num::format_i64(n, &mut [0u8; 20]).to_vec()
+}
+
+fn id_from_be(raw: &[u8; 16]) -> StreamId {
+    let mut ms = [0u8; 8];
+    let mut seq = [0u8; 8];
+    ms.copy_from_slice(&raw[..8]);
+    seq.copy_from_slice(&raw[8..]);
+    StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq))
+}
+
+/// A double as `strtod` reads it (scores stored as text).
+fn parse_double(text: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(text).ok()?;
+    match s {
+        "inf" | "+inf" | "infinity" => return Some(f64::INFINITY),
+        "-inf" | "-infinity" => return Some(f64::NEG_INFINITY),
+        _ => {}
+    }
+    crate::types::num::parse_f64_any_range(text).or_else(|| s.trim().parse::<f64>().ok())
+}
+
+// ---------------------------------------------------------------------------
+// The header.
+
+/// Reads the header: returns (version, is_valkey, header length).
+pub fn read_header(data: &[u8]) -> Result<(u16, bool, usize), RdbError> {
+    let (digits, valkey, start) = if data.starts_with(b"REDIS") {
+        (4, false, 5)
+    } else if data.starts_with(b"VALKEY") {
+        (3, true, 6)
+    } else {
+        return Err(RdbError::new(
+            ErrorKind::NotRdb,
+            0,
+            "not an RDB file (no REDIS or VALKEY magic)",
+        ));
+    };
+    let Some(text) = data.get(start..start + digits) else {
+        return Err(RdbError::new(
+            ErrorKind::Truncated,
+            data.len(),
+            "the header is incomplete",
+        ));
+    };
+    if !text.iter().all(u8::is_ascii_digit) {
+        return Err(RdbError::new(
+            ErrorKind::NotRdb,
+            start,
+            format!("not an RDB file (version '{}')", display_key(text)),
+        ));
+    }
+    let version = text.iter().fold(0u16, |v, d| v * 10 + u16::from(d - b'0'));
+    let max = if valkey {
+        MAX_VALKEY_VERSION
+    } else {
+        MAX_READ_VERSION
+    };
+    if version == 0 || version > max {
+        return Err(RdbError::new(
+            ErrorKind::UnsupportedVersion,
+            start,
+            format!(
+                "unsupported {} RDB version {version} (this build reads 1 to {max})",
+                if valkey { "Valkey" } else { "Redis" }
+            ),
+        ));
+    }
+    Ok((version, valkey, start + digits))
+}
+
+/// True when `data` starts like an RDB file (Redis or Valkey magic).
+pub fn is_rdb(data: &[u8]) -> bool {
+    data.starts_with(b"REDIS") || data.starts_with(b"VALKEY")
+}
+
+// ---------------------------------------------------------------------------
+// Whole files.
+
+/// Reads the RDB file at the start of `data`, hands every key to `sink`,
+/// and verifies the checksum. Reading stops after the checksum:
+/// [`Summary::len`] is where the file ends (an AOF continues there).
+pub fn load(
+    data: &[u8],
+    options: &Options,
+    sink: &mut dyn FnMut(LoadedKey) -> SinkResult,
+) -> Result<Summary, RdbError> {
+    let (version, valkey, header_len) = read_header(data)?;
+    let mut summary = Summary {
+        version,
+        valkey,
+        ..Summary::default()
+    };
+    let mut c = Cursor::new(data, header_len);
+    let mut db = 0usize;
+    let mut expire: Option<i64> = None;
+    loop {
+        let record_at = c.pos;
+        let t = c.u8("a record type")?;
+        match t {
+            opcode::EOF => break,
+            opcode::SELECTDB => {
+                let n = c.len("a database number")?;
+                if n >= options.databases as u64 {
+                    return Err(RdbError::new(
+                        ErrorKind::Rejected,
+                        record_at,
+                        format!(
+                            "the file selects database {n} but only {} are configured",
+                            options.databases
+                        ),
+                    ));
+                }
+                db = n as usize;
+            }
+            opcode::RESIZEDB => {
+                c.len("a RESIZEDB size")?;
+                c.len("a RESIZEDB size")?;
+            }
+            opcode::EXPIRETIME_MS => expire = Some(c.ms_time("an expiry")?),
+            opcode::EXPIRETIME => {
+                let secs = i32::from_le_bytes(c.array("an expiry")?);
+                expire = Some(i64::from(secs) * 1000);
+            }
+            opcode::AUX => {
+                let name = c.blob("an AUX field name")?;
+                let value = c.blob("an AUX field value")?;
+                summary.aux.push((name, value));
+            }
+            opcode::IDLE => {
+                c.len("an IDLE time")?;
+            }
+            opcode::FREQ => {
+                c.u8("an LFU frequency")?;
+            }
+            opcode::SLOT_INFO => {
+                for _ in 0..3 {
+                    c.len("slot information")?;
+                }
+            }
+            opcode::FUNCTION2 => summary.functions.push(c.blob("a function library")?),
+            opcode::FUNCTION_PRE_GA => {
+                return Err(RdbError::new(
+                    ErrorKind::Unsupported,
+                    record_at,
+                    "pre-release function format (Redis 7.0 release candidates) is not supported",
+                ))
+            }
+            opcode::MODULE_AUX => {
+                let module_id = c.len("a module id")?;
+                let name = module_name(module_id);
+                c.len("a module AUX 'when'")?;
+                skip_module_value(&mut c, &name)?;
+                summary.modules_skipped.push(name);
+            }
+            value_type => {
+                let key = c.blob("a key")?;
+                let key_expire = expire.take();
+                let attach = |mut e: RdbError| {
+                    e.key = Some((db, key.clone()));
+                    e
+                };
+                if value_type == kind::MODULE_2 {
+                    let module_id = c.len("a module id").map_err(attach)?;
+                    let name = module_name(module_id);
+                    skip_module_value(&mut c, &name).map_err(attach)?;
+                    summary.modules_skipped.push(name);
+                    continue;
+                }
+                let value =
+                    read_value(&mut c, value_type, options, &mut summary).map_err(attach)?;
+                let Some(value) = value else {
+                    summary.empty_skipped += 1;
+                    continue;
+                };
+                if let (Some(at), Some(before)) = (key_expire, options.skip_expired_before_ms) {
+                    if at < before {
+                        summary.expired_skipped += 1;
+                        continue;
+                    }
+                }
+                let loaded = LoadedKey {
+                    db,
+                    key,
+                    value,
+                    expire_ms: key_expire,
+                };
+                let key_for_error = (loaded.db, loaded.key.clone());
+                sink(loaded).map_err(|message| RdbError {
+                    kind: ErrorKind::Rejected,
+                    offset: record_at as u64,
+                    message,
+                    key: Some(key_for_error),
+                })?;
+                summary.keys += 1;
+            }
+        }
+    }
+    summary.checksum = Some(verify_checksum(data, &mut c, version)?);
+    summary.len = c.pos;
+    Ok(summary)
+}
+
+/// Reads and checks the CRC after EOF (versions 5 and later).
+fn verify_checksum(data: &[u8], c: &mut Cursor<'_>, version: u16) -> Result<Checksum, RdbError> {
+    if version < 5 {
+        return Ok(Checksum::Absent);
+    }
+    let covered = c.pos;
+    let stored = u64::from_le_bytes(c.array("the checksum")?);
+    if stored == 0 {
+        return Ok(Checksum::Unchecked);
+    }
+    let computed = super::crc64(&data[..covered]);
+    if computed != stored {
+        return Err(RdbError::new(
+            ErrorKind::Checksum,
+            covered,
+            format!(
+                "checksum mismatch: the file says {stored:016x}, the data gives {computed:016x}"
+            ),
+        ));
+    }
+    Ok(Checksum::Verified)
+}
+
+/// A module's name from its 64-bit id: nine characters of six bits each
+/// (the low ten bits are the encoding version).
+pub fn module_name(id: u64) -> String {
+    const CHARSET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut name = String::with_capacity(9);
+    let mut bits = id >> 10;
+    let mut chars = [0u8; 9];
+    for slot in chars.iter_mut().rev() {
+        *slot = CHARSET[(bits & 63) as usize];
+        bits >>= 6;
+    }
+    name.extend(chars.iter().map(|&b| b as char));
+    name
+}
+
+/// Skips a module value written with the module opcodes (Redis's
+/// `rdbLoadCheckModuleValue`) up to its EOF opcode.
+fn skip_module_value(c: &mut Cursor<'_>, name: &str) -> Result<(), RdbError> {
+    loop {
+        let at = c.pos;
+        match c.len("a module opcode")? {
+            0 => return Ok(()),
+            1 | 2 => {
+                c.len("a module integer")?;
+            }
+            3 => {
+                c.take(4, "a module float")?;
+            }
+            4 => {
+                c.take(8, "a module double")?;
+            }
+            5 => c.skip_string("a module string")?,
+            other => {
+                return Err(RdbError::new(
+                    ErrorKind::Unsupported,
+                    at,
+                    format!(
+                        "module '{name}' data uses opcode {other}: its length is not knowable, so it cannot be skipped"
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Values.
+
+/// Decodes one value of type `value_type` from `data` (a DUMP payload's
+/// body); returns it (None for an empty collection, which Redis also
+/// refuses to create) and the bytes it took.
+pub fn decode_value(
+    data: &[u8],
+    value_type: u8,
+    options: &Options,
+) -> Result<(Option<Value>, usize), RdbError> {
+    let mut c = Cursor::new(data, 0);
+    let mut summary = Summary::default();
+    let value = read_value(&mut c, value_type, options, &mut summary)?;
+    Ok((value, c.pos))
+}
+
+fn encoding_error(at: usize, what: &str, e: EncodingError) -> RdbError {
+    RdbError::new(ErrorKind::Corrupt, at, format!("{what}: {e}"))
+}
+
+fn read_value(
+    c: &mut Cursor<'_>,
+    t: u8,
+    options: &Options,
+    summary: &mut Summary,
+) -> Result<Option<Value>, RdbError> {
+    let limits = &options.limits;
+    let at = c.pos;
+    let value = match t {
+        kind::STRING => Value::Str(c.blob("a string value")?),
+        kind::LIST => {
+            let n = c.count("a list length", 1)?;
+            let mut list = List::new();
+            for _ in 0..n {
+                list.push(End::Tail, &c.string("a list element")?);
+            }
+            if list.is_empty() {
+                return Ok(None);
+            }
+            Value::List(Box::new(list))
+        }
+        kind::SET => {
+            let n = c.count("a set length", 1)?;
+            let mut members = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                members.push(c.blob("a set member")?);
+            }
+            match build_set(members, limits) {
+                Ok(Some(set)) => Value::Set(Box::new(set)),
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(c.corrupt(at, e)),
+            }
+        }
+        kind::ZSET | kind::ZSET_2 => {
+            let n = c.count("a sorted set length", 2)?;
+            let mut entries = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let member = c.blob("a sorted set member")?;
+                let score = if t == kind::ZSET {
+                    c.string_double("a score")?
+                } else {
+                    c.binary_double("a score")?
+                };
+                entries.push((member, score));
+            }
+            return build_zset(entries, limits).map_err(|e| c.corrupt(at, e));
+        }
+        kind::HASH => {
+            let n = c.count("a hash length", 2)?;
+            let mut pairs = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let field = c.blob("a hash field")?;
+                let value = c.blob("a hash value")?;
+                pairs.push((field, value));
+            }
+            return build_hash(pairs, limits).map_err(|e| c.corrupt(at, e));
+        }
+        kind::HASH_ZIPMAP => {
+            let raw = c.string("a zipmap")?;
+            let pairs = zipmap::entries(&raw).map_err(|e| encoding_error(at, "zipmap", e))?;
+            let pairs = pairs
+                .into_iter()
+                .map(|(f, v)| (Blob::from(f), Blob::from(v)))
+                .collect();
+            return build_hash(pairs, limits).map_err(|e| c.corrupt(at, e));
+        }
+        kind::LIST_ZIPLIST => {
+            let raw = c.string("a ziplist")?;
+            let mut list = List::new();
+            for item in ziplist::entries(&raw).map_err(|e| encoding_error(at, "ziplist", e))? {
+                push_item(
+                    &mut list,
+                    item.map_err(|e| encoding_error(at, "ziplist", e))?,
+                );
+            }
+            if list.is_empty() {
+                return Ok(None);
+            }
+            Value::List(Box::new(list))
+        }
+        kind::SET_INTSET => {
+            let raw = c.string("an intset")?;
+            let ints = intset::decode(&raw).map_err(|e| encoding_error(at, "intset", e))?;
+            if ints.is_empty() {
+                return Ok(None);
+            }
+            Value::Set(Box::new(set_from_ints(ints, limits)))
+        }
+        kind::SET_LISTPACK => {
+            let raw = c.string("a set listpack")?;
+            let items = collect_items(&raw, at, true)?;
+            let members = items.iter().map(Item::to_blob).collect();
+            match build_set(members, limits) {
+                Ok(Some(set)) => Value::Set(Box::new(set)),
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(c.corrupt(at, e)),
+            }
+        }
+        kind::ZSET_ZIPLIST | kind::ZSET_LISTPACK => {
+            let raw = c.string("a sorted set encoding")?;
+            let items = collect_items(&raw, at, t == kind::ZSET_LISTPACK)?;
+            if items.len() % 2 != 0 {
+                return Err(c.corrupt(at, "sorted set encoding has an odd number of elements"));
+            }
+            let mut entries = Vec::with_capacity(items.len() / 2);
+            for pair in items.chunks(2) {
+                let score = match pair[1] {
+                    Item::Int(n) => n as f64,
+                    Item::Str(s) => parse_double(s).ok_or_else(|| {
+                        c.corrupt(at, format!("score '{}' is not a number", display_key(s)))
+                    })?,
+                };
+                entries.push((pair[0].to_blob(), score));
+            }
+            return build_zset(entries, limits).map_err(|e| c.corrupt(at, e));
+        }
+        kind::HASH_ZIPLIST | kind::HASH_LISTPACK => {
+            let raw = c.string("a hash encoding")?;
+            let items = collect_items(&raw, at, t == kind::HASH_LISTPACK)?;
+            if items.len() % 2 != 0 {
+                return Err(c.corrupt(at, "hash encoding has an odd number of elements"));
+            }
+            let pairs = items
+                .chunks(2)
+                .map(|p| (p[0].to_blob(), p[1].to_blob()))
+                .collect();
+            return build_hash(pairs, limits).map_err(|e| c.corrupt(at, e));
+        }
+        kind::HASH_LISTPACK_EX | kind::HASH_LISTPACK_EX_PRE_GA => {
+            if t == kind::HASH_LISTPACK_EX {
+                c.ms_time("a hash minimum expiry")?;
+            }
+            let raw = c.string("a hash listpack")?;
+            let items = collect_items(&raw, at, true)?;
+            if items.len() % 3 != 0 {
+                return Err(c.corrupt(at, "hash-with-TTL listpack is not made of triples"));
+            }
+            let mut pairs = Vec::with_capacity(items.len() / 3);
+            for triple in items.chunks(3) {
+                let ttl = triple[2]
+                    .as_i64()
+                    .ok_or_else(|| c.corrupt(at, "hash field TTL is not an integer"))?;
+                if keep_field(ttl, options, summary) {
+                    pairs.push((triple[0].to_blob(), triple[1].to_blob()));
+                }
+            }
+            return build_hash(pairs, limits).map_err(|e| c.corrupt(at, e));
+        }
+        kind::HASH_METADATA | kind::HASH_METADATA_PRE_GA => {
+            let min_expire = if t == kind::HASH_METADATA {
+                c.ms_time("a hash minimum expiry")?
+            } else {
+                0
+            };
+            let n = c.count("a hash length", 3)?;
+            let mut pairs = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let ttl = c.len("a hash field TTL")?;
+                let expire_at = if t == kind::HASH_METADATA && ttl != 0 {
+                    (ttl as i64).wrapping_add(min_expire).wrapping_sub(1)
+                } else {
+                    ttl as i64
+                };
+                let field = c.blob("a hash field")?;
+                let value = c.blob("a hash value")?;
+                if keep_field(expire_at, options, summary) {
+                    pairs.push((field, value));
+                }
+            }
+            return build_hash(pairs, limits).map_err(|e| c.corrupt(at, e));
+        }
+        kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => {
+            let nodes = c.count("a quicklist length", 1)?;
+            let mut list = List::new();
+            for _ in 0..nodes {
+                let container = if t == kind::LIST_QUICKLIST_2 {
+                    c.len("a quicklist container type")?
+                } else {
+                    2
+                };
+                let node_at = c.pos;
+                let raw = c.string("a quicklist node")?;
+                match container {
+                    1 => list.push(End::Tail, &raw),
+                    2 => {
+                        let items: Box<dyn Iterator<Item = Result<Item<'_>, EncodingError>>> =
+                            if t == kind::LIST_QUICKLIST_2 {
+                                Box::new(
+                                    listpack::entries(&raw)
+                                        .map_err(|e| encoding_error(node_at, "listpack", e))?,
+                                )
+                            } else {
+                                Box::new(
+                                    ziplist::entries(&raw)
+                                        .map_err(|e| encoding_error(node_at, "ziplist", e))?,
+                                )
+                            };
+                        for item in items {
+                            push_item(
+                                &mut list,
+                                item.map_err(|e| encoding_error(node_at, "quicklist node", e))?,
+                            );
+                        }
+                    }
+                    other => {
+                        return Err(
+                            c.corrupt(node_at, format!("unknown quicklist container {other}"))
+                        )
+                    }
+                }
+            }
+            if list.is_empty() {
+                return Ok(None);
+            }
+            Value::List(Box::new(list))
+        }
+        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => {
+            Value::Stream(Box::new(read_stream(c, t)?))
+        }
+        kind::MODULE_PRE_GA => {
+            return Err(RdbError::new(
+                ErrorKind::Unsupported,
+                at,
+                "pre-release module value format is not supported",
+            ))
+        }
+        other => return Err(c.corrupt(at.saturating_sub(1), format!("unknown value type {other}"))),
+    };
+    Ok(Some(value))
+}
+
+/// Whether a hash field with this TTL (0 = none) is loaded; counts the
+/// fields whose TTL is dropped or which expired.
+fn keep_field(expire_at: i64, options: &Options, summary: &mut Summary) -> bool {
+    if expire_at == 0 {
+        return true;
+    }
+    if expire_at < options.now_ms {
+        summary.expired_fields_dropped += 1;
+        return false;
+    }
+    summary.field_ttls_dropped += 1;
+    true
+}
+
+fn push_item(list: &mut List, item: Item<'_>) {
+    match item {
+        Item::Str(s) => list.push(End::Tail, s),
+        Item::Int(n) => list.push(End::Tail, &int_text(n)),
+    }
+}
+
+fn collect_items<'a>(
+    raw: &'a [u8],
+    at: usize,
+    is_listpack: bool,
+) -> Result<Vec<Item<'a>>, RdbError> {
+    let (name, iter): (
+        &str,
+        Box<dyn Iterator<Item = Result<Item<'a>, EncodingError>>>,
+    ) = if is_listpack {
+        (
+            "listpack",
+            Box::new(listpack::entries(raw).map_err(|e| encoding_error(at, "listpack", e))?),
+        )
+    } else {
+        (
+            "ziplist",
+            Box::new(ziplist::entries(raw).map_err(|e| encoding_error(at, "ziplist", e))?),
+        )
+    };
+    iter.map(|item| item.map_err(|e| encoding_error(at, name, e)))
+        .collect()
+}
+
+/// True when two of `items` have equal keys.
+fn has_duplicates<T>(items: &[T], key: impl Fn(&T) -> &[u8]) -> bool {
+    if items.len() <= 16 {
+        return items
+            .iter()
+            .enumerate()
+            .any(|(i, a)| items[i + 1..].iter().any(|b| key(a) == key(b)));
+    }
+    let mut seen: std::collections::HashSet<&[u8], foldhash::fast::RandomState> =
+        std::collections::HashSet::with_capacity_and_hasher(items.len(), Default::default());
+    items.iter().any(|item| !seen.insert(key(item)))
+}
+
+/// A hash as Redis 7.0 builds it on load: a listpack (file order) within
+/// the limits, else a table. Empty: None.
+fn build_hash(pairs: Vec<(Blob, Blob)>, limits: &EncodingLimits) -> Result<Option<Value>, String> {
+    if pairs.is_empty() {
+        return Ok(None);
+    }
+    let compact = pairs.len() <= limits.hash_max_listpack_entries
+        && pairs.iter().all(|(f, v)| {
+            f.len() <= limits.hash_max_listpack_value && v.len() <= limits.hash_max_listpack_value
+        });
+    if compact {
+        if has_duplicates(&pairs, |(f, _)| f.as_bytes()) {
+            return Err("duplicate hash fields detected".into());
+        }
+        return Ok(Some(Value::Hash(Box::new(Hash::Listpack(pairs)))));
+    }
+    let mut table = Dict::with_capacity(pairs.len());
+    for (f, v) in pairs {
+        if table.insert(f, v).is_some() {
+            return Err("duplicate hash fields detected".into());
+        }
+    }
+    Ok(Some(Value::Hash(Box::new(Hash::Table(table)))))
+}
+
+fn intset_limit(limits: &EncodingLimits) -> usize {
+    limits.set_max_intset_entries.min(1 << 30)
+}
+
+fn set_from_ints(ints: Vec<i64>, limits: &EncodingLimits) -> Set {
+    if ints.len() <= intset_limit(limits) {
+        return Set::Intset(ints);
+    }
+    let mut table = Dict::with_capacity(ints.len());
+    for v in ints {
+        table.insert_new(Blob::from_i64(v), ());
+    }
+    Set::Table(table)
+}
+
+/// A set as Redis 7.0 builds it on load: an intset when every member is
+/// an integer and there are few enough, else a table.
+fn build_set(members: Vec<Blob>, limits: &EncodingLimits) -> Result<Option<Set>, String> {
+    if members.is_empty() {
+        return Ok(None);
+    }
+    if members.len() <= intset_limit(limits) {
+        let ints: Option<Vec<i64>> = members.iter().map(|m| parse_i64(m)).collect();
+        if let Some(mut ints) = ints {
+            ints.sort_unstable();
+            if ints.windows(2).any(|w| w[0] == w[1]) {
+                return Err("duplicate set members detected".into());
+            }
+            return Ok(Some(Set::Intset(ints)));
+        }
+    }
+    let mut table = Dict::with_capacity(members.len());
+    for m in members {
+        if table.insert(m, ()).is_some() {
+            return Err("duplicate set members detected".into());
+        }
+    }
+    Ok(Some(Set::Table(table)))
+}
+
+/// A sorted set from entries in any order (Redis writes skiplists from
+/// the greatest element down).
+fn build_zset(
+    mut entries: Vec<(Blob, f64)>,
+    limits: &EncodingLimits,
+) -> Result<Option<Value>, String> {
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    if entries.iter().any(|(_, s)| s.is_nan()) {
+        return Err("sorted set with a NaN score".into());
+    }
+    // Stable sort finds an ascending or descending file order in one pass.
+    entries.sort_by(|a, b| cmp_key(a.1, &a.0, b.1, &b.0));
+    if has_duplicates(&entries, |(m, _)| m.as_bytes()) {
+        return Err("duplicate sorted set members detected".into());
+    }
+    Ok(Some(Value::ZSet(Box::new(ZSet::from_sorted(
+        entries, limits,
+    )))))
+}
+
+// ---------------------------------------------------------------------------
+// Streams.
+
+fn read_stream(c: &mut Cursor<'_>, t: u8) -> Result<Stream, RdbError> {
+    let mut s = Stream::new();
+    let nodes = c.count("a stream node count", 2)?;
+    let mut prev_master: Option<StreamId> = None;
+    for _ in 0..nodes {
+        let key_at = c.pos;
+        let key = c.string("a stream node key")?;
+        let raw: [u8; 16] = key[..]
+            .try_into()
+            .map_err(|_| c.corrupt(key_at, "stream node key is not the size of a stream ID"))?;
+        let master_id = id_from_be(&raw);
+        if prev_master.is_some_and(|p| master_id <= p) {
+            return Err(c.corrupt(key_at, "stream nodes are not in ID order"));
+        }
+        prev_master = Some(master_id);
+        let lp_at = c.pos;
+        let lp = c.string("a stream listpack")?;
+        read_stream_node(&mut s, master_id, &lp)
+            .map_err(|e| c.corrupt(lp_at, format!("stream node {master_id}: {e}")))?;
+    }
+    let length = c.len("a stream length")?;
+    s.last_id = c.stream_id_lens("a stream last ID")?;
+    if t >= kind::STREAM_LISTPACKS_2 {
+        s.first_id = c.stream_id_lens("a stream first ID")?;
+        s.max_deleted_entry_id = c.stream_id_lens("a stream max deleted ID")?;
+        s.entries_added = c.len("a stream entries-added counter")?;
+    } else {
+        s.first_id = s.first().map_or(StreamId::MIN, |(id, _)| id);
+        s.max_deleted_entry_id = StreamId::MIN;
+        s.entries_added = length;
+    }
+    if length != s.len() as u64 {
+        return Err(c.corrupt(
+            c.pos,
+            format!(
+                "stream length {length} does not match its {} entries",
+                s.len()
+            ),
+        ));
+    }
+    if s.last().is_some_and(|(id, _)| id > s.last_id) {
+        return Err(c.corrupt(c.pos, "stream last ID is below its last entry"));
+    }
+    let groups = c.count("a consumer group count", 3)?;
+    for _ in 0..groups {
+        let group_at = c.pos;
+        let name = c.blob("a consumer group name")?;
+        let last_id = c.stream_id_lens("a group last ID")?;
+        let entries_read = if t >= kind::STREAM_LISTPACKS_2 {
+            c.len("a group entries-read counter")? as i64
+        } else {
+            s.estimate_entries_read(last_id)
+        };
+        let entries_read = if entries_read < 0 {
+            ENTRIES_READ_INVALID
+        } else {
+            entries_read
+        };
+        let pel_len = c.count("a pending entries count", 17)?;
+        let mut pending: std::collections::BTreeMap<StreamId, (i64, u64, Option<Blob>)> =
+            std::collections::BTreeMap::new();
+        for _ in 0..pel_len {
+            let at = c.pos;
+            let id = c.stream_id_raw("a pending entry ID")?;
+            let time = c.ms_time("a delivery time")?;
+            let count = c.len("a delivery count")?;
+            if pending.insert(id, (time, count, None)).is_some() {
+                return Err(c.corrupt(at, format!("pending entry {id} repeated in the group")));
+            }
+        }
+        let consumers_n = c.count("a consumer count", 10)?;
+        let mut consumers = std::collections::BTreeMap::new();
+        for _ in 0..consumers_n {
+            let at = c.pos;
+            let cname = c.blob("a consumer name")?;
+            let seen = c.ms_time("a consumer seen time")?;
+            if t >= kind::STREAM_LISTPACKS_3 {
+                // Active time (7.2): hozon's consumers keep the seen time only.
+                c.ms_time("a consumer active time")?;
+            }
+            let n = c.count("a consumer pending count", 16)?;
+            let mut pel = std::collections::BTreeSet::new();
+            for _ in 0..n {
+                let id_at = c.pos;
+                let id = c.stream_id_raw("a consumer pending ID")?;
+                let Some(entry) = pending.get_mut(&id) else {
+                    return Err(c.corrupt(
+                        id_at,
+                        format!("consumer pending entry {id} is not in the group's PEL"),
+                    ));
+                };
+                if entry.2.is_some() || !pel.insert(id) {
+                    return Err(c.corrupt(id_at, format!("pending entry {id} owned twice")));
+                }
+                entry.2 = Some(cname.clone());
+            }
+            let consumer = Consumer {
+                seen_time_ms: seen,
+                pel,
+            };
+            if consumers.insert(cname, consumer).is_some() {
+                return Err(c.corrupt(at, "duplicate stream consumer detected"));
+            }
+        }
+        let mut pel = std::collections::BTreeMap::new();
+        for (id, (time, count, owner)) in pending {
+            let Some(consumer) = owner else {
+                return Err(c.corrupt(group_at, format!("pending entry {id} has no consumer")));
+            };
+            pel.insert(
+                id,
+                PendingEntry {
+                    delivery_time_ms: time,
+                    delivery_count: count,
+                    consumer,
+                },
+            );
+        }
+        let group = ConsumerGroup {
+            last_id,
+            entries_read,
+            pel,
+            consumers,
+        };
+        if s.groups.insert(name, group).is_some() {
+            return Err(c.corrupt(group_at, "duplicate consumer group name"));
+        }
+    }
+    Ok(s)
+}
+
+/// Decodes one stream listpack node into `s`.
+fn read_stream_node(s: &mut Stream, master_id: StreamId, lp: &[u8]) -> Result<(), String> {
+    let mut items = listpack::entries(lp).map_err(|e| e.to_string())?;
+    let mut next = |what: &str| -> Result<Item<'_>, String> {
+        match items.next() {
+            Some(Ok(item)) => Ok(item),
+            Some(Err(e)) => Err(e.to_string()),
+            None => Err(format!("listpack ends before {what}")),
+        }
+    };
+    fn int(item: Item<'_>, what: &str) -> Result<i64, String> {
+        item.as_i64()
+            .ok_or_else(|| format!("{what} is not an integer"))
+    }
+    let live = int(next("the entry count")?, "the entry count")?;
+    let deleted = int(next("the deleted count")?, "the deleted count")?;
+    let nfields = int(next("the master field count")?, "the master field count")?;
+    if live < 0 || deleted < 0 || nfields < 0 || nfields as u64 > lp.len() as u64 {
+        return Err("invalid master entry counters".into());
+    }
+    let mut master_fields = Vec::with_capacity(nfields as usize);
+    for _ in 0..nfields {
+        master_fields.push(next("a master field")?.to_blob());
+    }
+    if int(next("the master terminator")?, "the master terminator")? != 0 {
+        return Err("master entry terminator is not 0".into());
+    }
+    let master_fields: Box<[Blob]> = master_fields.into_boxed_slice();
+    s.load_node(master_id, master_fields.clone())?;
+    let (mut seen_live, mut seen_deleted) = (0i64, 0i64);
+    loop {
+        let flags = match items.next() {
+            None => break,
+            Some(Err(e)) => return Err(e.to_string()),
+            Some(Ok(item)) => int(item, "entry flags")?,
+        };
+        let mut next = |what: &str| -> Result<Item<'_>, String> {
+            match items.next() {
+                Some(Ok(item)) => Ok(item),
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err(format!("listpack ends before {what}")),
+            }
+        };
+        if flags & !3 != 0 {
+            return Err(format!("unknown entry flags {flags}"));
+        }
+        let ms_diff = int(next("an ID")?, "an ID")?;
+        let seq_diff = int(next("an ID")?, "an ID")?;
+        let id = StreamId::new(
+            master_id.ms.wrapping_add(ms_diff as u64),
+            master_id.seq.wrapping_add(seq_diff as u64),
+        );
+        let same_fields = flags & 2 != 0;
+        let fields: Fields = if same_fields {
+            let mut f = Vec::with_capacity(master_fields.len());
+            for name in master_fields.iter() {
+                f.push((name.clone(), next("a value")?.to_blob()));
+            }
+            f.into_boxed_slice()
+        } else {
+            let n = int(next("a field count")?, "a field count")?;
+            if n < 0 || n as u64 > lp.len() as u64 {
+                return Err("invalid field count".into());
+            }
+            let mut f = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let field = next("a field")?.to_blob();
+                let value = next("a value")?.to_blob();
+                f.push((field, value));
+            }
+            f.into_boxed_slice()
+        };
+        let expected = if same_fields {
+            master_fields.len() as i64 + 3
+        } else {
+            2 * fields.len() as i64 + 4
+        };
+        if int(next("lp-count")?, "lp-count")? != expected {
+            return Err(format!("entry {id}: lp-count does not match its fields"));
+        }
+        let is_deleted = flags & 1 != 0;
+        s.load_entry(id, fields, is_deleted)?;
+        if is_deleted {
+            seen_deleted += 1;
+        } else {
+            seen_live += 1;
+        }
+    }
+    if seen_live != live || seen_deleted != deleted {
+        return Err(format!(
+            "master entry counts {live} live and {deleted} deleted, the node holds {seen_live} and {seen_deleted}"
+        ));
+    }
+    if seen_live + seen_deleted == 0 {
+        return Err("empty listpack inside stream".into());
+    }
+    s.finish_loaded_node();
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The skip pass.
+
+/// Per value type counts of a [`scan`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TypeCount {
+    /// Keys of this type.
+    pub keys: u64,
+    /// Bytes their records take in the file (key and value).
+    pub bytes: u64,
+}
+
+/// What [`scan`] found, without building any value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScanSummary {
+    /// The header's version.
+    pub version: u16,
+    /// The header was Valkey's.
+    pub valkey: bool,
+    /// AUX fields.
+    pub aux: Vec<(Blob, Blob)>,
+    /// Function libraries.
+    pub functions: u64,
+    /// Keys per database index.
+    pub keys_per_db: std::collections::BTreeMap<usize, u64>,
+    /// Keys with an expiry.
+    pub expiring: u64,
+    /// Keys and bytes per value type byte.
+    pub types: std::collections::BTreeMap<u8, TypeCount>,
+    /// Checksum result.
+    pub checksum: Option<Checksum>,
+    /// Bytes through the checksum.
+    pub len: usize,
+}
+
+/// Walks a whole RDB file without building values: every length is read
+/// and bounds-checked, compact encodings are skipped as strings (not
+/// walked), LZF data is not decompressed; the CRC is verified. This is
+/// the summary pass of the inspector.
+pub fn scan(data: &[u8]) -> Result<ScanSummary, RdbError> {
+    let (version, valkey, header_len) = read_header(data)?;
+    let mut out = ScanSummary {
+        version,
+        valkey,
+        ..ScanSummary::default()
+    };
+    let mut c = Cursor::new(data, header_len);
+    let mut db = 0usize;
+    let mut expiring = false;
+    loop {
+        let record_at = c.pos;
+        match c.u8("a record type")? {
+            opcode::EOF => break,
+            opcode::SELECTDB => db = c.len("a database number")? as usize,
+            opcode::RESIZEDB => {
+                c.len("a RESIZEDB size")?;
+                c.len("a RESIZEDB size")?;
+            }
+            opcode::EXPIRETIME_MS => {
+                c.take(8, "an expiry")?;
+                expiring = true;
+            }
+            opcode::EXPIRETIME => {
+                c.take(4, "an expiry")?;
+                expiring = true;
+            }
+            opcode::AUX => {
+                let name = c.blob("an AUX field name")?;
+                let value = c.blob("an AUX field value")?;
+                out.aux.push((name, value));
+            }
+            opcode::IDLE => {
+                c.len("an IDLE time")?;
+            }
+            opcode::FREQ => {
+                c.u8("an LFU frequency")?;
+            }
+            opcode::SLOT_INFO => {
+                for _ in 0..3 {
+                    c.len("slot information")?;
+                }
+            }
+            opcode::FUNCTION2 => {
+                c.skip_string("a function library")?;
+                out.functions += 1;
+            }
+            opcode::FUNCTION_PRE_GA => {
+                return Err(RdbError::new(
+                    ErrorKind::Unsupported,
+                    record_at,
+                    "pre-release function format is not supported",
+                ))
+            }
+            opcode::MODULE_AUX => {
+                let id = c.len("a module id")?;
+                c.len("a module AUX 'when'")?;
+                skip_module_value(&mut c, &module_name(id))?;
+            }
+            t => {
+                c.skip_string("a key")?;
+                skip_value(&mut c, t)?;
+                *out.keys_per_db.entry(db).or_default() += 1;
+                out.expiring += u64::from(expiring);
+                expiring = false;
+                let entry = out.types.entry(t).or_default();
+                entry.keys += 1;
+                entry.bytes += (c.pos - record_at) as u64;
+            }
+        }
+    }
+    out.checksum = Some(verify_checksum(data, &mut c, version)?);
+    out.len = c.pos;
+    Ok(out)
+}
+
+fn skip_value(c: &mut Cursor<'_>, t: u8) -> Result<(), RdbError> {
+    let at = c.pos;
+    match t {
+        kind::STRING
+        | kind::HASH_ZIPMAP
+        | kind::LIST_ZIPLIST
+        | kind::SET_INTSET
+        | kind::ZSET_ZIPLIST
+        | kind::HASH_ZIPLIST
+        | kind::HASH_LISTPACK
+        | kind::ZSET_LISTPACK
+        | kind::SET_LISTPACK
+        | kind::HASH_LISTPACK_EX_PRE_GA => c.skip_string("a value")?,
+        kind::HASH_LISTPACK_EX => {
+            c.take(8, "a hash minimum expiry")?;
+            c.skip_string("a value")?;
+        }
+        kind::LIST | kind::SET => {
+            for _ in 0..c.count("a length", 1)? {
+                c.skip_string("an element")?;
+            }
+        }
+        kind::ZSET => {
+            for _ in 0..c.count("a length", 2)? {
+                c.skip_string("a member")?;
+                c.string_double("a score")?;
+            }
+        }
+        kind::ZSET_2 => {
+            for _ in 0..c.count("a length", 9)? {
+                c.skip_string("a member")?;
+                c.take(8, "a score")?;
+            }
+        }
+        kind::HASH => {
+            for _ in 0..c.count("a length", 2)? {
+                c.skip_string("a field")?;
+                c.skip_string("a value")?;
+            }
+        }
+        kind::HASH_METADATA | kind::HASH_METADATA_PRE_GA => {
+            if t == kind::HASH_METADATA {
+                c.take(8, "a hash minimum expiry")?;
+            }
+            for _ in 0..c.count("a length", 3)? {
+                c.len("a field TTL")?;
+                c.skip_string("a field")?;
+                c.skip_string("a value")?;
+            }
+        }
+        kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => {
+            for _ in 0..c.count("a quicklist length", 1)? {
+                if t == kind::LIST_QUICKLIST_2 {
+                    c.len("a container type")?;
+                }
+                c.skip_string("a quicklist node")?;
+            }
+        }
+        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => {
+            for _ in 0..c.count("a stream node count", 2)? {
+                c.skip_string("a stream node key")?;
+                c.skip_string("a stream listpack")?;
+            }
+            c.len("a stream length")?;
+            c.stream_id_lens("a stream last ID")?;
+            if t >= kind::STREAM_LISTPACKS_2 {
+                c.stream_id_lens("a stream first ID")?;
+                c.stream_id_lens("a stream max deleted ID")?;
+                c.len("a stream entries-added counter")?;
+            }
+            for _ in 0..c.count("a consumer group count", 3)? {
+                c.skip_string("a group name")?;
+                c.stream_id_lens("a group last ID")?;
+                if t >= kind::STREAM_LISTPACKS_2 {
+                    c.len("a group entries-read counter")?;
+                }
+                for _ in 0..c.count("a pending entries count", 17)? {
+                    c.take(24, "a pending entry")?;
+                    c.len("a delivery count")?;
+                }
+                for _ in 0..c.count("a consumer count", 10)? {
+                    c.skip_string("a consumer name")?;
+                    c.take(8, "a seen time")?;
+                    if t >= kind::STREAM_LISTPACKS_3 {
+                        c.take(8, "an active time")?;
+                    }
+                    let n = c.count("a consumer pending count", 16)?;
+                    c.take(n * 16, "consumer pending IDs")?;
+                }
+            }
+        }
+        kind::MODULE_2 => {
+            let id = c.len("a module id")?;
+            skip_module_value(c, &module_name(id))?;
+        }
+        kind::MODULE_PRE_GA => {
+            return Err(RdbError::new(
+                ErrorKind::Unsupported,
+                at,
+                "pre-release module value format is not supported",
+            ))
+        }
+        other => return Err(c.corrupt(at.saturating_sub(1), format!("unknown value type {other}"))),
+    }
+    Ok(())
+}

@@ -1,0 +1,399 @@
+//! Writing RDB version 10 (Redis 7.0's format; docs/rdb.md, "Writing").
+//!
+//! Values are encoded the way Redis 7.0 encodes them, so a DUMP payload of
+//! a string, a small hash, set or sorted set, or a list of one node is
+//! byte for byte what Redis produces: compact collections become
+//! listpacks and intsets, large ones the plain forms, strings are stored
+//! as integers when they are short canonical integers and LZF-compressed
+//! above 20 bytes when that saves space.
+
+use super::{kind, listpack, lzf, opcode, Crc64, WRITE_VERSION};
+use crate::types::hash::Hash;
+use crate::types::list::List;
+use crate::types::num::parse_i64;
+use crate::types::set::Set;
+use crate::types::stream::{Stream, StreamId};
+use crate::types::zset::{listpack_score_text, ZSet};
+use crate::types::{Blob, EncodingLimits, Value};
+
+/// The Redis version whose format hozon writes (the `redis-ver` AUX field).
+pub const REDIS_VER: &str = "7.0.15";
+
+/// Redis's `SIZE_ESTIMATE_OVERHEAD`: what a quicklist assumes one more
+/// element adds to a node besides its bytes.
+const SIZE_ESTIMATE_OVERHEAD: usize = 11;
+/// Redis's `SIZE_SAFETY_LIMIT` for nodes limited by count.
+const SIZE_SAFETY_LIMIT: usize = 8192;
+/// Elements at least this large get a plain quicklist node.
+const PACKED_THRESHOLD: usize = 1 << 30;
+
+/// How values are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encoder {
+    /// LZF-compress strings longer than 20 bytes (`rdbcompression`).
+    pub compress: bool,
+    /// `list-max-listpack-size` decides the quicklist node size.
+    pub list_max_listpack_size: i64,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Encoder {
+            compress: true,
+            list_max_listpack_size: EncodingLimits::default().list_max_listpack_size,
+        }
+    }
+}
+
+/// Appends an RDB length.
+pub fn put_len(out: &mut Vec<u8>, n: u64) {
+    if n < 1 << 6 {
+        out.push(n as u8);
+    } else if n < 1 << 14 {
+        out.push(0x40 | (n >> 8) as u8);
+        out.push(n as u8);
+    } else if n <= u64::from(u32::MAX) {
+        out.push(0x80);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// Redis's `rdbEncodeInteger`: the special encodings of an integer that
+/// fits 32 bits.
+fn put_int_encoded(out: &mut Vec<u8>, v: i64) -> bool {
+    if let Ok(v) = i8::try_from(v) {
+        out.push(0xC0);
+        out.push(v as u8);
+    } else if let Ok(v) = i16::try_from(v) {
+        out.push(0xC1);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else if let Ok(v) = i32::try_from(v) {
+        out.push(0xC2);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else {
+        return false;
+    }
+    true
+}
+
+impl Encoder {
+    /// Appends a string the way `rdbSaveRawString` does.
+    pub fn put_string(&self, out: &mut Vec<u8>, s: &[u8]) {
+        if s.len() <= 11 {
+            if let Some(v) = parse_i64(s) {
+                if put_int_encoded(out, v) {
+                    return;
+                }
+            }
+        }
+        if self.compress && s.len() > 20 {
+            let mark = out.len();
+            out.push(0xC3);
+            let mut compressed = Vec::with_capacity(s.len());
+            if lzf::compress(s, &mut compressed, s.len() - 4) {
+                put_len(out, compressed.len() as u64);
+                put_len(out, s.len() as u64);
+                out.extend_from_slice(&compressed);
+                return;
+            }
+            out.truncate(mark);
+        }
+        put_len(out, s.len() as u64);
+        out.extend_from_slice(s);
+    }
+
+    /// The type byte Redis 7.0 writes for `value`.
+    pub fn value_type(&self, value: &Value) -> u8 {
+        match value {
+            Value::Str(_) => kind::STRING,
+            Value::List(_) => kind::LIST_QUICKLIST_2,
+            Value::Hash(h) => match **h {
+                Hash::Listpack(_) => kind::HASH_LISTPACK,
+                Hash::Table(_) => kind::HASH,
+            },
+            Value::Set(s) => match **s {
+                Set::Intset(_) => kind::SET_INTSET,
+                Set::Table(_) => kind::SET,
+            },
+            Value::ZSet(z) => {
+                if z.is_listpack() {
+                    kind::ZSET_LISTPACK
+                } else {
+                    kind::ZSET_2
+                }
+            }
+            Value::Stream(_) => kind::STREAM_LISTPACKS_2,
+        }
+    }
+
+    /// Appends the body of `value` (after its type byte and key).
+    pub fn put_value(&self, out: &mut Vec<u8>, value: &Value) {
+        match value {
+            Value::Str(s) => self.put_string(out, s),
+            Value::List(l) => self.put_list(out, l),
+            Value::Hash(h) => match &**h {
+                Hash::Listpack(pairs) => {
+                    let mut lp = listpack::Builder::new();
+                    for (f, v) in pairs {
+                        lp.push_str(f);
+                        lp.push_str(v);
+                    }
+                    self.put_string(out, &lp.finish());
+                }
+                Hash::Table(_) => {
+                    put_len(out, h.len() as u64);
+                    for (f, v) in h.iter() {
+                        self.put_string(out, f);
+                        self.put_string(out, v);
+                    }
+                }
+            },
+            Value::Set(s) => match &**s {
+                Set::Intset(ints) => self.put_string(out, &super::intset::encode(ints)),
+                Set::Table(_) => {
+                    put_len(out, s.len() as u64);
+                    for m in s.iter() {
+                        m.with_bytes(|b| self.put_string(out, b));
+                    }
+                }
+            },
+            Value::ZSet(z) => self.put_zset(out, z),
+            Value::Stream(s) => self.put_stream(out, s),
+        }
+    }
+
+    fn put_zset(&self, out: &mut Vec<u8>, z: &ZSet) {
+        if z.is_listpack() {
+            let mut lp = listpack::Builder::new();
+            for (member, score) in z.iter() {
+                lp.push_str(member);
+                lp.push_str(listpack_score_text(score).as_bytes());
+            }
+            self.put_string(out, &lp.finish());
+        } else {
+            // From the greatest element down, as Redis writes skiplists
+            // (its loader then inserts at the head in O(1)).
+            put_len(out, z.len() as u64);
+            for (member, score) in z.iter_from(z.len().saturating_sub(1), true) {
+                self.put_string(out, member);
+                out.extend_from_slice(&score.to_le_bytes());
+            }
+        }
+    }
+
+    /// A quicklist of listpack nodes split the way Redis fills nodes when
+    /// elements are appended.
+    fn put_list(&self, out: &mut Vec<u8>, l: &List) {
+        let fill = self.list_max_listpack_size;
+        let max_bytes = match fill {
+            -1 => 4096,
+            -2 => 8192,
+            -3 => 16384,
+            -4 => 32768,
+            f if f <= -5 => 65536,
+            _ => SIZE_SAFETY_LIMIT,
+        };
+        let max_count = if fill > 0 { fill as usize } else { usize::MAX };
+        let mut nodes: Vec<(u8, Vec<u8>)> = Vec::new();
+        let mut current: Option<listpack::Builder> = None;
+        for item in l.iter() {
+            if item.len() >= PACKED_THRESHOLD {
+                if let Some(lp) = current.take() {
+                    nodes.push((2, lp.finish()));
+                }
+                nodes.push((1, item.to_vec()));
+                continue;
+            }
+            let fits = current.as_ref().is_some_and(|lp| {
+                lp.bytes() + item.len() + SIZE_ESTIMATE_OVERHEAD <= max_bytes
+                    && lp.len() < max_count
+            });
+            if !fits {
+                if let Some(lp) = current.take() {
+                    nodes.push((2, lp.finish()));
+                }
+                current = Some(listpack::Builder::new());
+            }
+            if let Some(lp) = current.as_mut() {
+                lp.push_str(item);
+            }
+        }
+        if let Some(lp) = current.take() {
+            nodes.push((2, lp.finish()));
+        }
+        put_len(out, nodes.len() as u64);
+        for (container, bytes) in nodes {
+            put_len(out, u64::from(container));
+            self.put_string(out, &bytes);
+        }
+    }
+
+    /// STREAM_LISTPACKS_2: one listpack per node of the stream's layout,
+    /// holding its live entries (no tombstones).
+    fn put_stream(&self, out: &mut Vec<u8>, s: &Stream) {
+        let mut nodes: Vec<(StreamId, Vec<u8>)> = Vec::with_capacity(s.node_count());
+        for (master_id, master_fields, last_id) in s.nodes() {
+            let entries: Vec<_> = s.range(master_id, last_id, false).collect();
+            if entries.is_empty() {
+                continue;
+            }
+            let mut lp = listpack::Builder::new();
+            lp.push_int(entries.len() as i64);
+            lp.push_int(0);
+            lp.push_int(master_fields.len() as i64);
+            for f in master_fields {
+                lp.push_str(f);
+            }
+            lp.push_int(0);
+            for (id, fields) in entries {
+                let same = fields.len() == master_fields.len()
+                    && fields.iter().zip(master_fields).all(|((f, _), m)| f == m);
+                lp.push_int(if same { 2 } else { 0 });
+                lp.push_int(id.ms.wrapping_sub(master_id.ms) as i64);
+                lp.push_int(id.seq.wrapping_sub(master_id.seq) as i64);
+                if same {
+                    for (_, v) in fields.iter() {
+                        lp.push_str(v);
+                    }
+                    lp.push_int(fields.len() as i64 + 3);
+                } else {
+                    lp.push_int(fields.len() as i64);
+                    for (f, v) in fields.iter() {
+                        lp.push_str(f);
+                        lp.push_str(v);
+                    }
+                    lp.push_int(2 * fields.len() as i64 + 4);
+                }
+            }
+            nodes.push((master_id, lp.finish()));
+        }
+        put_len(out, nodes.len() as u64);
+        for (master_id, lp) in nodes {
+            self.put_string(out, &id_to_be(master_id));
+            self.put_string(out, &lp);
+        }
+        put_len(out, s.len() as u64);
+        put_id(out, s.last_id);
+        put_id(out, s.first_id);
+        put_id(out, s.max_deleted_entry_id);
+        put_len(out, s.entries_added);
+        put_len(out, s.groups.len() as u64);
+        for (name, g) in &s.groups {
+            self.put_string(out, name);
+            put_id(out, g.last_id);
+            put_len(out, g.entries_read as u64);
+            put_len(out, g.pel.len() as u64);
+            for (id, p) in &g.pel {
+                out.extend_from_slice(&id_to_be(*id));
+                out.extend_from_slice(&p.delivery_time_ms.to_le_bytes());
+                put_len(out, p.delivery_count);
+            }
+            put_len(out, g.consumers.len() as u64);
+            for (cname, consumer) in &g.consumers {
+                self.put_string(out, cname);
+                out.extend_from_slice(&consumer.seen_time_ms.to_le_bytes());
+                put_len(out, consumer.pel.len() as u64);
+                for id in &consumer.pel {
+                    out.extend_from_slice(&id_to_be(*id));
+                }
+            }
+        }
+    }
+
+    /// Appends a key record: expiry (if any), type, key, value.
+    pub fn put_key(&self, out: &mut Vec<u8>, key: &[u8], value: &Value, expire_ms: Option<i64>) {
+        if let Some(at) = expire_ms {
+            out.push(opcode::EXPIRETIME_MS);
+            out.extend_from_slice(&at.to_le_bytes());
+        }
+        out.push(self.value_type(value));
+        self.put_string(out, key);
+        self.put_value(out, value);
+    }
+
+    /// Appends an AUX field.
+    pub fn put_aux(&self, out: &mut Vec<u8>, name: &str, value: &[u8]) {
+        out.push(opcode::AUX);
+        self.put_string(out, name.as_bytes());
+        self.put_string(out, value);
+    }
+
+    /// Appends the header and AUX fields of a file created at `ctime_ms`;
+    /// `aof_base` marks an AOF preamble.
+    pub fn put_header(&self, out: &mut Vec<u8>, ctime_ms: i64, used_mem: u64, aof_base: bool) {
+        out.extend_from_slice(format!("REDIS{WRITE_VERSION:04}").as_bytes());
+        self.put_aux(out, "redis-ver", REDIS_VER.as_bytes());
+        self.put_aux(out, "redis-bits", b"64");
+        self.put_aux(out, "ctime", (ctime_ms / 1000).to_string().as_bytes());
+        self.put_aux(out, "used-mem", used_mem.to_string().as_bytes());
+        self.put_aux(out, "aof-base", if aof_base { b"1" } else { b"0" });
+        self.put_aux(out, "hozon-ver", env!("CARGO_PKG_VERSION").as_bytes());
+    }
+
+    /// Appends SELECTDB and RESIZEDB for a database.
+    pub fn put_select(&self, out: &mut Vec<u8>, db: usize, keys: u64, expiring: u64) {
+        out.push(opcode::SELECTDB);
+        put_len(out, db as u64);
+        out.push(opcode::RESIZEDB);
+        put_len(out, keys);
+        put_len(out, expiring);
+    }
+}
+
+fn id_to_be(id: StreamId) -> [u8; 16] {
+    let mut raw = [0u8; 16];
+    raw[..8].copy_from_slice(&id.ms.to_be_bytes());
+    raw[8..].copy_from_slice(&id.seq.to_be_bytes());
+    raw
+}
+
+fn put_id(out: &mut Vec<u8>, id: StreamId) {
+    put_len(out, id.ms);
+    put_len(out, id.seq);
+}
+
+/// Appends EOF and the CRC-64 of everything in the file (`crc` holds
+/// every byte written before `out`, `out` the rest).
+pub fn put_trailer(out: &mut Vec<u8>, crc: &mut Crc64, checksum: bool) {
+    out.push(opcode::EOF);
+    crc.update(out);
+    let value = if checksum { crc.value() } else { 0 };
+    out.extend_from_slice(&value.to_le_bytes());
+}
+
+/// A DUMP payload: type, value, the RDB version (2 bytes LE) and the
+/// CRC-64 of all that (8 bytes LE).
+pub fn dump_payload(encoder: &Encoder, value: &Value) -> Vec<u8> {
+    let mut out = vec![encoder.value_type(value)];
+    encoder.put_value(&mut out, value);
+    out.extend_from_slice(&WRITE_VERSION.to_le_bytes());
+    let crc = super::crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Encodes a whole keyspace image in memory (tests, small tools): every
+/// `(db, key, value, expire)` in order. Keys must come grouped by db.
+pub fn encode_file<'a>(
+    encoder: &Encoder,
+    ctime_ms: i64,
+    keys: impl IntoIterator<Item = (usize, &'a Blob, &'a Value, Option<i64>)>,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    encoder.put_header(&mut out, ctime_ms, 0, false);
+    let mut current_db = None;
+    for (db, key, value, expire) in keys {
+        if current_db != Some(db) {
+            out.push(opcode::SELECTDB);
+            put_len(&mut out, db as u64);
+            current_db = Some(db);
+        }
+        encoder.put_key(&mut out, key, value, expire);
+    }
+    let mut crc = Crc64::default();
+    put_trailer(&mut out, &mut crc, true);
+    out
+}
