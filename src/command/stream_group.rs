@@ -1379,17 +1379,6 @@ fn name(s: &'static str) -> Reply {
     Reply::Bulk(s.as_bytes().to_vec())
 }
 
-/// `radix-tree-nodes`: Redis reports its radix tree's internal node count,
-/// which depends on how the node keys share prefixes. This is a plausible
-/// figure of the same size (it matches Redis for small streams).
-fn radix_tree_nodes(keys: usize) -> i64 {
-    match keys {
-        0 => 1,
-        1 => 2,
-        n => 2 * n as i64 + 2,
-    }
-}
-
 /// XINFO STREAM / GROUPS / CONSUMERS / HELP.
 fn xinfo(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let sub = argv[1];
@@ -1489,7 +1478,7 @@ fn stream_info(s: &Stream, argv: &[&[u8]]) -> CmdResult {
     let mut fields = vec![
         (name("length"), Reply::Int(s.len() as i64)),
         (name("radix-tree-keys"), Reply::Int(keys as i64)),
-        (name("radix-tree-nodes"), Reply::Int(radix_tree_nodes(keys))),
+        (name("radix-tree-nodes"), Reply::Int(s.radix_tree_nodes())),
         (name("last-generated-id"), id_reply(s.last_id)),
         (
             name("max-deleted-entry-id"),

@@ -537,7 +537,7 @@ pub fn load(
             opcode::MODULE_AUX => {
                 let module_id = c.len("a module id")?;
                 let name = module_name(module_id);
-                c.len("a module AUX 'when'")?;
+                read_module_aux_when(&mut c, &name)?;
                 skip_module_value(&mut c, &name)?;
                 summary.modules_skipped.push(name);
             }
@@ -625,6 +625,20 @@ pub fn module_name(id: u64) -> String {
     }
     name.extend(chars.iter().map(|&b| b as char));
     name
+}
+
+/// Reads the "when" of a module AUX record: the UINT opcode, then the
+/// value (Redis's `rdbLoadCheckModuleValue` callers check the same).
+fn read_module_aux_when(c: &mut Cursor<'_>, name: &str) -> Result<(), RdbError> {
+    let at = c.pos;
+    if c.len("a module AUX 'when' opcode")? != 2 {
+        return Err(c.corrupt(
+            at,
+            format!("module '{name}' AUX data does not start with its 'when' field"),
+        ));
+    }
+    c.len("a module AUX 'when'")?;
+    Ok(())
 }
 
 /// Skips a module value written with the module opcodes (Redis's
@@ -822,6 +836,21 @@ fn read_value(
                     .ok_or_else(|| c.corrupt(at, "hash field TTL is not an integer"))?;
                 if keep_field(ttl, options, summary) {
                     pairs.push((triple[0].to_blob(), triple[1].to_blob()));
+                }
+            }
+            return build_hash(pairs, limits).map_err(|e| c.corrupt(at, e));
+        }
+        kind::HASH_METADATA_PRE_GA if summary.valkey => {
+            // Valkey's RDB_TYPE_HASH_2 (same byte): field, value and an
+            // 8-byte LE absolute expiry in ms (-1 = none) per field.
+            let n = c.count("a hash length", 10)?;
+            let mut pairs = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let field = c.blob("a hash field")?;
+                let value = c.blob("a hash value")?;
+                let expire_at = c.ms_time("a hash field expiry")?;
+                if keep_field(expire_at.max(0), options, summary) {
+                    pairs.push((field, value));
                 }
             }
             return build_hash(pairs, limits).map_err(|e| c.corrupt(at, e));
@@ -1083,7 +1112,9 @@ fn read_stream(c: &mut Cursor<'_>, t: u8) -> Result<Stream, RdbError> {
         s.max_deleted_entry_id = c.stream_id_lens("a stream max deleted ID")?;
         s.entries_added = c.len("a stream entries-added counter")?;
     } else {
-        s.first_id = s.first().map_or(StreamId::MIN, |(id, _)| id);
+        // Redis's streamGetEdgeID: an empty stream's first ID is the
+        // largest ID.
+        s.first_id = s.first().map_or(StreamId::MAX, |(id, _)| id);
         s.max_deleted_entry_id = StreamId::MIN;
         s.entries_added = length;
     }
@@ -1382,12 +1413,13 @@ pub fn scan(data: &[u8]) -> Result<ScanSummary, RdbError> {
             }
             opcode::MODULE_AUX => {
                 let id = c.len("a module id")?;
-                c.len("a module AUX 'when'")?;
-                skip_module_value(&mut c, &module_name(id))?;
+                let name = module_name(id);
+                read_module_aux_when(&mut c, &name)?;
+                skip_module_value(&mut c, &name)?;
             }
             t => {
                 c.skip_string("a key")?;
-                skip_value(&mut c, t)?;
+                skip_value(&mut c, t, valkey)?;
                 *out.keys_per_db.entry(db).or_default() += 1;
                 out.expiring += u64::from(expiring);
                 expiring = false;
@@ -1402,7 +1434,7 @@ pub fn scan(data: &[u8]) -> Result<ScanSummary, RdbError> {
     Ok(out)
 }
 
-fn skip_value(c: &mut Cursor<'_>, t: u8) -> Result<(), RdbError> {
+fn skip_value(c: &mut Cursor<'_>, t: u8, valkey: bool) -> Result<(), RdbError> {
     let at = c.pos;
     match t {
         kind::STRING
@@ -1440,6 +1472,13 @@ fn skip_value(c: &mut Cursor<'_>, t: u8) -> Result<(), RdbError> {
             for _ in 0..c.count("a length", 2)? {
                 c.skip_string("a field")?;
                 c.skip_string("a value")?;
+            }
+        }
+        kind::HASH_METADATA_PRE_GA if valkey => {
+            for _ in 0..c.count("a length", 10)? {
+                c.skip_string("a field")?;
+                c.skip_string("a value")?;
+                c.take(8, "a field expiry")?;
             }
         }
         kind::HASH_METADATA | kind::HASH_METADATA_PRE_GA => {

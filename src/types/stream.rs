@@ -640,6 +640,28 @@ impl Stream {
         ENTRIES_READ_INVALID
     }
 
+    /// The number of nodes of Redis's radix tree holding this stream's
+    /// listpack nodes (XINFO's `radix-tree-nodes`). The keys are the
+    /// 16-byte big-endian master IDs; the tree has a compressed node for
+    /// every run of bytes all its keys share below a branch, a branching
+    /// node where they part, and one node where each key ends.
+    pub fn radix_tree_nodes(&self) -> i64 {
+        let keys: Vec<[u8; 16]> = self
+            .nodes
+            .keys()
+            .map(|id| {
+                let mut k = [0u8; 16];
+                k[..8].copy_from_slice(&id.ms.to_be_bytes());
+                k[8..].copy_from_slice(&id.seq.to_be_bytes());
+                k
+            })
+            .collect();
+        if keys.is_empty() {
+            return 1;
+        }
+        rax_nodes(&keys, 0)
+    }
+
     /// The listpack nodes in ID order: master ID, master fields, and the
     /// ID of the last entry appended to the node (its live entries are
     /// `range(master_id, last_id)`). The RDB writer keeps this layout.
@@ -731,6 +753,29 @@ impl Stream {
             .first_key_value()
             .map_or(StreamId::MIN, |(id, _)| *id);
     }
+}
+
+/// Nodes of the radix tree below `depth` for sorted, distinct, equally
+/// long `keys` that share their first `depth` bytes.
+fn rax_nodes(keys: &[[u8; 16]], depth: usize) -> i64 {
+    if keys.len() == 1 {
+        // What is left of the key in one compressed node, then its end.
+        return if depth < 16 { 2 } else { 1 };
+    }
+    let first = &keys[0];
+    let last = &keys[keys.len() - 1];
+    // Sorted keys: the common prefix of all is that of the first and last.
+    let common = (depth..16).take_while(|&i| first[i] == last[i]).count();
+    let at = depth + common;
+    let mut nodes = i64::from(common > 0) + 1;
+    let mut start = 0;
+    while start < keys.len() {
+        let byte = keys[start][at];
+        let end = start + keys[start..].iter().take_while(|k| k[at] == byte).count();
+        nodes += rax_nodes(&keys[start..end], at + 1);
+        start = end;
+    }
+    nodes
 }
 
 /// Listpack bytes of one entry appended to a node whose master ID is

@@ -10,6 +10,7 @@ mod aof_faults;
 mod aof_replay;
 mod crash;
 mod interop;
+mod rdb_fixtures;
 mod rewrite;
 mod rewrite_faults;
 mod runtime;
