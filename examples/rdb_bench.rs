@@ -1,14 +1,16 @@
 //! Times the RDB reader on one file (used by `scripts/bench --only-rdb`):
 //! the skip pass ([`hozon::rdb::reader::scan`]: every length checked, no
 //! value built, CRC verified) and the full validating load
-//! ([`hozon::rdb::reader::load`] into a keyspace). Prints one JSON object.
+//! ([`hozon::rdb::reader::load`]: every value built and freed, as
+//! `redis-check-rdb` does), and the same load into a keyspace. Prints one
+//! JSON object.
 //!
 //! Usage: cargo run --release --example rdb_bench -- <file.rdb> [rounds]
 
 use std::time::Instant;
 
 use hozon::keyspace::Keyspace;
-use hozon::rdb::reader::{load, scan, Options};
+use hozon::rdb::reader::{load_with_hints, scan, Options};
 use hozon::types::EncodingLimits;
 
 fn main() {
@@ -30,6 +32,7 @@ fn main() {
     });
     let mut scan_secs = Vec::new();
     let mut load_secs = Vec::new();
+    let mut check_secs = Vec::new();
     let mut keys = 0;
     for _ in 0..rounds {
         let started = Instant::now();
@@ -46,14 +49,43 @@ fn main() {
             skip_expired_before_ms: None,
             now_ms: 0,
         };
-        let mut keyspace = Keyspace::new(16);
+        // The validating load redis-check-rdb does: every value built,
+        // then freed.
         let started = Instant::now();
-        load(&data, &options, &mut |k| {
-            keyspace
-                .db_mut(k.db)
-                .insert_loaded(k.key, k.value, k.expire_ms)
-                .map_err(|_| "duplicate key".to_string())
-        })
+        load_with_hints(
+            &data,
+            &options,
+            &mut |k| {
+                drop(k);
+                Ok(())
+            },
+            &mut |_, _, _| {},
+        )
+        .unwrap_or_else(|e| {
+            eprintln!("rdb_bench: load failed: {e}");
+            std::process::exit(1);
+        });
+        check_secs.push(started.elapsed().as_secs_f64());
+
+        let keyspace = std::cell::RefCell::new(Keyspace::new(16));
+        let started = Instant::now();
+        load_with_hints(
+            &data,
+            &options,
+            &mut |k| {
+                keyspace
+                    .borrow_mut()
+                    .db_mut(k.db)
+                    .insert_loaded(k.key, k.value, k.expire_ms)
+                    .map_err(|_| "duplicate key".to_string())
+            },
+            &mut |db, keys, expiring| {
+                keyspace
+                    .borrow_mut()
+                    .db_mut(db)
+                    .reserve(keys as usize, expiring as usize)
+            },
+        )
         .unwrap_or_else(|e| {
             eprintln!("rdb_bench: load failed: {e}");
             std::process::exit(1);
@@ -68,9 +100,10 @@ fn main() {
         v[v.len() / 2]
     };
     println!(
-        "{{\"bytes\": {}, \"keys\": {keys}, \"scan_secs\": {:.4}, \"load_secs\": {:.4}}}",
+        "{{\"bytes\": {}, \"keys\": {keys}, \"scan_secs\": {:.4}, \"check_secs\": {:.4}, \"load_secs\": {:.4}}}",
         data.len(),
         median(&mut scan_secs),
+        median(&mut check_secs),
         median(&mut load_secs)
     );
 }

@@ -851,13 +851,25 @@ impl Engine {
             skip_expired_before_ms,
             now_ms: now_ms(),
         };
-        let keyspace = &mut self.core.keyspace;
-        let summary = crate::rdb::reader::load(data, &options, &mut |k| {
-            keyspace
-                .db_mut(k.db)
-                .insert_loaded(k.key, k.value, k.expire_ms)
-                .map_err(|_| "the key appears twice in the file".to_string())
-        })
+        let keyspace = std::cell::RefCell::new(&mut self.core.keyspace);
+        let summary = crate::rdb::reader::load_with_hints(
+            data,
+            &options,
+            &mut |k| {
+                keyspace
+                    .borrow_mut()
+                    .db_mut(k.db)
+                    .insert_loaded(k.key, k.value, k.expire_ms)
+                    .map_err(|_| "the key appears twice in the file".to_string())
+            },
+            &mut |db, keys, expiring| {
+                let mut keyspace = keyspace.borrow_mut();
+                let db = keyspace.db_mut(db);
+                if db.is_empty() {
+                    db.reserve(keys as usize, expiring as usize);
+                }
+            },
+        )
         .map_err(|e| {
             crate::Error::Corrupt(format!(
                 "cannot load the RDB file {}: {e}. Nothing was loaded and the file was not changed. \

@@ -194,6 +194,8 @@ impl<'a> Cursor<'a> {
         self.data.len() - self.pos
     }
 
+    #[cold]
+    #[inline(never)]
     fn truncated(&self, what: &str) -> RdbError {
         RdbError::new(
             ErrorKind::Truncated,
@@ -202,6 +204,7 @@ impl<'a> Cursor<'a> {
         )
     }
 
+    #[cold]
     fn corrupt(&self, at: usize, what: impl Into<String>) -> RdbError {
         RdbError::new(ErrorKind::Corrupt, at, what)
     }
@@ -232,7 +235,33 @@ impl<'a> Cursor<'a> {
         Ok(a)
     }
 
+    #[inline(always)]
     fn raw_len(&mut self, what: &str) -> Result<Len, RdbError> {
+        // The common forms without per-byte checks when 9 bytes remain.
+        if let Some(bytes) = self.data.get(self.pos..self.pos + 2) {
+            let first = bytes[0];
+            match first >> 6 {
+                0 => {
+                    self.pos += 1;
+                    return Ok(Len::Len(u64::from(first & 0x3f)));
+                }
+                1 => {
+                    self.pos += 2;
+                    return Ok(Len::Len(
+                        (u64::from(first & 0x3f) << 8) | u64::from(bytes[1]),
+                    ));
+                }
+                3 => {
+                    self.pos += 1;
+                    return Ok(Len::Encoded(first & 0x3f));
+                }
+                _ => {}
+            }
+        }
+        self.raw_len_slow(what)
+    }
+
+    fn raw_len_slow(&mut self, what: &str) -> Result<Len, RdbError> {
         let first = self.u8(what)?;
         Ok(match first >> 6 {
             0 => Len::Len(u64::from(first & 0x3f)),
@@ -315,7 +344,33 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// Skips a string; the common short forms without a detour.
+    #[inline(always)]
     fn skip_string(&mut self, what: &str) -> Result<(), RdbError> {
+        let len = self.data.len();
+        if let Some(&first) = self.data.get(self.pos) {
+            let end = match first {
+                0x00..=0x3f => self.pos + 1 + usize::from(first),
+                0x40..=0x7f => match self.data.get(self.pos + 1) {
+                    Some(&low) => {
+                        self.pos + 2 + ((usize::from(first & 0x3f) << 8) | usize::from(low))
+                    }
+                    None => usize::MAX,
+                },
+                0xc0 => self.pos + 2,
+                0xc1 => self.pos + 3,
+                0xc2 => self.pos + 5,
+                _ => usize::MAX,
+            };
+            if end <= len {
+                self.pos = end;
+                return Ok(());
+            }
+        }
+        self.skip_string_slow(what)
+    }
+
+    fn skip_string_slow(&mut self, what: &str) -> Result<(), RdbError> {
         match self.raw_len(what)? {
             Len::Len(n) => {
                 self.take(n, what)?;
@@ -473,6 +528,120 @@ pub fn load(
     options: &Options,
     sink: &mut dyn FnMut(LoadedKey) -> SinkResult,
 ) -> Result<Summary, RdbError> {
+    load_with_hints(data, options, sink, &mut |_, _, _| {})
+}
+
+/// [`load`], also handing each RESIZEDB hint (database, keys, keys with
+/// an expiry) to `resize` so the target can size its tables once.
+///
+/// A large file is parsed on a second thread while the calling thread
+/// runs the sink (values are built while earlier keys are inserted), and
+/// the CRC of a whole file is computed on a third meanwhile.
+pub fn load_with_hints(
+    data: &[u8],
+    options: &Options,
+    sink: &mut dyn FnMut(LoadedKey) -> SinkResult,
+    resize: &mut dyn FnMut(usize, u64, u64),
+) -> Result<Summary, RdbError> {
+    if data.len() < PARALLEL_MIN_BYTES {
+        let mut crc = |covered: usize| super::crc64(&data[..covered]);
+        return parse(data, options, &mut crc, &mut |event| {
+            match event {
+                Event::Key(at, key) => {
+                    let ident = format!("db {}, key '{}'", key.db, display_key(&key.key));
+                    sink(key).map_err(|m| (at, format!("{m} ({ident})")))?
+                }
+                Event::Resize(db, keys, expiring) => resize(db, keys, expiring),
+            }
+            Ok(())
+        });
+    }
+    std::thread::scope(|scope| {
+        // The CRC of everything but the last 8 bytes: the stored CRC of a
+        // whole file (an AOF preamble ends earlier and computes its own).
+        let whole = data.len() - 8;
+        let crc_job = scope.spawn(move || super::crc64(&data[..whole]));
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(4);
+        let parser = scope.spawn(move || {
+            let mut crc_job = Some(crc_job);
+            let mut crc = |covered: usize| match crc_job.take() {
+                Some(job) if covered == whole => job
+                    .join()
+                    .unwrap_or_else(|_| super::crc64(&data[..covered])),
+                _ => super::crc64(&data[..covered]),
+            };
+            let mut batch = Vec::with_capacity(EVENT_BATCH);
+            let result = parse(data, options, &mut crc, &mut |event| {
+                batch.push(event);
+                if batch.len() >= EVENT_BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(EVENT_BATCH));
+                    // The receiver is gone only when the sink failed; its
+                    // error is the one reported.
+                    tx.send(full)
+                        .map_err(|_| (0, "stopped: the sink refused a key".to_string()))?;
+                }
+                Ok(())
+            });
+            if !batch.is_empty() {
+                let _ = tx.send(batch);
+            }
+            result
+        });
+        let mut refused: Option<RdbError> = None;
+        'batches: for batch in rx.iter() {
+            for event in batch {
+                match event {
+                    Event::Key(at, key) => {
+                        let ident = (key.db, key.key.clone());
+                        if let Err(message) = sink(key) {
+                            refused = Some(RdbError {
+                                kind: ErrorKind::Rejected,
+                                offset: at as u64,
+                                message,
+                                key: Some(ident),
+                            });
+                            break 'batches;
+                        }
+                    }
+                    Event::Resize(db, keys, expiring) => resize(db, keys, expiring),
+                }
+            }
+        }
+        drop(rx);
+        let parsed = parser
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match refused {
+            Some(e) => Err(e),
+            None => parsed,
+        }
+    })
+}
+
+/// Files smaller than this are parsed on the calling thread.
+const PARALLEL_MIN_BYTES: usize = 1 << 20;
+/// Keys handed from the parser thread to the sink at a time.
+const EVENT_BATCH: usize = 256;
+
+/// What the parser hands on.
+enum Event {
+    /// A key read at this record offset.
+    Key(usize, LoadedKey),
+    /// A RESIZEDB hint.
+    Resize(usize, u64, u64),
+}
+
+/// What the consumer of [`Event`]s says: Err((offset, message)) stops the
+/// parse with a rejection.
+type EmitResult = Result<(), (usize, String)>;
+
+/// The parse proper: walks the file, emitting keys and hints.
+fn parse(
+    data: &[u8],
+    options: &Options,
+    crc: &mut dyn FnMut(usize) -> u64,
+    emit: &mut dyn FnMut(Event) -> EmitResult,
+) -> Result<Summary, RdbError> {
     let (version, valkey, header_len) = read_header(data)?;
     let mut summary = Summary {
         version,
@@ -502,8 +671,11 @@ pub fn load(
                 db = n as usize;
             }
             opcode::RESIZEDB => {
-                c.len("a RESIZEDB size")?;
-                c.len("a RESIZEDB size")?;
+                let keys = c.len("a RESIZEDB size")?;
+                let expiring = c.len("a RESIZEDB size")?;
+                // A hint only: capped by what the rest of the file can hold.
+                let cap = (c.remaining() / 3) as u64;
+                emit(Event::Resize(db, keys.min(cap), expiring.min(cap))).map_err(reject)?;
             }
             opcode::EXPIRETIME_MS => expire = Some(c.ms_time("an expiry")?),
             opcode::EXPIRETIME => {
@@ -573,24 +745,27 @@ pub fn load(
                     value,
                     expire_ms: key_expire,
                 };
-                let key_for_error = (loaded.db, loaded.key.clone());
-                sink(loaded).map_err(|message| RdbError {
-                    kind: ErrorKind::Rejected,
-                    offset: record_at as u64,
-                    message,
-                    key: Some(key_for_error),
-                })?;
+                emit(Event::Key(record_at, loaded)).map_err(reject)?;
                 summary.keys += 1;
             }
         }
     }
-    summary.checksum = Some(verify_checksum(data, &mut c, version)?);
+    summary.checksum = Some(verify_checksum(data, &mut c, version, crc)?);
     summary.len = c.pos;
     Ok(summary)
 }
 
+fn reject((offset, message): (usize, String)) -> RdbError {
+    RdbError::new(ErrorKind::Rejected, offset, message)
+}
+
 /// Reads and checks the CRC after EOF (versions 5 and later).
-fn verify_checksum(data: &[u8], c: &mut Cursor<'_>, version: u16) -> Result<Checksum, RdbError> {
+fn verify_checksum(
+    data: &[u8],
+    c: &mut Cursor<'_>,
+    version: u16,
+    crc: &mut dyn FnMut(usize) -> u64,
+) -> Result<Checksum, RdbError> {
     if version < 5 {
         return Ok(Checksum::Absent);
     }
@@ -599,7 +774,8 @@ fn verify_checksum(data: &[u8], c: &mut Cursor<'_>, version: u16) -> Result<Chec
     if stored == 0 {
         return Ok(Checksum::Unchecked);
     }
-    let computed = super::crc64(&data[..covered]);
+    debug_assert!(covered <= data.len());
+    let computed = crc(covered);
     if computed != stored {
         return Err(RdbError::new(
             ErrorKind::Checksum,
@@ -1358,6 +1534,21 @@ pub struct ScanSummary {
 /// walked), LZF data is not decompressed; the CRC is verified. This is
 /// the summary pass of the inspector.
 pub fn scan(data: &[u8]) -> Result<ScanSummary, RdbError> {
+    if data.len() < PARALLEL_MIN_BYTES {
+        return scan_with(data, None);
+    }
+    // The CRC of a whole file is computed on another thread meanwhile.
+    std::thread::scope(|scope| {
+        let whole = data.len() - 8;
+        let job = scope.spawn(move || super::crc64(&data[..whole]));
+        scan_with(data, Some(job))
+    })
+}
+
+fn scan_with(
+    data: &[u8],
+    mut crc_job: Option<std::thread::ScopedJoinHandle<'_, u64>>,
+) -> Result<ScanSummary, RdbError> {
     let (version, valkey, header_len) = read_header(data)?;
     let mut out = ScanSummary {
         version,
@@ -1367,6 +1558,9 @@ pub fn scan(data: &[u8]) -> Result<ScanSummary, RdbError> {
     let mut c = Cursor::new(data, header_len);
     let mut db = 0usize;
     let mut expiring = false;
+    // Counters indexed by database and type byte (no map per key).
+    let mut per_db: Vec<u64> = Vec::new();
+    let mut per_type: Vec<TypeCount> = vec![TypeCount::default(); 256];
     loop {
         let record_at = c.pos;
         match c.u8("a record type")? {
@@ -1420,16 +1614,40 @@ pub fn scan(data: &[u8]) -> Result<ScanSummary, RdbError> {
             t => {
                 c.skip_string("a key")?;
                 skip_value(&mut c, t, valkey)?;
-                *out.keys_per_db.entry(db).or_default() += 1;
+                if per_db.len() <= db {
+                    per_db.resize(db + 1, 0);
+                }
+                per_db[db] += 1;
                 out.expiring += u64::from(expiring);
                 expiring = false;
-                let entry = out.types.entry(t).or_default();
+                let entry = &mut per_type[usize::from(t)];
                 entry.keys += 1;
                 entry.bytes += (c.pos - record_at) as u64;
             }
         }
     }
-    out.checksum = Some(verify_checksum(data, &mut c, version)?);
+    out.keys_per_db = per_db
+        .into_iter()
+        .enumerate()
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    out.types = per_type
+        .into_iter()
+        .enumerate()
+        .filter(|(_, c)| c.keys > 0)
+        .map(|(t, c)| (t as u8, c))
+        .collect();
+    out.checksum = Some(verify_checksum(
+        data,
+        &mut c,
+        version,
+        &mut |covered| match crc_job.take() {
+            Some(job) if covered + 8 == data.len() => job
+                .join()
+                .unwrap_or_else(|_| super::crc64(&data[..covered])),
+            _ => super::crc64(&data[..covered]),
+        },
+    )?);
     out.len = c.pos;
     Ok(out)
 }
