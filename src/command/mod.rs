@@ -14,6 +14,7 @@
 pub mod clients;
 pub mod ctx;
 pub mod docs;
+pub mod dump;
 pub mod hash;
 pub mod keys;
 pub mod list;
@@ -193,8 +194,9 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 13] {
+fn families() -> [&'static [CommandSpec]; 14] {
     [
+        dump::COMMANDS,
         persistence::COMMANDS,
         stream::COMMANDS,
         stream_group::COMMANDS,

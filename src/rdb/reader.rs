@@ -982,7 +982,9 @@ fn read_value(
                 };
                 entries.push((pair[0].to_blob(), score));
             }
-            return build_zset(entries, limits).map_err(|e| c.corrupt(at, e));
+            // Redis keeps a loaded compact encoding compact unless it has
+            // too many entries (long elements do not convert it).
+            return build_zset(entries, &compact_limits(limits)).map_err(|e| c.corrupt(at, e));
         }
         kind::HASH_ZIPLIST | kind::HASH_LISTPACK => {
             let raw = c.string("a hash encoding")?;
@@ -994,7 +996,7 @@ fn read_value(
                 .chunks(2)
                 .map(|p| (p[0].to_blob(), p[1].to_blob()))
                 .collect();
-            return build_hash(pairs, limits).map_err(|e| c.corrupt(at, e));
+            return build_hash(pairs, &compact_limits(limits)).map_err(|e| c.corrupt(at, e));
         }
         kind::HASH_LISTPACK_EX | kind::HASH_LISTPACK_EX_PRE_GA => {
             if t == kind::HASH_LISTPACK_EX {
@@ -1112,6 +1114,16 @@ fn read_value(
         other => return Err(c.corrupt(at.saturating_sub(1), format!("unknown value type {other}"))),
     };
     Ok(Some(value))
+}
+
+/// The limits a loaded listpack or ziplist hash or sorted set is held to:
+/// Redis 7.0 converts such a value by its entry count only.
+fn compact_limits(limits: &EncodingLimits) -> EncodingLimits {
+    EncodingLimits {
+        hash_max_listpack_value: usize::MAX,
+        zset_max_listpack_value: usize::MAX,
+        ..*limits
+    }
 }
 
 /// Whether a hash field with this TTL (0 = none) is loaded; counts the

@@ -21,7 +21,7 @@ pub const REDIS_VER: &str = "7.0.15";
 
 /// Redis's `SIZE_ESTIMATE_OVERHEAD`: what a quicklist assumes one more
 /// element adds to a node besides its bytes.
-const SIZE_ESTIMATE_OVERHEAD: usize = 11;
+const SIZE_ESTIMATE_OVERHEAD: usize = 8;
 /// Redis's `SIZE_SAFETY_LIMIT` for nodes limited by count.
 const SIZE_SAFETY_LIMIT: usize = 8192;
 /// Elements at least this large get a plain quicklist node.

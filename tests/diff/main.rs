@@ -7,6 +7,7 @@
 mod blocking;
 mod harness;
 
+mod dump;
 mod hash;
 mod keys;
 mod list;
