@@ -774,7 +774,9 @@ impl Engine {
                 .write_initial_aof(now_ms())
                 .map_err(crate::Error::Config)?;
         }
-        self.open_aof(io)
+        // The initial AOF holds what is already loaded: it is opened for
+        // appending, never replayed on top of it.
+        self.open_aof(io, aof_present)
     }
 
     /// Loads `dump.hoz` (every checksum verified, blocks decoded in
@@ -977,10 +979,11 @@ impl Engine {
         Ok(true)
     }
 
-    fn open_aof(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
+    /// Opens the AOF for appending, first replaying it when `replay`.
+    fn open_aof(&mut self, io: Arc<dyn Io>, replay: bool) -> Result<(), crate::Error> {
         let dir = self.core.config.dir.clone();
         let path = dir.join(&self.core.config.appendfilename);
-        if io.exists(&path) {
+        if replay && io.exists(&path) {
             let started = std::time::Instant::now();
             let data = io.map(&path).map_err(|source| crate::Error::Io {
                 context: format!("reading {}", path.display()),

@@ -1626,10 +1626,16 @@ fn scan_with(
             t => {
                 c.skip_string("a key")?;
                 skip_value(&mut c, t, valkey)?;
-                if per_db.len() <= db {
-                    per_db.resize(db + 1, 0);
+                // The database number comes from the file: only small ones
+                // index the vector, so a damaged SELECTDB cannot size it.
+                if db < 1 << 16 {
+                    if per_db.len() <= db {
+                        per_db.resize(db + 1, 0);
+                    }
+                    per_db[db] += 1;
+                } else {
+                    *out.keys_per_db.entry(db).or_default() += 1;
                 }
-                per_db[db] += 1;
                 out.expiring += u64::from(expiring);
                 expiring = false;
                 let entry = &mut per_type[usize::from(t)];
@@ -1638,11 +1644,8 @@ fn scan_with(
             }
         }
     }
-    out.keys_per_db = per_db
-        .into_iter()
-        .enumerate()
-        .filter(|&(_, n)| n > 0)
-        .collect();
+    out.keys_per_db
+        .extend(per_db.into_iter().enumerate().filter(|&(_, n)| n > 0));
     out.types = per_type
         .into_iter()
         .enumerate()

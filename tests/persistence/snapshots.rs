@@ -95,8 +95,10 @@ fn startup_prefers_the_aof_then_the_snapshot_and_writes_the_first_aof() {
         let mut engine = open(snapshot_config(dir.path()), Arc::new(RealIo));
         let mut s = engine.new_session();
         run(&mut engine, &mut s, &["SET", "a", "snapshot"]);
+        run(&mut engine, &mut s, &["RPUSH", "l", "x", "y"]);
         assert_eq!(run(&mut engine, &mut s, &["SAVE"]), Reply::ok());
     }
+    let list = || Reply::Array(vec![Reply::bulk(b"x"), Reply::bulk(b"y")]);
     // appendonly yes, no AOF yet: the snapshot is loaded and written out as
     // the first AOF before any write.
     let mut config = durable_config(dir.path(), AppendFsync::Always);
@@ -107,6 +109,12 @@ fn startup_prefers_the_aof_then_the_snapshot_and_writes_the_first_aof() {
         assert_eq!(
             run(&mut engine, &mut s, &["GET", "a"]),
             Reply::bulk(b"snapshot")
+        );
+        // Loaded once: the first AOF is not replayed on top of it (an
+        // RPUSH replayed twice would double the list).
+        assert_eq!(
+            run(&mut engine, &mut s, &["LRANGE", "l", "0", "-1"]),
+            list()
         );
         assert!(dir.path().join("appendonly.aof").exists());
         run(&mut engine, &mut s, &["SET", "b", "aof-only"]);
@@ -122,6 +130,10 @@ fn startup_prefers_the_aof_then_the_snapshot_and_writes_the_first_aof() {
         assert_eq!(
             run(&mut engine, &mut s, &["GET", "b"]),
             Reply::bulk(b"aof-only")
+        );
+        assert_eq!(
+            run(&mut engine, &mut s, &["LRANGE", "l", "0", "-1"]),
+            list()
         );
     }
     // appendonly no: the snapshot alone.

@@ -1,0 +1,1043 @@
+//! Damaged and hostile RDB files (docs/rdb.md, "What a reader does with
+//! damage").
+//!
+//! - Every fixture in `fixtures/rdb/` and a file hozon wrote: truncated at
+//!   every offset, `load` and `scan` fail (never panic, never succeed);
+//!   every single-bit flip (every byte of small files, a fixed sample of
+//!   at least 2000 positions of larger ones) fails when the file carries a
+//!   CRC, and never panics when it does not.
+//! - Hand-made files with absurd lengths (a 2^32-byte string, 2^60 list
+//!   elements, an LZF string claiming 2^40 bytes, 2^40 stream nodes, ...)
+//!   fail within a time bound and without allocating: a counting global
+//!   allocator measures the peak heap use of each read on its thread.
+//! - Through hozon-server: a damaged `dump.rdb` (unknown type, version 13,
+//!   `VALKEY081`, bad magic, bytes after the CRC, truncation, a flipped
+//!   bit) refuses the start with exit status 1 and a message naming the
+//!   file, and the file is left byte for byte as it was.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use hozon::rdb::listpack;
+use hozon::rdb::reader::{self, Checksum, ErrorKind, RdbError, Summary};
+use hozon::rdb::writer::{encode_file, Encoder};
+use hozon::types::EncodingLimits;
+use hozon::{Config, Engine, Reply};
+
+// ---------------------------------------------------------------------------
+// Heap accounting: a thin wrapper over the system allocator that, on
+// threads that ask for it, tracks the bytes allocated and their peak.
+
+struct Counting;
+
+thread_local! {
+    static TRACK: Cell<bool> = const { Cell::new(false) };
+    static CURRENT: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
+
+fn account(delta: isize) {
+    // `try_with`: allocations during thread teardown must not panic.
+    let _ = TRACK.try_with(|track| {
+        if track.get() {
+            let _ = CURRENT.try_with(|current| {
+                let now = current.get() + delta;
+                current.set(now);
+                let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+            });
+        }
+    });
+}
+
+// SAFETY: every call is forwarded to `System` unchanged; the accounting
+// only touches const-initialised thread-local cells (no allocation).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        account(layout.size() as isize);
+        System.alloc(layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        account(-(layout.size() as isize));
+        System.dealloc(ptr, layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        account(layout.size() as isize);
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        account(new_size as isize - layout.size() as isize);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Runs `f` and returns its result with the peak of heap bytes it held
+/// at once (on this thread).
+fn peak_heap<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    CURRENT.with(|c| c.set(0));
+    PEAK.with(|p| p.set(0));
+    TRACK.with(|t| t.set(true));
+    let result = f();
+    TRACK.with(|t| t.set(false));
+    (result, PEAK.with(Cell::get).max(0) as usize)
+}
+
+// ---------------------------------------------------------------------------
+// Reading with the library, panics caught.
+
+fn options() -> reader::Options {
+    reader::Options {
+        limits: EncodingLimits::default(),
+        databases: 16,
+        // Keep keys whatever their TTL: a flipped expiry must still be seen.
+        skip_expired_before_ms: None,
+        now_ms: 1_700_000_000_000,
+    }
+}
+
+/// What one read did.
+#[derive(Debug)]
+enum Outcome {
+    Loaded(Summary),
+    Failed(RdbError),
+    Panicked(String),
+}
+
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "non-string panic".into())
+}
+
+/// `reader::load` with a sink that keeps the keys (as the engine does,
+/// refusing a key seen twice), panics caught.
+fn load(data: &[u8]) -> Outcome {
+    let options = options();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let mut seen = std::collections::HashSet::new();
+        let mut values = Vec::new();
+        let summary = reader::load(data, &options, &mut |k| {
+            if !seen.insert((k.db, k.key.clone())) {
+                return Err("the key appears twice in the file".into());
+            }
+            values.push(k.value);
+            Ok(())
+        });
+        drop(values);
+        summary
+    }));
+    match result {
+        Ok(Ok(summary)) => Outcome::Loaded(summary),
+        Ok(Err(e)) => Outcome::Failed(e),
+        Err(payload) => Outcome::Panicked(panic_text(payload)),
+    }
+}
+
+/// `reader::scan`, panics caught; Ok carries the bytes read.
+fn scan(data: &[u8]) -> Result<Result<usize, RdbError>, String> {
+    catch_unwind(AssertUnwindSafe(|| reader::scan(data).map(|s| s.len))).map_err(panic_text)
+}
+
+// ---------------------------------------------------------------------------
+// The files.
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rdb")
+}
+
+/// Every `fixtures/rdb/*.rdb` (read at run time: new fixtures join), and
+/// a file hozon wrote.
+fn all_files() -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    if let Ok(dir) = std::fs::read_dir(fixtures_dir()) {
+        for entry in dir.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "rdb") {
+                let data = std::fs::read(&path).expect("read a fixture");
+                let name = path.file_name().expect("a file name").to_string_lossy();
+                files.push((name.into_owned(), data));
+            }
+        }
+    }
+    files.sort();
+    files.push(("hozon-written".into(), hozon_written_file()));
+    files
+}
+
+/// Keys of every type and encoding, written by hozon's encoder.
+fn hozon_written_file() -> Vec<u8> {
+    let mut engine = Engine::open(Config::in_memory()).expect("an in-memory engine");
+    let mut s = engine.new_session();
+    s.authenticated = true;
+    let mut script: Vec<Vec<String>> = Vec::new();
+    let mut line = |words: &[&str]| script.push(words.iter().map(|w| w.to_string()).collect());
+    line(&["SET", "int8", "-7"]);
+    line(&["SET", "int32", "2000000000"]);
+    line(&["SET", "raw", "hello world"]);
+    line(&["SET", "lzf", &"abcabcabc".repeat(30)]);
+    line(&["SET", "empty", ""]);
+    line(&["PEXPIREAT", "raw", "99999999999999"]);
+    line(&[
+        "RPUSH",
+        "list",
+        "a",
+        "1",
+        "-300",
+        "70000",
+        "5000000000",
+        "x",
+    ]);
+    let long_list: Vec<String> = (0..400).map(|i| format!("element-{i:04}")).collect();
+    let mut rpush = vec!["RPUSH", "biglist"];
+    rpush.extend(long_list.iter().map(String::as_str));
+    line(&rpush);
+    line(&["HSET", "hash", "f", "v", "n", "12"]);
+    let fields: Vec<String> = (0..140).map(|i| format!("field{i}")).collect();
+    let mut hset = vec!["HSET", "bighash"];
+    for f in &fields {
+        hset.push(f);
+        hset.push("value");
+    }
+    line(&hset);
+    line(&["SADD", "ints", "1", "2", "-70000", "5000000000"]);
+    line(&["SADD", "strs", "a", "b", "c"]);
+    line(&["ZADD", "z", "1.5", "a", "-inf", "b", "inf", "c"]);
+    let mut zadd = vec!["ZADD", "bigz"];
+    for f in &fields {
+        zadd.push("2.5");
+        zadd.push(f);
+    }
+    line(&zadd);
+    // Values of 1 KB: a few entries fill a 4 KB node.
+    for i in 1..=8 {
+        let id = format!("{i}-1");
+        let v = format!("{i}").repeat(1000);
+        if i % 3 == 0 {
+            line(&["XADD", "st", &id, "other", &v]);
+        } else {
+            line(&["XADD", "st", &id, "a", &v, "b", &v]);
+        }
+    }
+    line(&["XDEL", "st", "2-1"]);
+    line(&["XGROUP", "CREATE", "st", "g", "0"]);
+    line(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "alice",
+        "COUNT",
+        "3",
+        "STREAMS",
+        "st",
+        ">",
+    ]);
+    line(&["XCLAIM", "st", "g", "bob", "0", "3-1", "RETRYCOUNT", "4"]);
+    line(&["XGROUP", "CREATECONSUMER", "st", "g", "carol"]);
+    line(&["SELECT", "5"]);
+    line(&["SET", "in-db-5", "x"]);
+    for words in &script {
+        let args: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
+        let reply = engine.execute(&mut s, &args);
+        assert!(!matches!(reply, Reply::Error(_)), "{words:?}: {reply:?}");
+    }
+    let keyspace = &engine.core().keyspace;
+    let mut keys = Vec::new();
+    for db in 0..keyspace.db_count() {
+        for (key, value) in keyspace.db(db).iter() {
+            keys.push((db, key, value, keyspace.db(db).expire_at(key)));
+        }
+    }
+    encode_file(&Encoder::default(), 1_700_000_000_000, keys)
+}
+
+/// Positions to damage: every byte of files up to 4 KiB, else 2000: the
+/// first and last 128 bytes (header, AUX fields, EOF, CRC) and 1744
+/// spread evenly between them.
+fn positions(len: usize) -> Vec<usize> {
+    if len <= 4096 {
+        return (0..len).collect();
+    }
+    let middle = len - 256;
+    let p: Vec<usize> = (0..128)
+        .chain((0..1744).map(|i| 128 + i * middle / 1744))
+        .chain(len - 128..len)
+        .collect();
+    debug_assert!(p.windows(2).all(|w| w[0] < w[1]), "distinct positions");
+    p
+}
+
+/// Heap a read of `len` bytes may hold at once: LZF strings legitimately
+/// expand (up to about 100-fold); beyond that, values cost a small
+/// multiple of their bytes.
+fn heap_bound(len: usize) -> usize {
+    256 * len + (4 << 20)
+}
+
+/// Runs `check` on every file, one thread per file; returns the failures.
+fn for_every_file(check: fn(&str, &[u8]) -> Vec<String>) -> Vec<String> {
+    let handles: Vec<_> = all_files()
+        .into_iter()
+        .map(|(name, data)| std::thread::spawn(move || check(&name, &data)))
+        .collect();
+    handles
+        .into_iter()
+        .flat_map(|h| {
+            h.join()
+                .unwrap_or_else(|_| vec!["a checker panicked".into()])
+        })
+        .collect()
+}
+
+fn assert_no_failures(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} failures, the first ones:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// Whether the intact file carries a verified CRC.
+fn has_crc(data: &[u8]) -> bool {
+    matches!(load(data), Outcome::Loaded(s) if s.checksum == Some(Checksum::Verified) && s.len == data.len())
+}
+
+#[test]
+fn fixtures_and_hozon_files_load_intact() {
+    // The damage tests below only mean something if the intact files load.
+    let files = all_files();
+    assert!(
+        files.len() >= 3,
+        "no fixtures found in {:?}",
+        fixtures_dir()
+    );
+    for (name, data) in &files {
+        match load(data) {
+            Outcome::Loaded(s) => assert_eq!(s.len, data.len(), "{name}: bytes after the CRC"),
+            other => panic!("{name} does not load intact: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn truncation_at_every_offset_fails_without_panicking() {
+    fn check(name: &str, data: &[u8]) -> Vec<String> {
+        let mut failures = Vec::new();
+        for cut in 0..data.len() {
+            let prefix = &data[..cut];
+            let (outcome, peak) = peak_heap(|| load(prefix));
+            match outcome {
+                Outcome::Failed(_) => {}
+                Outcome::Loaded(s) => {
+                    failures.push(format!("{name}: cut at {cut}: loaded ({} keys)", s.keys))
+                }
+                Outcome::Panicked(p) => failures.push(format!("{name}: cut at {cut}: panic {p}")),
+            }
+            if peak > heap_bound(cut) {
+                failures.push(format!("{name}: cut at {cut}: {peak} heap bytes"));
+            }
+            match scan(prefix) {
+                Ok(Err(_)) => {}
+                Ok(Ok(_)) => failures.push(format!("{name}: cut at {cut}: scan succeeded")),
+                Err(p) => failures.push(format!("{name}: cut at {cut}: scan panicked: {p}")),
+            }
+        }
+        failures
+    }
+    assert_no_failures(&for_every_file(check));
+}
+
+#[test]
+fn every_bit_flip_is_caught_by_the_crc_and_never_panics() {
+    fn check(name: &str, data: &[u8]) -> Vec<String> {
+        let crc = has_crc(data);
+        let mut failures = Vec::new();
+        let mut copy = data.to_vec();
+        for pos in positions(data.len()) {
+            for bit in 0..8 {
+                copy[pos] ^= 1 << bit;
+                let (outcome, peak) = peak_heap(|| load(&copy));
+                match outcome {
+                    Outcome::Panicked(p) => {
+                        failures.push(format!("{name}: bit {bit} of byte {pos}: panic {p}"))
+                    }
+                    // A flipped version digit can turn a CRC file into a
+                    // version without CRC (< 5): the reader then stops at
+                    // EOF and the 8 CRC bytes are left over, which the
+                    // engine refuses ("bytes follow its checksum").
+                    Outcome::Loaded(s) if crc && s.len == copy.len() => failures.push(format!(
+                        "{name}: bit {bit} of byte {pos}: loaded ({} keys, checksum {:?}, {} of {} bytes)",
+                        s.keys,
+                        s.checksum,
+                        s.len,
+                        copy.len()
+                    )),
+                    _ => {}
+                }
+                if peak > heap_bound(data.len()) {
+                    failures.push(format!(
+                        "{name}: bit {bit} of byte {pos}: {peak} heap bytes"
+                    ));
+                }
+                match scan(&copy) {
+                    Err(p) => failures.push(format!(
+                        "{name}: bit {bit} of byte {pos}: scan panicked: {p}"
+                    )),
+                    Ok(Ok(len)) if crc && len == copy.len() => failures.push(format!(
+                        "{name}: bit {bit} of byte {pos}: scan succeeded ({len} bytes)"
+                    )),
+                    _ => {}
+                }
+                copy[pos] ^= 1 << bit;
+            }
+        }
+        failures
+    }
+    assert_no_failures(&for_every_file(check));
+}
+
+// ---------------------------------------------------------------------------
+// Hand-made hostile files.
+
+/// An RDB length in its 64-bit form.
+fn len64(n: u64) -> Vec<u8> {
+    let mut out = vec![0x81];
+    out.extend_from_slice(&n.to_be_bytes());
+    out
+}
+
+/// A short RDB length (< 64).
+fn len6(n: u8) -> Vec<u8> {
+    assert!(n < 64, "a 6-bit length");
+    vec![n]
+}
+
+fn string(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    hozon::rdb::writer::put_len(&mut out, s.len() as u64);
+    out.extend_from_slice(s);
+    out
+}
+
+/// `REDIS0010`, the body, EOF and a correct CRC: only the body is wrong.
+fn rdb_file(body: &[u8]) -> Vec<u8> {
+    let mut out = b"REDIS0010".to_vec();
+    out.extend_from_slice(body);
+    out.push(0xFF);
+    let crc = hozon::rdb::crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// A key record: type byte, key `k`, then `value`.
+fn record(value_type: u8, value: &[u8]) -> Vec<u8> {
+    let mut out = vec![value_type];
+    out.extend(string(b"k"));
+    out.extend_from_slice(value);
+    out
+}
+
+fn cat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+/// A stream body with no nodes, no entries, zero IDs and counters, ending
+/// just before the group count.
+fn empty_stream_head() -> Vec<u8> {
+    // nodes 0; length 0; last ID 0-0; first 0-0; max deleted 0-0; added 0
+    vec![0; 9]
+}
+
+/// Hostile files: (what, file, whether it must load).
+fn hostile_files() -> Vec<(&'static str, Vec<u8>, bool)> {
+    let huge = 1u64 << 60;
+    let tail = b"abcdefgh".as_slice();
+    let mut files = vec![
+        (
+            "string length 2^32",
+            rdb_file(&record(0, &cat(&[&len64(1 << 32), tail]))),
+            false,
+        ),
+        (
+            "string length 2^32-1 (32-bit form)",
+            rdb_file(&record(0, &cat(&[&[0x80, 0xff, 0xff, 0xff, 0xff], tail]))),
+            false,
+        ),
+        (
+            "key length 2^62",
+            rdb_file(&cat(&[&[0], &len64(1 << 62), tail])),
+            false,
+        ),
+        (
+            "list of 2^60 elements",
+            rdb_file(&record(1, &cat(&[&len64(huge), &string(b"a")]))),
+            false,
+        ),
+        (
+            "set of 2^60 members",
+            rdb_file(&record(2, &cat(&[&len64(huge), &string(b"a")]))),
+            false,
+        ),
+        (
+            "zset (string scores) of 2^60 members",
+            rdb_file(&record(3, &cat(&[&len64(huge), &string(b"a"), b"\x011"]))),
+            false,
+        ),
+        (
+            "hash of 2^60 fields",
+            rdb_file(&record(
+                4,
+                &cat(&[&len64(huge), &string(b"a"), &string(b"b")]),
+            )),
+            false,
+        ),
+        (
+            "zset of 2^60 members",
+            rdb_file(&record(5, &cat(&[&len64(huge), &string(b"a"), &[0; 8]]))),
+            false,
+        ),
+        (
+            "quicklist of 2^60 nodes",
+            rdb_file(&record(14, &cat(&[&len64(huge), &string(b"a")]))),
+            false,
+        ),
+        (
+            "quicklist 2 of 2^60 nodes",
+            rdb_file(&record(18, &cat(&[&len64(huge), &[2], &string(b"a")]))),
+            false,
+        ),
+        (
+            "hash with field TTLs of 2^60 fields",
+            rdb_file(&record(24, &cat(&[&[0; 8], &len64(huge), &[0]]))),
+            false,
+        ),
+        (
+            "LZF string claiming 2^40 bytes",
+            rdb_file(&record(
+                0,
+                &cat(&[&[0xC3, 4], &len64(1 << 40), b"\x01ab\x00"]),
+            )),
+            false,
+        ),
+        (
+            "LZF string claiming 2^32-1 bytes (32-bit form)",
+            rdb_file(&record(
+                0,
+                &cat(&[&[0xC3, 4, 0x80, 0xff, 0xff, 0xff, 0xff], b"\x01ab\x00"]),
+            )),
+            false,
+        ),
+        (
+            "LZF string with compressed length 2^40",
+            rdb_file(&record(
+                0,
+                &cat(&[&[0xC3], &len64(1 << 40), &len6(10), tail]),
+            )),
+            false,
+        ),
+        (
+            "LZF data shorter than it claims",
+            rdb_file(&record(0, &cat(&[&[0xC3, 2, 0x40, 200], b"\x00a"]))),
+            false,
+        ),
+        (
+            "stream of 2^40 nodes",
+            rdb_file(&record(19, &cat(&[&len64(1 << 40), &string(&[0; 16])]))),
+            false,
+        ),
+        (
+            "stream of 2^40 groups",
+            rdb_file(&record(
+                19,
+                &cat(&[&empty_stream_head(), &len64(1 << 40), tail]),
+            )),
+            false,
+        ),
+        (
+            "stream group with 2^40 pending entries",
+            rdb_file(&record(
+                19,
+                &cat(&[
+                    &empty_stream_head(),
+                    &[1],
+                    &string(b"g"),
+                    &[0, 0, 0],
+                    &len64(1 << 40),
+                    &[0; 24],
+                ]),
+            )),
+            false,
+        ),
+        (
+            "stream group with 2^40 consumers",
+            rdb_file(&record(
+                19,
+                &cat(&[
+                    &empty_stream_head(),
+                    &[1],
+                    &string(b"g"),
+                    &[0, 0, 0, 0],
+                    &len64(1 << 40),
+                    &string(b"c"),
+                ]),
+            )),
+            false,
+        ),
+        (
+            "stream consumer with 2^40 pending IDs",
+            rdb_file(&record(
+                19,
+                &cat(&[
+                    &empty_stream_head(),
+                    &[1],
+                    &string(b"g"),
+                    &[0, 0, 0, 0, 1],
+                    &string(b"c"),
+                    &[0; 8],
+                    &len64(1 << 40),
+                    &[0; 16],
+                ]),
+            )),
+            false,
+        ),
+        (
+            "intset claiming 2^31-1 members",
+            rdb_file(&record(11, &string(&[8, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f]))),
+            false,
+        ),
+        (
+            "intset with encoding 2^31",
+            rdb_file(&record(11, &string(&[0, 0, 0, 0x80, 1, 0, 0, 0, 1, 0]))),
+            false,
+        ),
+        (
+            "listpack claiming 4 GiB and 65535 elements",
+            rdb_file(&record(
+                16,
+                &string(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+            )),
+            false,
+        ),
+        (
+            "listpack element claiming 2^32-1 bytes",
+            rdb_file(&record(
+                16,
+                &string(&[12, 0, 0, 0, 2, 0, 0xF0, 0xff, 0xff, 0xff, 0xff, 0xff]),
+            )),
+            false,
+        ),
+        (
+            "ziplist claiming 4 GiB and 65535 entries",
+            rdb_file(&record(
+                13,
+                &string(&[0xff, 0xff, 0xff, 0xff, 10, 0, 0, 0, 0xff, 0xff, 0xff]),
+            )),
+            false,
+        ),
+        (
+            "ziplist entry claiming 2^32-1 bytes",
+            rdb_file(&record(
+                10,
+                &string(&[
+                    17, 0, 0, 0, 10, 0, 0, 0, 1, 0, 0, 0x80, 0xff, 0xff, 0xff, 0xff, 0xff,
+                ]),
+            )),
+            false,
+        ),
+        (
+            "zipmap value claiming 2^32-1 bytes",
+            rdb_file(&record(
+                9,
+                &string(&[1, 1, b'f', 253, 0xff, 0xff, 0xff, 0xff, 0, b'v', 0xff]),
+            )),
+            false,
+        ),
+        (
+            "AUX value of 2^40 bytes",
+            rdb_file(&cat(&[&[0xFA], &string(b"x"), &len64(1 << 40), tail])),
+            false,
+        ),
+        (
+            "function library of 2^40 bytes",
+            rdb_file(&cat(&[&[0xF5], &len64(1 << 40), tail])),
+            false,
+        ),
+        (
+            "module AUX string of 2^40 bytes",
+            rdb_file(&cat(&[&[0xF7, 1, 2, 5], &len64(1 << 40), tail])),
+            false,
+        ),
+        (
+            "SELECTDB 2^60 before a key",
+            rdb_file(&cat(&[&[0xFE], &len64(huge), &record(0, &string(b"v"))])),
+            false,
+        ),
+        (
+            "RESIZEDB hints of 2^60 (hints only: the file loads)",
+            rdb_file(&cat(&[
+                &[0xFB],
+                &len64(huge),
+                &len64(huge),
+                &record(0, &string(b"v")),
+            ])),
+            true,
+        ),
+    ];
+    // Stream nodes whose listpacks lie about their counts.
+    let mut lp = listpack::Builder::new();
+    for v in [1, 0, 1 << 40, 0] {
+        lp.push_int(v);
+    }
+    files.push((
+        "stream node with 2^40 master fields",
+        rdb_file(&record(
+            19,
+            &cat(&[&[1], &string(&[0; 16]), &string(&lp.finish()), &[1, 0, 1]]),
+        )),
+        false,
+    ));
+    let mut lp = listpack::Builder::new();
+    for v in [1, 0, 0, 0, 0, 0, 0, 1 << 40] {
+        lp.push_int(v);
+    }
+    files.push((
+        "stream entry with 2^40 fields",
+        rdb_file(&record(
+            19,
+            &cat(&[&[1], &string(&[0; 16]), &string(&lp.finish()), &[1, 0, 1]]),
+        )),
+        false,
+    ));
+    files
+}
+
+/// Runs `f` on its own thread and waits at most `limit`; returns its
+/// result and peak heap, or None on timeout.
+fn bounded<R: Send + 'static>(
+    limit: Duration,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> Option<(R, usize)> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(peak_heap(f));
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+#[test]
+fn absurd_lengths_fail_at_once_without_allocating() {
+    let mut failures = Vec::new();
+    for (what, file, loads) in hostile_files() {
+        let data = file.clone();
+        let started = Instant::now();
+        let Some((outcome, peak)) = bounded(Duration::from_secs(1), move || load(&data)) else {
+            failures.push(format!("{what}: load still running after 1 s"));
+            continue;
+        };
+        let elapsed = started.elapsed();
+        match (&outcome, loads) {
+            (Outcome::Failed(_), false) | (Outcome::Loaded(_), true) => {}
+            _ => failures.push(format!("{what}: {outcome:?}")),
+        }
+        if peak > 1 << 20 {
+            failures.push(format!("{what}: load held {peak} heap bytes"));
+        }
+        let data = file.clone();
+        match bounded(Duration::from_secs(1), move || scan(&data)) {
+            None => failures.push(format!("{what}: scan still running after 1 s")),
+            Some((Err(p), _)) => failures.push(format!("{what}: scan panicked: {p}")),
+            Some((Ok(result), peak)) => {
+                // scan does not walk compact encodings or check database
+                // numbers: only the lengths it reads must fail.
+                if peak > 1 << 20 {
+                    failures.push(format!("{what}: scan held {peak} heap bytes"));
+                }
+                if result.is_ok() && !loads && !scan_skips(what) {
+                    failures.push(format!("{what}: scan succeeded"));
+                }
+            }
+        }
+        assert!(elapsed < Duration::from_secs(2), "{what}: {elapsed:?}");
+    }
+    assert_no_failures(&failures);
+}
+
+/// Damage `scan` cannot see: it skips compact encodings (listpacks,
+/// ziplists, intsets, zipmaps, stream nodes) and LZF data as opaque
+/// strings (so an LZF length is not checked against its data), and does
+/// not know how many databases there are.
+fn scan_skips(what: &str) -> bool {
+    [
+        "intset",
+        "listpack",
+        "ziplist",
+        "zipmap",
+        "SELECTDB",
+        "stream node",
+        "stream entry",
+        "LZF",
+    ]
+    .iter()
+    .any(|w| what.contains(w))
+}
+
+/// DUMP payload bodies (RESTORE's `decode_value`) with absurd counts.
+#[test]
+fn restore_payload_bodies_with_absurd_counts_fail_at_once() {
+    let huge = len64(1 << 60);
+    let cases: Vec<(u8, Vec<u8>)> = vec![
+        (0, cat(&[&len64(1 << 40), b"ab"])),
+        (1, cat(&[&huge, &string(b"a")])),
+        (2, cat(&[&huge, &string(b"a")])),
+        (4, cat(&[&huge, &string(b"a"), &string(b"b")])),
+        (5, cat(&[&huge, &string(b"a"), &[0; 8]])),
+        (18, cat(&[&huge, &[2], &string(b"a")])),
+        (19, cat(&[&len64(1 << 40), &string(&[0; 16])])),
+        (0, cat(&[&[0xC3, 4], &len64(1 << 40), b"\x01ab\x00"])),
+    ];
+    for (value_type, body) in cases {
+        let shown = format!("type {value_type}, body {body:02x?}");
+        let result = bounded(Duration::from_secs(1), move || {
+            catch_unwind(AssertUnwindSafe(|| {
+                reader::decode_value(&body, value_type, &options()).map(|(_, n)| n)
+            }))
+            .map_err(panic_text)
+        });
+        let Some((result, peak)) = result else {
+            panic!("{shown}: still running after 1 s")
+        };
+        assert!(matches!(result, Ok(Err(_))), "{shown}: {result:?}");
+        assert!(peak < 1 << 20, "{shown}: {peak} heap bytes");
+    }
+}
+
+/// Files every loader must refuse, with the kind of error.
+fn refused_files() -> Vec<(&'static str, Vec<u8>, ErrorKind)> {
+    let good = rdb_file(&record(0, &string(b"v")));
+    let mut v13 = good.clone();
+    v13[..9].copy_from_slice(b"REDIS0013");
+    let mut valkey81 = b"VALKEY081".to_vec();
+    valkey81.extend_from_slice(&good[9..]);
+    let mut bad_magic = good.clone();
+    bad_magic[..5].copy_from_slice(b"REDIX");
+    let mut crc_flipped = good.clone();
+    let last = crc_flipped.len() - 1;
+    crc_flipped[last] ^= 0x10;
+    vec![
+        (
+            "unknown value type 8",
+            rdb_file(&record(8, &string(b"v"))),
+            ErrorKind::Corrupt,
+        ),
+        (
+            "unknown value type 26",
+            rdb_file(&record(26, &string(b"v"))),
+            ErrorKind::Corrupt,
+        ),
+        (
+            "unknown value type 243",
+            rdb_file(&record(243, &string(b"v"))),
+            ErrorKind::Corrupt,
+        ),
+        (
+            "pre-release function opcode 246",
+            rdb_file(&[0xF6, 0]),
+            ErrorKind::Unsupported,
+        ),
+        (
+            "pre-release module value type 6",
+            rdb_file(&record(6, &[0])),
+            ErrorKind::Unsupported,
+        ),
+        (
+            "unknown string encoding",
+            rdb_file(&record(0, &[0xC4, 0])),
+            ErrorKind::Corrupt,
+        ),
+        ("version 13", v13, ErrorKind::UnsupportedVersion),
+        (
+            "version 0",
+            cat(&[b"REDIS0000", &good[9..]]),
+            ErrorKind::UnsupportedVersion,
+        ),
+        ("VALKEY081", valkey81, ErrorKind::UnsupportedVersion),
+        ("bad magic", bad_magic, ErrorKind::NotRdb),
+        (
+            "non-digit version",
+            cat(&[b"REDIS00x1", &good[9..]]),
+            ErrorKind::NotRdb,
+        ),
+        ("CRC flipped", crc_flipped, ErrorKind::Checksum),
+    ]
+}
+
+#[test]
+fn unknown_types_versions_and_magic_are_refused_by_the_library() {
+    for (what, file, kind) in refused_files() {
+        match load(&file) {
+            Outcome::Failed(e) => assert_eq!(e.kind, kind, "{what}: {e}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // Bytes after the CRC: the library stops at the CRC (an AOF may go
+    // on there) and says where; the engine refuses such a dump.rdb.
+    let mut trailing = rdb_file(&record(0, &string(b"v")));
+    let end = trailing.len();
+    trailing.extend_from_slice(b"junk");
+    match load(&trailing) {
+        Outcome::Loaded(s) => assert_eq!(s.len, end),
+        other => panic!("bytes after the CRC: {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Through hozon-server.
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// Starts hozon-server on `dir` with `extra` arguments and expects it to
+/// exit by itself within 10 s; returns (exit code, stdout + stderr).
+fn start_expecting_exit(dir: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let port = free_port().to_string();
+    let d = dir.to_string_lossy().into_owned();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hozon-server"))
+        .args(["--port", &port, "--bind", "127.0.0.1", "--dir", &d])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn hozon-server");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if child.try_wait().expect("wait for hozon-server").is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect output");
+            panic!(
+                "hozon-server started on a damaged file: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().expect("collect output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+/// Writes `file` as `dump.rdb` of a fresh directory, starts hozon-server
+/// with `extra` and checks that it refuses to start, naming the file, and
+/// leaves it as it was; returns the server's output.
+fn refuses_to_start(what: &str, file: &[u8], extra: &[&str]) -> String {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("dump.rdb");
+    std::fs::write(&path, file).expect("write dump.rdb");
+    let (code, output) = start_expecting_exit(dir.path(), extra);
+    assert_eq!(code, Some(1), "{what}: exit status; output:\n{output}");
+    assert!(
+        output.contains(&path.display().to_string()),
+        "{what}: the message does not name {}:\n{output}",
+        path.display()
+    );
+    assert_eq!(
+        std::fs::read(&path).expect("dump.rdb still there"),
+        file,
+        "{what}: dump.rdb was changed"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list the dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "LOCK")
+        .collect();
+    names.sort();
+    assert_eq!(names, ["dump.rdb"], "{what}: files were created");
+    output
+}
+
+#[test]
+fn hozon_server_refuses_a_refused_dump_rdb_and_leaves_it_alone() {
+    let mut cases: Vec<(String, Vec<u8>)> = refused_files()
+        .into_iter()
+        .map(|(what, file, _)| (what.to_string(), file))
+        .collect();
+    let mut trailing = rdb_file(&record(0, &string(b"v")));
+    trailing.extend_from_slice(b"junk");
+    cases.push(("bytes after the CRC".into(), trailing));
+    let handles: Vec<_> = cases
+        .into_iter()
+        .map(|(what, file)| {
+            std::thread::spawn(move || {
+                let output = refuses_to_start(&what, &file, &["--save", "3600 1"]);
+                if what == "bytes after the CRC" {
+                    assert!(output.contains("follow its checksum"), "{output}");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("a refusal check failed (see above)");
+    }
+}
+
+#[test]
+fn hozon_server_refuses_a_damaged_dump_rdb_and_leaves_it_alone() {
+    let original =
+        std::fs::read(fixtures_dir().join("streams.rdb")).unwrap_or_else(|_| hozon_written_file());
+    let mut flipped = original.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x04;
+    let truncated = original[..original.len() - 20].to_vec();
+    let cases = [
+        ("a flipped bit", flipped, vec!["--save", "3600 1"]),
+        (
+            "a truncated file",
+            truncated.clone(),
+            vec!["--save", "3600 1"],
+        ),
+        // With appendonly yes and no AOF yet the dump would be loaded and
+        // written out as the first AOF: refused before anything is written.
+        (
+            "a truncated file, appendonly yes",
+            truncated,
+            vec!["--appendonly", "yes", "--save", ""],
+        ),
+    ];
+    let handles: Vec<_> = cases
+        .into_iter()
+        .map(|(what, file, extra)| {
+            std::thread::spawn(move || {
+                refuses_to_start(what, &file, &extra);
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("a refusal check failed (see above)");
+    }
+}
