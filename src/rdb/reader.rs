@@ -385,8 +385,15 @@ impl<'a> Cursor<'a> {
                 self.take(4, what)?;
             }
             Len::Encoded(3) => {
+                let at = self.pos - 1;
                 let clen = self.len(what)?;
-                self.len(what)?;
+                let ulen = self.len(what)?;
+                if ulen > clen.saturating_mul(LZF_MAX_EXPANSION) {
+                    return Err(self.corrupt(
+                        at,
+                        format!("LZF string of {clen} bytes claims {ulen} bytes uncompressed"),
+                    ));
+                }
                 self.take(clen, what)?;
             }
             Len::Encoded(e) => {
@@ -559,11 +566,14 @@ pub fn load_with_hints(
     std::thread::scope(|scope| {
         // The CRC of everything but the last 8 bytes: the stored CRC of a
         // whole file (an AOF preamble ends earlier and computes its own).
+        // A whole RDB file ends with EOF and the CRC; anything else (an
+        // AOF with an RDB preamble) computes its CRC when it gets there.
         let whole = data.len() - 8;
-        let crc_job = scope.spawn(move || super::crc64(&data[..whole]));
+        let crc_job = (data[whole - 1] == opcode::EOF)
+            .then(|| scope.spawn(move || super::crc64(&data[..whole])));
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(4);
         let parser = scope.spawn(move || {
-            let mut crc_job = Some(crc_job);
+            let mut crc_job = crc_job;
             let mut crc = |covered: usize| match crc_job.take() {
                 Some(job) if covered == whole => job
                     .join()
@@ -1546,7 +1556,7 @@ pub struct ScanSummary {
 /// walked), LZF data is not decompressed; the CRC is verified. This is
 /// the summary pass of the inspector.
 pub fn scan(data: &[u8]) -> Result<ScanSummary, RdbError> {
-    if data.len() < PARALLEL_MIN_BYTES {
+    if data.len() < PARALLEL_MIN_BYTES || data[data.len() - 9] != opcode::EOF {
         return scan_with(data, None);
     }
     // The CRC of a whole file is computed on another thread meanwhile.
