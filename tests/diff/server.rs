@@ -1356,7 +1356,13 @@ fn config_get_patterns_match_redis_for_known_parameters() {
     // Ours by nature: dir, dbfilename (dump.hoz); ports differ per server.
     // Values that differ by design, and hozon's own `aof-preamble` and
     // `snapshot-format`.
-    let ours = ["dir", "dbfilename", "port", "aof-preamble", "snapshot-format"];
+    let ours = [
+        "dir",
+        "dbfilename",
+        "port",
+        "aof-preamble",
+        "snapshot-format",
+    ];
     for resp3 in [false, true] {
         if resp3 {
             p.resp3();
