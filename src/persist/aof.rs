@@ -297,6 +297,8 @@ pub struct LoadReport {
     pub batches: u64,
     /// Length of the valid prefix (the file is truncated to it when torn).
     pub valid_len: u64,
+    /// Timestamp of the first verified batch (hozon) or `#TS:` line (Redis), ms.
+    pub first_ts_ms: Option<i64>,
     /// Timestamp of the last verified batch (hozon) or `#TS:` line (Redis), ms.
     pub last_ts_ms: Option<i64>,
     /// The torn tail, if one was found.
@@ -397,6 +399,7 @@ pub fn replay(data: &[u8], apply: &mut ApplyFn<'_>) -> Result<LoadReport, Corrup
                     ));
                 }
                 report.batches += 1;
+                report.first_ts_ms.get_or_insert(annotation.ts_ms);
                 report.last_ts_ms = Some(annotation.ts_ms);
                 pos = next;
                 batch_start = pos;
@@ -405,6 +408,7 @@ pub fn replay(data: &[u8], apply: &mut ApplyFn<'_>) -> Result<LoadReport, Corrup
             }
             if let Some(ts) = line.strip_prefix(b"#TS:") {
                 if let Some(secs) = crate::types::num::parse_i64(ts) {
+                    report.first_ts_ms.get_or_insert(secs.saturating_mul(1000));
                     report.last_ts_ms = Some(secs.saturating_mul(1000));
                 }
             }
@@ -852,7 +856,7 @@ mod tests {
 
     #[test]
     fn redis_plain_files_load_with_incomplete_tail_and_unfinished_multi() {
-        let mut data = Vec::new();
+        let mut data = b"#TS:1699999999\r\n".to_vec();
         encode_command(&mut data, &["SELECT", "0"]);
         data.extend_from_slice(b"#TS:1700000000\r\n");
         encode_command(&mut data, &["SET", "a", "1"]);
@@ -864,6 +868,7 @@ mod tests {
         assert_eq!(report.valid_len, good as u64);
         assert!(report.torn.unwrap().reason.contains("MULTI"));
         assert_eq!(report.last_ts_ms, Some(1_700_000_000_000));
+        assert_eq!(report.first_ts_ms, Some(1_699_999_999_000));
         let mut data2 = data[..good].to_vec();
         data2.extend_from_slice(b"*2\r\n$3\r\nGET");
         let (report, _) = replay_all(&data2).unwrap();
