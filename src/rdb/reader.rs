@@ -1790,3 +1790,429 @@ fn skip_value(c: &mut Cursor<'_>, t: u8, valkey: bool) -> Result<(), RdbError> {
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------
+// The per-key walk.
+
+/// The value type a type byte encodes, as TYPE names it (`module` for
+/// module values; every hash encoding, also with field TTLs, is `hash`).
+pub fn logical_type(t: u8) -> &'static str {
+    match t {
+        kind::STRING => "string",
+        kind::LIST | kind::LIST_ZIPLIST | kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => "list",
+        kind::SET | kind::SET_INTSET | kind::SET_LISTPACK => "set",
+        kind::ZSET | kind::ZSET_2 | kind::ZSET_ZIPLIST | kind::ZSET_LISTPACK => "zset",
+        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => "stream",
+        kind::MODULE_PRE_GA | kind::MODULE_2 => "module",
+        _ => "hash",
+    }
+}
+
+/// One key record as [`scan_keys`] sees it; nothing of the value is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyInfo<'a> {
+    /// The database (the last SELECTDB before the record).
+    pub db: usize,
+    /// The key: borrowed from the input when stored raw, owned when it was
+    /// LZF-compressed or integer-encoded.
+    pub key: Cow<'a, [u8]>,
+    /// The RDB value type byte ([`super::kind`]).
+    pub type_byte: u8,
+    /// What TYPE reports ([`logical_type`]).
+    pub logical_type: &'static str,
+    /// Offset of the record's type byte in the input.
+    pub offset: u64,
+    /// Bytes of the record: type byte, key and value (as [`TypeCount`]
+    /// counts them; expiry, IDLE and FREQ opcodes before it excluded).
+    pub record_bytes: u64,
+    /// Absolute expiry in Unix ms (an EXPIRETIME in seconds is scaled).
+    pub expire_ms: Option<i64>,
+    /// Elements (list items, set/zset members, hash fields, stream
+    /// entries) when the encoding states them up front: a plain
+    /// collection's length, a listpack/ziplist/intset/zipmap header, the
+    /// sum of uncompressed quicklist node headers, a stream's length.
+    /// None for strings, modules, LZF-compressed compact values and
+    /// headers that saturated (65535).
+    pub elements: Option<u64>,
+}
+
+/// Walks an RDB file like [`scan`] and calls `visit` for every key record,
+/// in file order. Memory stays bounded by the largest key (values are
+/// skipped, never built or decompressed). `visit` returning
+/// `ControlFlow::Break` ends the walk early: the summary then covers the
+/// keys seen so far and has no checksum (`checksum` None, `len` the
+/// offset reached). Damage ends the walk with the error after every key
+/// before it was visited.
+pub fn scan_keys(
+    data: &[u8],
+    visit: &mut dyn FnMut(&KeyInfo<'_>) -> std::ops::ControlFlow<()>,
+) -> Result<ScanSummary, RdbError> {
+    let (version, valkey, header_len) = read_header(data)?;
+    let mut out = ScanSummary {
+        version,
+        valkey,
+        ..ScanSummary::default()
+    };
+    let mut c = Cursor::new(data, header_len);
+    let mut db = 0usize;
+    let mut expire_ms: Option<i64> = None;
+    loop {
+        let record_at = c.pos;
+        match c.u8("a record type")? {
+            opcode::EOF => break,
+            opcode::SELECTDB => db = c.len("a database number")? as usize,
+            opcode::RESIZEDB => {
+                c.len("a RESIZEDB size")?;
+                c.len("a RESIZEDB size")?;
+            }
+            opcode::EXPIRETIME_MS => expire_ms = Some(c.ms_time("an expiry")?),
+            opcode::EXPIRETIME => {
+                let secs = i32::from_le_bytes(c.array("an expiry")?);
+                expire_ms = Some(i64::from(secs) * 1000);
+            }
+            opcode::AUX => {
+                let name = c.blob("an AUX field name")?;
+                let value = c.blob("an AUX field value")?;
+                out.aux.push((name, value));
+            }
+            opcode::IDLE => {
+                c.len("an IDLE time")?;
+            }
+            opcode::FREQ => {
+                c.u8("an LFU frequency")?;
+            }
+            opcode::SLOT_INFO => {
+                for _ in 0..3 {
+                    c.len("slot information")?;
+                }
+            }
+            opcode::FUNCTION2 => {
+                c.skip_string("a function library")?;
+                out.functions += 1;
+            }
+            opcode::FUNCTION_PRE_GA => {
+                return Err(RdbError::new(
+                    ErrorKind::Unsupported,
+                    record_at,
+                    "pre-release function format is not supported",
+                ))
+            }
+            opcode::MODULE_AUX => {
+                let id = c.len("a module id")?;
+                let name = module_name(id);
+                read_module_aux_when(&mut c, &name)?;
+                skip_module_value(&mut c, &name)?;
+            }
+            t => {
+                let key = c.string("a key")?;
+                let elements = element_count(&c, t);
+                skip_value(&mut c, t, valkey).map_err(|mut e| {
+                    e.key = Some((db, Blob::from(&key[..])));
+                    e
+                })?;
+                let record_bytes = (c.pos - record_at) as u64;
+                *out.keys_per_db.entry(db).or_default() += 1;
+                out.expiring += u64::from(expire_ms.is_some());
+                let entry = out.types.entry(t).or_default();
+                entry.keys += 1;
+                entry.bytes += record_bytes;
+                let info = KeyInfo {
+                    db,
+                    key,
+                    type_byte: t,
+                    logical_type: logical_type(t),
+                    offset: record_at as u64,
+                    record_bytes,
+                    expire_ms: expire_ms.take(),
+                    elements,
+                };
+                if visit(&info).is_break() {
+                    out.len = c.pos;
+                    return Ok(out);
+                }
+            }
+        }
+    }
+    out.checksum = Some(verify_checksum(data, &mut c, version, &mut |covered| {
+        super::crc64(&data[..covered])
+    })?);
+    out.len = c.pos;
+    Ok(out)
+}
+
+/// The element count of the value at `c` (which is not moved), when the
+/// encoding states it up front; damage is left for [`skip_value`] to find.
+fn element_count(c: &Cursor<'_>, t: u8) -> Option<u64> {
+    let mut p = Cursor::new(c.data, c.pos);
+    let peek = |p: &mut Cursor<'_>| -> Option<u64> {
+        match p.raw_len("a length").ok()? {
+            Len::Len(n) => Some(n),
+            Len::Encoded(_) => None,
+        }
+    };
+    match t {
+        kind::LIST | kind::SET | kind::ZSET | kind::ZSET_2 | kind::HASH => peek(&mut p),
+        kind::HASH_METADATA_PRE_GA => peek(&mut p),
+        kind::HASH_METADATA => {
+            p.take(8, "a hash minimum expiry").ok()?;
+            peek(&mut p)
+        }
+        kind::LIST_ZIPLIST => compact_header(&mut p, Compact::Ziplist, 1),
+        kind::ZSET_ZIPLIST | kind::HASH_ZIPLIST => compact_header(&mut p, Compact::Ziplist, 2),
+        kind::SET_LISTPACK => compact_header(&mut p, Compact::Listpack, 1),
+        kind::ZSET_LISTPACK | kind::HASH_LISTPACK => compact_header(&mut p, Compact::Listpack, 2),
+        kind::HASH_LISTPACK_EX_PRE_GA => compact_header(&mut p, Compact::Listpack, 3),
+        kind::HASH_LISTPACK_EX => {
+            p.take(8, "a hash minimum expiry").ok()?;
+            compact_header(&mut p, Compact::Listpack, 3)
+        }
+        kind::SET_INTSET => compact_header(&mut p, Compact::Intset, 1),
+        kind::HASH_ZIPMAP => compact_header(&mut p, Compact::Zipmap, 1),
+        kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => quicklist_count(&mut p, t),
+        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => {
+            // The length follows the nodes: walking them costs what the
+            // skip pass costs again, still without building anything.
+            let nodes = peek(&mut p)?;
+            for _ in 0..nodes {
+                p.skip_string("a stream node key").ok()?;
+                p.skip_string("a stream listpack").ok()?;
+            }
+            peek(&mut p)
+        }
+        _ => None,
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Compact {
+    Ziplist,
+    Listpack,
+    Intset,
+    Zipmap,
+}
+
+/// The element count in a compact encoding's header, divided by the
+/// entries per element; None when the blob is LZF-compressed or the
+/// header's count saturated.
+fn compact_header(p: &mut Cursor<'_>, form: Compact, per_element: u64) -> Option<u64> {
+    let Len::Len(n) = p.raw_len("a value").ok()? else {
+        return None;
+    };
+    let blob = p.take(n, "a value").ok()?;
+    let n = match form {
+        Compact::Ziplist => {
+            let n = u16::from_le_bytes(blob.get(8..10)?.try_into().ok()?);
+            (n != u16::MAX).then_some(u64::from(n))?
+        }
+        Compact::Listpack => {
+            let n = u16::from_le_bytes(blob.get(4..6)?.try_into().ok()?);
+            (n != u16::MAX).then_some(u64::from(n))?
+        }
+        Compact::Intset => u64::from(u32::from_le_bytes(blob.get(4..8)?.try_into().ok()?)),
+        Compact::Zipmap => {
+            let n = *blob.first()?;
+            (n < 254).then_some(u64::from(n))?
+        }
+    };
+    Some(n / per_element)
+}
+
+/// The sum of a quicklist's node counts (a PLAIN node is one item).
+fn quicklist_count(p: &mut Cursor<'_>, t: u8) -> Option<u64> {
+    let Len::Len(nodes) = p.raw_len("a quicklist length").ok()? else {
+        return None;
+    };
+    let mut total = 0u64;
+    for _ in 0..nodes {
+        let container = if t == kind::LIST_QUICKLIST_2 {
+            match p.raw_len("a container type").ok()? {
+                Len::Len(n) => n,
+                Len::Encoded(_) => return None,
+            }
+        } else {
+            0
+        };
+        let n = if container == 1 {
+            p.skip_string("a quicklist node").ok()?;
+            1
+        } else if t == kind::LIST_QUICKLIST_2 {
+            compact_header(p, Compact::Listpack, 1)?
+        } else {
+            compact_header(p, Compact::Ziplist, 1)?
+        };
+        total += n;
+    }
+    Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::ControlFlow;
+
+    use super::*;
+    use crate::rdb::writer::{encode_file, Encoder};
+
+    /// A file with one key of each kind in databases 0 and 2: (db, key,
+    /// value, expiry ms). Keys are long enough that LZF applies to one.
+    fn sample() -> Vec<u8> {
+        let limits = EncodingLimits::default();
+        let mut list = List::new();
+        for item in ["a", "b", "c"] {
+            list.push(End::Tail, item.as_bytes());
+        }
+        let mut hash = Hash::new();
+        hash.set(b"f1", Blob::from(&b"v1"[..]), &limits);
+        hash.set(b"f2", Blob::from(&b"v2"[..]), &limits);
+        let mut set = Set::default();
+        for m in ["1", "2", "3", "4"] {
+            set.insert(m.as_bytes(), 512);
+        }
+        let mut big = Set::default();
+        for i in 0..600 {
+            big.insert(i.to_string().as_bytes(), 512);
+        }
+        let keys: Vec<(usize, Blob, Value, Option<i64>)> = vec![
+            (
+                0,
+                Blob::from(&b"str"[..]),
+                Value::Str(Blob::from(&b"v"[..])),
+                Some(1_800_000_000_123),
+            ),
+            (
+                0,
+                Blob::from(&b"12345"[..]),
+                Value::Str(Blob::from(&b"int key"[..])),
+                None,
+            ),
+            (
+                0,
+                Blob::from(&[b'z'; 64][..]),
+                Value::Str(Blob::from(&b"lzf key"[..])),
+                None,
+            ),
+            (
+                0,
+                Blob::from(&b"list"[..]),
+                Value::List(Box::new(list)),
+                None,
+            ),
+            (
+                2,
+                Blob::from(&b"hash"[..]),
+                Value::Hash(Box::new(hash)),
+                None,
+            ),
+            (
+                2,
+                Blob::from(&b"set"[..]),
+                Value::Set(Box::new(set)),
+                Some(1),
+            ),
+            (2, Blob::from(&b"big"[..]), Value::Set(Box::new(big)), None),
+        ];
+        encode_file(
+            &Encoder::default(),
+            1_700_000_000_000,
+            keys.iter().map(|(db, k, v, e)| (*db, k, v, *e)),
+        )
+    }
+
+    fn collect(data: &[u8]) -> (Vec<KeyInfo<'static>>, Result<ScanSummary, RdbError>) {
+        let mut seen = Vec::new();
+        let result = scan_keys(data, &mut |k| {
+            seen.push(KeyInfo {
+                key: Cow::Owned(k.key.to_vec()),
+                ..k.clone()
+            });
+            ControlFlow::Continue(())
+        });
+        (seen, result)
+    }
+
+    #[test]
+    fn scan_keys_reports_every_key_with_its_facts() {
+        let data = sample();
+        let (seen, result) = collect(&data);
+        let summary = result.expect("a valid file");
+        let names: Vec<(usize, &[u8], &str)> = seen
+            .iter()
+            .map(|k| (k.db, &k.key[..], k.logical_type))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                (0, &b"str"[..], "string"),
+                (0, &b"12345"[..], "string"),
+                (0, &[b'z'; 64][..], "string"),
+                (0, &b"list"[..], "list"),
+                (2, &b"hash"[..], "hash"),
+                (2, &b"set"[..], "set"),
+                (2, &b"big"[..], "set"),
+            ]
+        );
+        assert_eq!(seen[0].expire_ms, Some(1_800_000_000_123));
+        assert_eq!(seen[5].expire_ms, Some(1));
+        assert!(seen.iter().filter(|k| k.expire_ms.is_some()).count() == 2);
+        // Raw keys are borrowed; integer-encoded and LZF ones are not.
+        let elements: Vec<Option<u64>> = seen.iter().map(|k| k.elements).collect();
+        assert_eq!(
+            elements,
+            vec![None, None, None, Some(3), Some(2), Some(4), Some(600)]
+        );
+        assert_eq!(seen[5].type_byte, kind::SET_INTSET);
+        assert_eq!(seen[6].type_byte, kind::SET);
+        // The same totals as the skip pass, byte for byte.
+        let plain = scan(&data).expect("a valid file");
+        assert_eq!(summary, plain);
+        let bytes: u64 = seen.iter().map(|k| k.record_bytes).sum();
+        assert_eq!(bytes, plain.types.values().map(|t| t.bytes).sum::<u64>());
+        for k in &seen {
+            assert_eq!(data[k.offset as usize], k.type_byte);
+        }
+    }
+
+    #[test]
+    fn scan_keys_borrows_raw_keys_and_decodes_encoded_ones() {
+        let data = sample();
+        let mut borrowed = Vec::new();
+        scan_keys(&data, &mut |k| {
+            borrowed.push(matches!(k.key, Cow::Borrowed(_)));
+            ControlFlow::Continue(())
+        })
+        .expect("a valid file");
+        assert_eq!(borrowed, [true, false, false, true, true, true, true]);
+    }
+
+    #[test]
+    fn scan_keys_stops_on_break_and_on_damage_after_earlier_keys() {
+        let data = sample();
+        let mut n = 0;
+        let summary = scan_keys(&data, &mut |_| {
+            n += 1;
+            if n == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .expect("a valid file");
+        assert_eq!(n, 2);
+        assert_eq!(summary.checksum, None);
+        assert_eq!(summary.keys_per_db.values().sum::<u64>(), 2);
+        // Cut inside the big set: the six keys before it are seen.
+        let (full, _) = collect(&data);
+        let cut = full[6].offset as usize + 20;
+        let (seen, result) = collect(&data[..cut]);
+        assert_eq!(seen.len(), 6);
+        let e = result.expect_err("a truncated file");
+        assert_eq!(e.kind, ErrorKind::Truncated);
+        assert!(e.offset as usize <= cut);
+        // A flipped byte in the trailer: every key seen, then the checksum fails.
+        let mut flipped = data.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        let (seen, result) = collect(&flipped);
+        assert_eq!(seen.len(), 7);
+        assert_eq!(result.expect_err("a bad CRC").kind, ErrorKind::Checksum);
+    }
+}

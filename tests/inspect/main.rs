@@ -710,3 +710,313 @@ fn flipped_bytes_and_cuts_anywhere_exit_0_or_1_never_panic() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// keys.
+
+/// One key as `keys --json` or an independent source states it:
+/// (db, key bytes, TYPE, PEXPIRETIME or -1).
+type KeyFact = (u64, Vec<u8>, String, i64);
+
+/// Undoes the inspector's key escaping (`\\` and `\xHH`).
+fn unescape_key(text: &str) -> Vec<u8> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') {
+            let hex = std::str::from_utf8(&b[i + 2..i + 4]).expect("hex digits");
+            out.push(u8::from_str_radix(hex, 16).expect("hex byte"));
+            i += 4;
+        } else if b[i] == b'\\' {
+            out.push(b[i + 1]);
+            i += 2;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `keys --json` plus `args`: (exit code, parsed lines, stderr).
+fn keys_json(path: &Path, args: &[&str]) -> (i32, Vec<Json>, String) {
+    let p = path.to_str().expect("test paths are UTF-8");
+    let mut all = vec!["keys", "--json", p];
+    all.extend_from_slice(args);
+    let (code, out, err) = inspect(&all);
+    let lines = out
+        .lines()
+        .map(|l| json::parse(l).unwrap_or_else(|e| panic!("{p}: line {l:?}: {e}")))
+        .collect();
+    (code, lines, err)
+}
+
+fn key_facts(lines: &[Json]) -> Vec<KeyFact> {
+    let mut v: Vec<KeyFact> = lines
+        .iter()
+        .map(|l| {
+            let expire = match l.at("expire_ms") {
+                Json::Null => -1,
+                Json::Num(n) => *n as i64,
+                other => panic!("expire_ms {other:?}"),
+            };
+            (
+                l.at("db").u64(),
+                unescape_key(l.at("key").str()),
+                l.at("type").str().to_string(),
+                expire,
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Keys from a `.expect` file; `module` lines from the note about a
+/// module value nobody can load.
+fn key_facts_of_expect(text: &str) -> Vec<KeyFact> {
+    let mut v = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# note: the module value \"") {
+            let name = rest.split('"').next().expect("module key");
+            v.push((0, name.as_bytes().to_vec(), "module".to_string(), -1));
+            continue;
+        }
+        if line.starts_with('#') || line.is_empty() || line.starts_with("functions ") {
+            continue;
+        }
+        let (db, rest) = line.split_once(' ').expect("db field");
+        let bytes = rest.as_bytes();
+        let mut key = Vec::new();
+        let mut i = 1;
+        while bytes[i] != b'"' {
+            if bytes[i] == b'\\' && bytes[i + 1] == b'x' {
+                let hex = &rest[i + 2..i + 4];
+                key.push(u8::from_str_radix(hex, 16).expect("hex byte"));
+                i += 4;
+            } else if bytes[i] == b'\\' {
+                key.push(bytes[i + 1]);
+                i += 2;
+            } else {
+                key.push(bytes[i]);
+                i += 1;
+            }
+        }
+        let mut fields = rest[i + 2..].splitn(3, ' ');
+        let kind = fields.next().expect("type field").to_string();
+        let pexpire: i64 = fields
+            .next()
+            .expect("pexpiretime")
+            .parse()
+            .expect("a number");
+        v.push((db.parse().expect("db number"), key, kind, pexpire));
+    }
+    v.sort();
+    v
+}
+
+/// Every key Redis holds: KEYS *, TYPE and PEXPIRETIME per database, the
+/// key as hex so binary keys survive redis-cli.
+fn redis_key_facts(redis: &Redis) -> Vec<KeyFact> {
+    let script = "local r = {} \
+        for _, k in ipairs(redis.call('KEYS', '*')) do \
+          local hex = k:gsub('.', function(c) return string.format('%02x', c:byte()) end) \
+          r[#r + 1] = hex .. ' ' .. redis.call('TYPE', k)['ok'] .. ' ' .. \
+            string.format('%.0f', redis.call('PEXPIRETIME', k)) \
+        end \
+        return r";
+    let mut v = Vec::new();
+    for db in 0..16u64 {
+        let out = redis.cli(&["-n", &db.to_string(), "EVAL", script, "0"]);
+        for line in out.lines().filter(|l| !l.is_empty()) {
+            let mut w = line.split(' ');
+            let hex = w.next().expect("hex key");
+            let key = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+                .collect();
+            let kind = w.next().expect("type").to_string();
+            let pexpire = w.next().expect("pexpiretime").parse().expect("a number");
+            v.push((db, key, kind, pexpire));
+        }
+    }
+    v.sort();
+    v
+}
+
+fn rdb_fixtures() -> Vec<PathBuf> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .expect("fixtures/rdb")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rdb"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as i64
+}
+
+#[test]
+fn keys_on_every_rdb_fixture_match_redis_or_the_generator_model() {
+    let names = rdb_fixtures();
+    assert!(names.len() >= 20, "fixtures found: {names:?}");
+    for path in names {
+        let (code, lines, err) = keys_json(&path, &[]);
+        assert_eq!(code, 0, "{}: {err}", path.display());
+        // Redis drops keys already expired when it loads a file.
+        let now = now_ms();
+        let got: Vec<KeyFact> = key_facts(&lines)
+            .into_iter()
+            .filter(|k| k.3 == -1 || k.3 > now)
+            .collect();
+        let expect_path = path.with_extension("expect");
+        let want = if expect_path.exists() {
+            let text = std::fs::read_to_string(&expect_path).expect("reading .expect");
+            key_facts_of_expect(&text)
+        } else {
+            let dir = tempfile::tempdir().expect("tempdir");
+            std::fs::copy(&path, dir.path().join("x.rdb")).expect("copy fixture");
+            let redis = Redis::start(dir.path(), &["--dbfilename", "x.rdb", "--appendonly", "no"]);
+            let facts = redis_key_facts(&redis);
+            redis.stop();
+            facts
+        };
+        assert_eq!(got, want, "{}", path.display());
+        // Record bytes add up to what `info` counts.
+        let (_, doc) = info_json(&path);
+        let info_bytes: u64 = doc
+            .at("types")
+            .arr()
+            .iter()
+            .map(|t| t.at("bytes").u64())
+            .sum();
+        let key_bytes: u64 = lines.iter().map(|l| l.at("bytes").u64()).sum();
+        assert_eq!(key_bytes, info_bytes, "{}", path.display());
+    }
+}
+
+#[test]
+fn keys_filters_select_what_they_name() {
+    let path = fixtures().join("mixed_db_ttl.rdb");
+    let (code, all, _) = keys_json(&path, &[]);
+    assert_eq!(code, 0);
+    let all = key_facts(&all);
+    let check = |args: &[&str], keep: &dyn Fn(&KeyFact) -> bool| {
+        let (code, lines, err) = keys_json(&path, args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let want: Vec<KeyFact> = all.iter().filter(|k| keep(k)).cloned().collect();
+        assert!(!want.is_empty(), "{args:?} selects something");
+        assert_eq!(key_facts(&lines), want, "{args:?}");
+    };
+    check(&["--db", "1"], &|k| k.0 == 1);
+    for t in ["string", "list", "hash", "set", "zset"] {
+        check(&["--type", t], &|k| k.2 == t);
+    }
+    // The file has no stream: none is listed; streams.rdb has only streams.
+    assert!(keys_json(&path, &["--type", "stream"]).1.is_empty());
+    let streams = fixtures().join("streams.rdb");
+    let (_, every, _) = keys_json(&streams, &[]);
+    let (_, only, _) = keys_json(&streams, &["--type", "stream"]);
+    assert!(!only.is_empty());
+    assert_eq!(only, every);
+    check(&["--match", "str*"], &|k| k.1.starts_with(b"str"));
+    check(&["--match", "s?t"], &|k| k.1 == b"set");
+    check(&["--expires"], &|k| k.3 != -1);
+    check(&["--no-expires"], &|k| k.3 == -1);
+    check(&["--db", "0", "--type", "string", "--no-expires"], &|k| {
+        k.0 == 0 && k.2 == "string" && k.3 == -1
+    });
+    // --min-size: by record bytes.
+    let (_, lines, _) = keys_json(&path, &[]);
+    let mut sizes: Vec<u64> = lines.iter().map(|l| l.at("bytes").u64()).collect();
+    sizes.sort();
+    let median = sizes[sizes.len() / 2];
+    let (_, big, _) = keys_json(&path, &["--min-size", &median.to_string()]);
+    let want = sizes.iter().filter(|&&s| s >= median).count();
+    assert_eq!(big.len(), want);
+    assert!(big.iter().all(|l| l.at("bytes").u64() >= median));
+    // --limit: the first N in file order.
+    let (code, first, _) = keys_json(&path, &["--limit", "3"]);
+    assert_eq!(code, 0);
+    assert_eq!(first, lines[..3].to_vec());
+    assert_eq!(keys_json(&path, &["--limit", "0"]).1.len(), 0);
+    // Bad filter values are usage errors.
+    let p = path.to_str().expect("UTF-8");
+    assert_eq!(inspect(&["keys", "--type", "blob", p]).0, 2);
+    assert_eq!(inspect(&["keys", "--expires", "--no-expires", p]).0, 2);
+    assert_eq!(inspect(&["keys", "--db", "x", p]).0, 2);
+}
+
+#[test]
+fn keys_text_table_escapes_binary_keys_and_shows_utc_expiry() {
+    let path = fixtures().join("strings.rdb");
+    let (code, lines, _) = keys_json(&path, &[]);
+    assert_eq!(code, 0);
+    let binary = lines
+        .iter()
+        .find(|l| l.at("key").str().contains("\\x"))
+        .expect("strings.rdb has a binary key");
+    let escaped = binary.at("key").str().to_string();
+    let (code, text, _) = inspect(&["keys", path.to_str().expect("UTF-8")]);
+    assert_eq!(code, 0);
+    let mut rows = text.lines();
+    let header = rows.next().expect("a header");
+    for column in ["db", "key", "type", "encoding", "bytes", "elements", "ttl"] {
+        assert!(header.contains(column), "{header}");
+    }
+    assert_eq!(rows.clone().count(), lines.len());
+    assert!(text.contains(&escaped), "{text}");
+    let ttl = lines
+        .iter()
+        .find(|l| l.at("expire_utc") != &Json::Null)
+        .expect("strings.rdb has a TTL");
+    assert!(text.contains(ttl.at("expire_utc").str()), "{text}");
+    assert!(ttl.at("expire_utc").str().ends_with(" UTC"));
+    // Elements from compact headers and plain lengths.
+    let (_, sets, _) = keys_json(&fixtures().join("sets.rdb"), &["--type", "set"]);
+    let elements = |key: &str| {
+        sets.iter()
+            .find(|l| l.at("key").str() == key)
+            .map(|l| l.at("elements").clone())
+            .expect("a key of sets.rdb")
+    };
+    // A plain set's length, an intset header; an LZF-compressed intset
+    // does not state its count without decompressing.
+    assert_eq!(elements("set:manyints"), Json::Num(600.0));
+    assert_eq!(elements("set:int16"), Json::Num(7.0));
+    assert_eq!(elements("set:int64"), Json::Null);
+}
+
+#[test]
+fn keys_on_a_truncated_file_prints_the_earlier_keys_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = std::fs::read(fixtures().join("mixed_db_ttl.rdb")).expect("fixture");
+    let (_, full, _) = keys_json(&fixtures().join("mixed_db_ttl.rdb"), &[]);
+    let cut_key = &full[full.len() / 2];
+    let cut = cut_key.at("offset").u64() as usize + 2;
+    let path = dir.path().join("cut.rdb");
+    std::fs::write(&path, &data[..cut]).expect("write");
+    let (code, lines, err) = keys_json(&path, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(lines, full[..full.len() / 2].to_vec());
+    assert!(err.contains("offset"), "{err}");
+    let (code, text, _) = inspect(&["keys", path.to_str().expect("UTF-8")]);
+    assert_eq!(code, 1);
+    assert_eq!(text.lines().count(), full.len() / 2 + 1);
+}
+
+#[test]
+fn keys_on_other_formats_is_not_supported_yet() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dump = saved_dump(dir.path());
+    let (code, out, err) = inspect(&["keys", dump.to_str().expect("UTF-8")]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains("not supported for this format yet"), "{err}");
+    assert_eq!(inspect(&["keys", "/nonexistent/dump.rdb"]).0, 2);
+}

@@ -6,8 +6,10 @@
 //! Exit codes: 0 the input is fine, 1 the input has problems (each is
 //! reported with its byte offset), 2 usage or I/O error. A closed output
 //! pipe (`hozon-inspect info x | head -1`) ends the output quietly.
+//! Subcommands and output formats: docs/inspect.md.
 
 mod info;
+mod keys;
 mod report;
 
 use std::io::{self, Write};
@@ -28,7 +30,8 @@ use report::Node;
     about = "Inspect dump.hoz snapshots, Redis/Valkey RDB files and AOFs without loading them"
 )]
 struct Cli {
-    /// Print one JSON document instead of aligned text.
+    /// Print JSON instead of aligned text (one document; for `keys`, JSON
+    /// Lines: one object per key).
     #[arg(long, global = true)]
     json: bool,
     #[command(subcommand)]
@@ -42,6 +45,45 @@ enum Command {
     /// type, checksum status; for AOFs commands, batches, time span and
     /// damage.
     Info(InfoArgs),
+    /// One line per key of an RDB file (Redis v1-v12 or Valkey): db, key,
+    /// type, encoding, record bytes, elements, expiry as UTC time. Values
+    /// are skipped, not built. With --json: JSON Lines, one object per key
+    /// with fields db, key, type, encoding, offset, bytes, elements (null
+    /// when not stated up front), expire_ms and expire_utc (null without
+    /// an expiry). Keys are printed escaped (in text and JSON alike):
+    /// printable ASCII as is except `\` written `\\`, every other byte
+    /// `\xHH`. Damage: the keys before it are printed, then the offset
+    /// on stderr and exit 1. dump.hoz and AOF inputs are not supported yet
+    /// (exit 2). More in docs/inspect.md.
+    Keys(KeysArgs),
+}
+
+/// Arguments of `keys`.
+#[derive(Debug, Args)]
+struct KeysArgs {
+    /// An RDB file.
+    path: PathBuf,
+    /// Only keys of this database.
+    #[arg(long)]
+    db: Option<usize>,
+    /// Only keys of this type.
+    #[arg(long = "type", value_parser = ["string", "list", "hash", "set", "zset", "stream", "module"])]
+    kind: Option<String>,
+    /// Only keys matching this Redis glob pattern (`*`, `?`, `[a-z]`, `[^x]`, `\` escapes).
+    #[arg(long = "match", value_name = "GLOB")]
+    pattern: Option<String>,
+    /// Only keys whose record (type byte, key and value) takes at least this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    min_size: u64,
+    /// Only keys with an expiry.
+    #[arg(long, conflicts_with = "no_expires")]
+    expires: bool,
+    /// Only keys without an expiry.
+    #[arg(long)]
+    no_expires: bool,
+    /// Print at most N keys.
+    #[arg(long, value_name = "N")]
+    limit: Option<u64>,
 }
 
 /// Arguments of `info`.
@@ -72,6 +114,7 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Command::Info(args) => info::info(&args.path, info::InfoOptions { quick: args.quick }),
+        Command::Keys(args) => return run_keys(args, cli.json),
     };
     let report = match result {
         Ok(r) => r,
@@ -97,6 +140,35 @@ fn main() -> ExitCode {
         );
     }
     ExitCode::from(code)
+}
+
+fn run_keys(args: &KeysArgs, json: bool) -> ExitCode {
+    let filter = keys::Filter {
+        db: args.db,
+        kind: args.kind.clone(),
+        pattern: args.pattern.as_ref().map(|p| p.as_bytes().to_vec()),
+        min_bytes: args.min_size,
+        expires: match (args.expires, args.no_expires) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
+        limit: args.limit,
+    };
+    match keys::keys(&args.path, &filter, json) {
+        keys::Outcome::Done => ExitCode::SUCCESS,
+        keys::Outcome::Damaged(message) => {
+            let _ = writeln!(
+                io::stderr(),
+                "hozon-inspect: the input is damaged: {message}"
+            );
+            ExitCode::from(EXIT_PROBLEMS)
+        }
+        keys::Outcome::Failed(message) => {
+            let _ = writeln!(io::stderr(), "hozon-inspect: {message}");
+            ExitCode::from(EXIT_USAGE_OR_IO)
+        }
+    }
 }
 
 fn emit(report: &Node, json: bool) -> io::Result<()> {
