@@ -1020,3 +1020,373 @@ fn keys_on_other_formats_is_not_supported_yet() {
     assert!(err.contains("not supported for this format yet"), "{err}");
     assert_eq!(inspect(&["keys", "/nonexistent/dump.rdb"]).0, 2);
 }
+
+// ---------------------------------------------------------------------------
+// memory.
+
+/// `memory --json` plus `args`: (exit code, document, stderr).
+fn memory_json(path: &Path, args: &[&str]) -> (i32, Json, String) {
+    let p = path.to_str().expect("test paths are UTF-8");
+    let mut all = vec!["memory", "--json", p];
+    all.extend_from_slice(args);
+    let (code, out, err) = inspect(&all);
+    let doc = json::parse(&out).unwrap_or_else(|e| {
+        panic!("memory --json {p} {args:?}: {e}\nstdout: {out}\nstderr: {err}")
+    });
+    (code, doc, err)
+}
+
+/// The prefix rule of `memory`: up to and including the `depth`-th
+/// `sep`, else the whole key.
+fn prefix_of(key: &[u8], sep: &[u8], depth: usize) -> Vec<u8> {
+    let mut seen = 0;
+    let mut i = 0;
+    while i + sep.len() <= key.len() {
+        if key[i..].starts_with(sep) {
+            seen += 1;
+            i += sep.len();
+            if seen == depth {
+                return key[..i].to_vec();
+            }
+        } else {
+            i += 1;
+        }
+    }
+    key.to_vec()
+}
+
+/// (keys, bytes) per prefix from `keys --json` lines.
+fn prefix_sums(lines: &[Json], sep: &[u8], depth: usize) -> BTreeMap<Vec<u8>, (u64, u64)> {
+    let mut sums = BTreeMap::new();
+    for l in lines {
+        let p = prefix_of(&unescape_key(l.at("key").str()), sep, depth);
+        let e = sums.entry(p).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += l.at("bytes").u64();
+    }
+    sums
+}
+
+fn listed_prefixes(doc: &Json) -> BTreeMap<Vec<u8>, (u64, u64)> {
+    doc.at("prefixes")
+        .at("listed")
+        .arr()
+        .iter()
+        .map(|r| {
+            (
+                unescape_key(r.at("prefix").str()),
+                (r.at("keys").u64(), r.at("bytes").u64()),
+            )
+        })
+        .collect()
+}
+
+/// (db, key, bytes, offset) of the N biggest keys: more bytes first,
+/// equal bytes in file order.
+fn biggest(lines: &[Json], n: usize) -> Vec<(u64, String, u64, u64)> {
+    let mut v: Vec<(u64, String, u64, u64)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l.at("db").u64(),
+                l.at("key").str().to_string(),
+                l.at("bytes").u64(),
+                l.at("offset").u64(),
+            )
+        })
+        .collect();
+    v.sort_by(|a, b| b.2.cmp(&a.2).then(a.3.cmp(&b.3)));
+    v.truncate(n);
+    v
+}
+
+fn top_of(doc: &Json) -> Vec<(u64, String, u64, u64)> {
+    doc.at("top_keys")
+        .arr()
+        .iter()
+        .map(|r| {
+            (
+                r.at("db").u64(),
+                r.at("key").str().to_string(),
+                r.at("bytes").u64(),
+                r.at("offset").u64(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn memory_on_every_rdb_fixture_agrees_with_keys_and_info() {
+    for path in rdb_fixtures() {
+        let name = path.display().to_string();
+        let (code, lines, err) = keys_json(&path, &[]);
+        assert_eq!(code, 0, "{name}: {err}");
+        for top in [0usize, 1, 5, 1000] {
+            let (code, doc, err) = memory_json(&path, &["--top", &top.to_string()]);
+            assert_eq!(code, 0, "{name}: {err}");
+            assert_eq!(top_of(&doc), biggest(&lines, top), "{name} --top {top}");
+        }
+        let (_, doc, _) = memory_json(&path, &["--prefixes", "1000000"]);
+        assert_eq!(doc.at("status").str(), "ok");
+        assert_eq!(doc.at("keys").u64(), lines.len() as u64, "{name}");
+        // The default is 10 keys.
+        assert_eq!(top_of(&doc), biggest(&lines, 10), "{name}");
+        assert_eq!(doc.at("prefixes").at("cap_hit"), &Json::Bool(false));
+        assert_eq!(
+            listed_prefixes(&doc),
+            prefix_sums(&lines, b":", 1),
+            "{name}"
+        );
+        // Listed by bytes, most first.
+        let listed: Vec<u64> = doc
+            .at("prefixes")
+            .at("listed")
+            .arr()
+            .iter()
+            .map(|r| r.at("bytes").u64())
+            .collect();
+        assert!(
+            listed.windows(2).all(|w| w[0] >= w[1]),
+            "{name}: {listed:?}"
+        );
+        // Per-type totals are info's.
+        let (_, info) = info_json(&path);
+        let per_type = |d: &Json| -> BTreeMap<String, (u64, u64)> {
+            d.at("types")
+                .arr()
+                .iter()
+                .map(|t| {
+                    (
+                        t.at("type").str().to_string(),
+                        (t.at("keys").u64(), t.at("bytes").u64()),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(per_type(&doc), per_type(&info), "{name}");
+        // The distribution puts every key in its power-of-two bucket.
+        let mut want: BTreeMap<(String, u64), (u64, u64)> = BTreeMap::new();
+        for l in &lines {
+            let bytes = l.at("bytes").u64();
+            let below = (bytes + 1).next_power_of_two().max(64);
+            let e = want
+                .entry((l.at("type").str().to_string(), below))
+                .or_default();
+            e.0 += 1;
+            e.1 += bytes;
+        }
+        let got: BTreeMap<(String, u64), (u64, u64)> = doc
+            .at("size_distribution")
+            .arr()
+            .iter()
+            .map(|r| {
+                (
+                    (r.at("type").str().to_string(), r.at("size_below").u64()),
+                    (r.at("keys").u64(), r.at("bytes").u64()),
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+#[test]
+fn memory_filters_separator_depth_and_prefix_count() {
+    let path = fixtures().join("mixed_db_ttl.rdb");
+    for args in [
+        vec!["--db", "1"],
+        vec!["--type", "hash"],
+        vec!["--db", "0", "--type", "string"],
+    ] {
+        let (_, lines, _) = keys_json(&path, &args);
+        assert!(!lines.is_empty(), "{args:?}");
+        let mut all = args.clone();
+        all.extend(["--prefixes", "1000"]);
+        let (code, doc, err) = memory_json(&path, &all);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(doc.at("keys").u64(), lines.len() as u64, "{args:?}");
+        assert_eq!(top_of(&doc), biggest(&lines, 10), "{args:?}");
+        assert_eq!(
+            listed_prefixes(&doc),
+            prefix_sums(&lines, b":", 1),
+            "{args:?}"
+        );
+    }
+    let strings = fixtures().join("strings.rdb");
+    let (_, lines, _) = keys_json(&strings, &[]);
+    for (sep, depth) in [("a", 1usize), ("a", 2), ("it", 1), (":", 3)] {
+        let d = depth.to_string();
+        let (code, doc, _) = memory_json(
+            &strings,
+            &["--separator", sep, "--depth", &d, "--prefixes", "1000"],
+        );
+        assert_eq!(code, 0);
+        assert_eq!(
+            listed_prefixes(&doc),
+            prefix_sums(&lines, sep.as_bytes(), depth),
+            "{sep} {depth}"
+        );
+    }
+    // --prefixes N lists the N with the most bytes.
+    let all = prefix_sums(&lines, b":", 1);
+    let mut by_bytes: Vec<(u64, Vec<u8>)> = all.iter().map(|(p, t)| (t.1, p.clone())).collect();
+    by_bytes.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let (_, doc, _) = memory_json(&strings, &["--prefixes", "3"]);
+    let listed: Vec<Vec<u8>> = doc
+        .at("prefixes")
+        .at("listed")
+        .arr()
+        .iter()
+        .map(|r| unescape_key(r.at("prefix").str()))
+        .collect();
+    let want: Vec<Vec<u8>> = by_bytes.into_iter().take(3).map(|(_, p)| p).collect();
+    assert_eq!(listed, want);
+    // Usage errors.
+    let p = strings.to_str().expect("UTF-8");
+    for bad in [
+        vec!["--depth", "0"],
+        vec!["--separator", ""],
+        vec!["--type", "blob"],
+        vec!["--top", "-1"],
+        vec!["--prefix-cap", "1"],
+    ] {
+        let mut all = vec!["memory", p];
+        all.extend(bad.iter().copied());
+        assert_eq!(inspect(&all).0, 2, "{bad:?}");
+    }
+}
+
+#[test]
+fn memory_text_report_has_every_section() {
+    let path = fixtures().join("strings.rdb");
+    let (code, text, _) = inspect(&["memory", path.to_str().expect("UTF-8")]);
+    assert_eq!(code, 0);
+    for section in [
+        "top keys:",
+        "prefixes:",
+        "cap hit",
+        "types:",
+        "size distribution:",
+        "raw:32bitlen",
+    ] {
+        assert!(text.contains(section), "{section}: {text}");
+    }
+    let (code, help, _) = inspect(&["memory", "--help"]);
+    assert_eq!(code, 0);
+    assert!(help.contains("100,000"), "{help}");
+    assert!(
+        !help.contains("prefix-cap"),
+        "the cap flag is hidden: {help}"
+    );
+}
+
+#[test]
+fn memory_prefix_table_stays_capped_and_keeps_exact_totals() {
+    use hozon::rdb::writer::{encode_file, Encoder};
+    use hozon::types::{Blob, Value};
+    // 40 keys under a heavy prefix, then 2000 distinct light prefixes.
+    let mut keys: Vec<(Blob, Value)> = Vec::new();
+    for i in 0..40 {
+        keys.push((
+            Blob::from(format!("heavy:{i}").as_str()),
+            Value::Str(Blob::from(vec![b'x'; 500])),
+        ));
+    }
+    for i in 0..2000 {
+        keys.push((
+            Blob::from(format!("p{i}:k").as_str()),
+            Value::Str(Blob::from("v")),
+        ));
+    }
+    let data = encode_file(
+        &Encoder::default(),
+        1_700_000_000_000,
+        keys.iter().map(|(k, v)| (0usize, k, v, None)),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("many.rdb");
+    std::fs::write(&path, &data).expect("write");
+    let (_, lines, _) = keys_json(&path, &[]);
+    assert_eq!(lines.len(), 2040);
+    let exact = prefix_sums(&lines, b":", 1);
+    let total: u64 = lines.iter().map(|l| l.at("bytes").u64()).sum();
+
+    // Uncapped: exact.
+    let (code, doc, _) = memory_json(&path, &["--prefixes", "100000"]);
+    assert_eq!(code, 0);
+    assert_eq!(listed_prefixes(&doc), exact);
+    assert_eq!(doc.at("prefixes").at("cap_hit"), &Json::Bool(false));
+
+    // Capped at 64: the table never lists more, says so, the heavy
+    // prefix is exact and listed + folded add up to the total.
+    let (code, doc, _) = memory_json(&path, &["--prefixes", "100000", "--prefix-cap", "64"]);
+    assert_eq!(code, 0);
+    let p = doc.at("prefixes");
+    assert_eq!(p.at("cap_hit"), &Json::Bool(true));
+    assert_eq!(p.at("cap").u64(), 64);
+    let listed = listed_prefixes(&doc);
+    assert!(listed.len() <= 64 && p.at("distinct").u64() <= 64);
+    assert_eq!(listed[b"heavy:".as_slice()], exact[b"heavy:".as_slice()]);
+    let (lk, lb) = listed.values().fold((0, 0), |a, t| (a.0 + t.0, a.1 + t.1));
+    assert_eq!(lk + p.at("folded_keys").u64(), 2040);
+    assert_eq!(lb + p.at("folded_bytes").u64(), total);
+    assert!(p.at("folded_prefixes").u64() >= 2001 - 64);
+    // Listed counts are lower bounds of the exact ones.
+    for (prefix, t) in &listed {
+        let e = exact[prefix];
+        assert!(t.0 <= e.0 && t.1 <= e.1, "{prefix:?}");
+    }
+    // The top keys are unaffected by the cap.
+    assert_eq!(top_of(&doc), biggest(&lines, 10));
+    let (code, text, _) = inspect(&[
+        "memory",
+        path.to_str().expect("UTF-8"),
+        "--prefix-cap",
+        "64",
+    ]);
+    assert_eq!(code, 0);
+    assert!(text.contains("cap hit          yes"), "{text}");
+}
+
+#[test]
+fn memory_on_damage_reports_what_it_read_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let full_path = fixtures().join("mixed_db_ttl.rdb");
+    let data = std::fs::read(&full_path).expect("fixture");
+    let (_, full, _) = keys_json(&full_path, &[]);
+    let half = full.len() / 2;
+    let cut = full[half].at("offset").u64() as usize + 2;
+    let path = dir.path().join("cut.rdb");
+    std::fs::write(&path, &data[..cut]).expect("write");
+    let (code, doc, _) = memory_json(&path, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(doc.at("status").str(), "damaged");
+    assert_eq!(doc.at("keys").u64(), half as u64);
+    let problems = doc.at("problems").arr();
+    assert_eq!(problems.len(), 1);
+    assert!(problems[0].at("offset").u64() <= cut as u64);
+    assert_eq!(top_of(&doc), biggest(&full[..half], 10));
+    let (code, _, err) = inspect(&["memory", path.to_str().expect("UTF-8")]);
+    assert_eq!(code, 1);
+    assert!(err.contains("problems"), "{err}");
+    // Trailing garbage and a flipped checksum are damage too.
+    let mut tail = data.clone();
+    tail.extend_from_slice(b"junk");
+    std::fs::write(&path, &tail).expect("write");
+    assert_eq!(memory_json(&path, &[]).0, 1);
+    let mut flipped = data.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 0xff;
+    std::fs::write(&path, &flipped).expect("write");
+    assert_eq!(memory_json(&path, &[]).0, 1);
+    // Other formats and missing files: exit 2.
+    let dump = saved_dump(dir.path());
+    let (code, out, err) = inspect(&["memory", dump.to_str().expect("UTF-8")]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains("not supported for this format yet"), "{err}");
+    assert_eq!(
+        inspect(&["memory", dir.path().to_str().expect("UTF-8")]).0,
+        2
+    );
+    assert_eq!(inspect(&["memory", "/nonexistent/dump.rdb"]).0, 2);
+}

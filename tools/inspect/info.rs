@@ -547,7 +547,6 @@ fn aof_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
     }
     let log = &data[start..];
     let base = start as u64;
-    let first_ts_ms = first_timestamp(log);
     match aof::replay(log, &mut |_| Ok(())) {
         Ok(r) => {
             report.set(
@@ -563,7 +562,7 @@ fn aof_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
                 report.set("batches", r.batches);
             }
             report.set("valid_bytes", base + r.valid_len);
-            report.set("time_span", time_span(first_ts_ms, r.last_ts_ms));
+            report.set("time_span", time_span(r.first_ts_ms, r.last_ts_ms));
             match &r.torn {
                 Some(t) => {
                     let at = base + t.valid_len;
@@ -588,7 +587,9 @@ fn aof_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
         }
         Err(c) => {
             let at = base + c.offset;
-            report.set("time_span", time_span(first_ts_ms, None));
+            // No report from a corrupt log: find its first timestamp
+            // with a separate walk.
+            report.set("time_span", time_span(first_timestamp(log), None));
             problems.push(at, format!("corrupt at offset {at}: {}", c.reason));
         }
     }

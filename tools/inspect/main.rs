@@ -10,6 +10,7 @@
 
 mod info;
 mod keys;
+mod memory;
 mod report;
 
 use std::io::{self, Write};
@@ -21,7 +22,7 @@ use clap::{Args, Parser, Subcommand};
 use report::Node;
 
 /// Command line: global output options, then a subcommand. Later
-/// subcommands (keys, get, export, memory, diff, aof) add variants to
+/// subcommands (get, export, diff, aof) add variants to
 /// [`Command`] and reuse the global `--json`.
 #[derive(Debug, Parser)]
 #[command(
@@ -56,6 +57,47 @@ enum Command {
     /// on stderr and exit 1. dump.hoz and AOF inputs are not supported yet
     /// (exit 2). More in docs/inspect.md.
     Keys(KeysArgs),
+    /// Where the bytes of an RDB file go, in one streaming pass: the
+    /// biggest keys (by record bytes; equal sizes in file order), keys and
+    /// bytes per key prefix, and per type the totals and a power-of-two
+    /// size distribution. A prefix is the key up to and including its
+    /// --depth-th --separator (the whole key when it has fewer). Memory is
+    /// bounded: the top list holds --top keys and the prefix table at most
+    /// 100,000 prefixes; when it is full, the half with the fewest bytes is
+    /// folded into a 'folded' total (prefixes cap hit = yes, listed counts
+    /// become lower bounds, totals stay exact). Damage: what was read
+    /// before it is reported, with the offset, and the exit code is 1.
+    /// dump.hoz and AOF inputs are not supported yet (exit 2). More in
+    /// docs/inspect.md.
+    Memory(MemoryArgs),
+}
+
+/// Arguments of `memory`.
+#[derive(Debug, Args)]
+struct MemoryArgs {
+    /// An RDB file.
+    path: PathBuf,
+    /// Only keys of this database.
+    #[arg(long)]
+    db: Option<usize>,
+    /// Only keys of this type.
+    #[arg(long = "type", value_parser = ["string", "list", "hash", "set", "zset", "stream", "module"])]
+    kind: Option<String>,
+    /// List the N biggest keys.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    top: usize,
+    /// Key prefixes end at this separator (not empty).
+    #[arg(long, default_value = ":", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    separator: String,
+    /// A prefix runs up to the D-th separator (1: up to the first).
+    #[arg(long, value_name = "D", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    depth: u16,
+    /// List the N prefixes with the most bytes.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    prefixes: usize,
+    /// Most prefixes tracked at once (tests use a small cap).
+    #[arg(long, hide = true, value_name = "N", default_value_t = memory::DEFAULT_PREFIX_CAP, value_parser = clap::value_parser!(u32).range(2..))]
+    prefix_cap: u32,
 }
 
 /// Arguments of `keys`.
@@ -115,6 +157,18 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Info(args) => info::info(&args.path, info::InfoOptions { quick: args.quick }),
         Command::Keys(args) => return run_keys(args, cli.json),
+        Command::Memory(args) => memory::memory(
+            &args.path,
+            &memory::Options {
+                db: args.db,
+                kind: args.kind.clone(),
+                top: args.top,
+                separator: args.separator.as_bytes().to_vec(),
+                depth: usize::from(args.depth),
+                prefixes: args.prefixes,
+                prefix_cap: args.prefix_cap as usize,
+            },
+        ),
     };
     let report = match result {
         Ok(r) => r,
