@@ -737,16 +737,6 @@ impl Stream {
         Ok(())
     }
 
-    /// Drops the last node if it holds no live entry (Redis never keeps
-    /// one; a file may still contain it).
-    pub fn finish_loaded_node(&mut self) {
-        if let Some(tail) = self.nodes.last_entry() {
-            if tail.get().live == 0 {
-                tail.remove();
-            }
-        }
-    }
-
     fn refresh_first_id(&mut self) {
         self.first_id = self
             .entries

@@ -1460,7 +1460,6 @@ fn redis_dump_rdb_loads_in_hozon_with_identical_keyspace_and_encodings() {
     let mut conn = Conn::connect(redis.port);
     assert_eq!(call_str(&mut conn, &["SAVE"]), Resp::Simple("OK".into()));
     let file = std::fs::read(dir.path().join("dump.rdb")).expect("Redis's dump.rdb");
-    std::fs::write("/tmp/dbg_redis_dump.rdb", &file).unwrap();
     drop(redis);
 
     // Snapshot mode: hozon imports dump.rdb when it has no data of its own.
@@ -1499,6 +1498,33 @@ fn redis_dump_rdb_loads_in_hozon_with_identical_keyspace_and_encodings() {
         &mask_seen_times(&dump(hozon.port)),
         "hozon restarted on its first AOF",
     );
+}
+
+#[test]
+fn a_redis_stream_node_holding_only_deleted_entries_survives_the_import() {
+    // An exact XTRIM can leave a node whose entries are all deleted; Redis
+    // keeps it (XINFO's radix-tree-keys counts it) and writes it to its RDB.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let redis = start_redis(&["--dir", &dir_arg(dir.path())]);
+    let workload: Vec<Command> = "XADD tomb 4-0 f1 v97
+XADD tomb 5-* f0 v59
+XDEL tomb 5-0 1-0
+XTRIM tomb MINID = 5-0
+XADD kept 1-0 a 1
+XADD kept 2-0 a 2
+XTRIM kept MAXLEN = 1"
+        .lines()
+        .map(words)
+        .collect();
+    run(redis.port, &workload);
+    let before = dump(redis.port);
+    let mut conn = Conn::connect(redis.port);
+    assert_eq!(call_str(&mut conn, &["SAVE"]), Resp::Simple("OK".into()));
+    let file = std::fs::read(dir.path().join("dump.rdb")).expect("Redis's dump.rdb");
+    drop(redis);
+    let hozon_dir = dir_with_dump(&file);
+    let hozon = start_hozon(&["--save", "3600 1", "--dir", &dir_arg(hozon_dir.path())]);
+    assert_same(&before, &dump(hozon.port), "a tombstone-only stream node");
 }
 
 #[test]
