@@ -1580,7 +1580,7 @@ fn scan_with(
     };
     let mut c = Cursor::new(data, header_len);
     let mut db = 0usize;
-    let mut expiring = false;
+    let mut expire_ms: Option<i64> = None;
     // Counters indexed by database and type byte (no map per key).
     let mut per_db: Vec<u64> = Vec::new();
     let mut per_type: Vec<TypeCount> = vec![TypeCount::default(); 256];
@@ -1588,52 +1588,7 @@ fn scan_with(
         let record_at = c.pos;
         match c.u8("a record type")? {
             opcode::EOF => break,
-            opcode::SELECTDB => db = c.len("a database number")? as usize,
-            opcode::RESIZEDB => {
-                c.len("a RESIZEDB size")?;
-                c.len("a RESIZEDB size")?;
-            }
-            opcode::EXPIRETIME_MS => {
-                c.take(8, "an expiry")?;
-                expiring = true;
-            }
-            opcode::EXPIRETIME => {
-                c.take(4, "an expiry")?;
-                expiring = true;
-            }
-            opcode::AUX => {
-                let name = c.blob("an AUX field name")?;
-                let value = c.blob("an AUX field value")?;
-                out.aux.push((name, value));
-            }
-            opcode::IDLE => {
-                c.len("an IDLE time")?;
-            }
-            opcode::FREQ => {
-                c.u8("an LFU frequency")?;
-            }
-            opcode::SLOT_INFO => {
-                for _ in 0..3 {
-                    c.len("slot information")?;
-                }
-            }
-            opcode::FUNCTION2 => {
-                c.skip_string("a function library")?;
-                out.functions += 1;
-            }
-            opcode::FUNCTION_PRE_GA => {
-                return Err(RdbError::new(
-                    ErrorKind::Unsupported,
-                    record_at,
-                    "pre-release function format is not supported",
-                ))
-            }
-            opcode::MODULE_AUX => {
-                let id = c.len("a module id")?;
-                let name = module_name(id);
-                read_module_aux_when(&mut c, &name)?;
-                skip_module_value(&mut c, &name)?;
-            }
+            t if scan_opcode(&mut c, t, record_at, &mut out, &mut db, &mut expire_ms)? => {}
             t => {
                 c.skip_string("a key")?;
                 skip_value(&mut c, t, valkey)?;
@@ -1647,8 +1602,7 @@ fn scan_with(
                 } else {
                     *out.keys_per_db.entry(db).or_default() += 1;
                 }
-                out.expiring += u64::from(expiring);
-                expiring = false;
+                out.expiring += u64::from(expire_ms.take().is_some());
                 let entry = &mut per_type[usize::from(t)];
                 entry.keys += 1;
                 entry.bytes += (c.pos - record_at) as u64;
@@ -1676,6 +1630,65 @@ fn scan_with(
     )?);
     out.len = c.pos;
     Ok(out)
+}
+
+/// The skip passes' handling of a record that is not a key: reads it,
+/// notes what the summary keeps, and returns false for a value type.
+fn scan_opcode(
+    c: &mut Cursor<'_>,
+    t: u8,
+    record_at: usize,
+    out: &mut ScanSummary,
+    db: &mut usize,
+    expire_ms: &mut Option<i64>,
+) -> Result<bool, RdbError> {
+    match t {
+        opcode::SELECTDB => *db = c.len("a database number")? as usize,
+        opcode::RESIZEDB => {
+            c.len("a RESIZEDB size")?;
+            c.len("a RESIZEDB size")?;
+        }
+        opcode::EXPIRETIME_MS => *expire_ms = Some(c.ms_time("an expiry")?),
+        opcode::EXPIRETIME => {
+            let secs = i32::from_le_bytes(c.array("an expiry")?);
+            *expire_ms = Some(i64::from(secs) * 1000);
+        }
+        opcode::AUX => {
+            let name = c.blob("an AUX field name")?;
+            let value = c.blob("an AUX field value")?;
+            out.aux.push((name, value));
+        }
+        opcode::IDLE => {
+            c.len("an IDLE time")?;
+        }
+        opcode::FREQ => {
+            c.u8("an LFU frequency")?;
+        }
+        opcode::SLOT_INFO => {
+            for _ in 0..3 {
+                c.len("slot information")?;
+            }
+        }
+        opcode::FUNCTION2 => {
+            c.skip_string("a function library")?;
+            out.functions += 1;
+        }
+        opcode::FUNCTION_PRE_GA => {
+            return Err(RdbError::new(
+                ErrorKind::Unsupported,
+                record_at,
+                "pre-release function format is not supported",
+            ))
+        }
+        opcode::MODULE_AUX => {
+            let id = c.len("a module id")?;
+            let name = module_name(id);
+            read_module_aux_when(c, &name)?;
+            skip_module_value(c, &name)?;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 fn skip_value(c: &mut Cursor<'_>, t: u8, valkey: bool) -> Result<(), RdbError> {
@@ -1861,49 +1874,7 @@ pub fn scan_keys(
         let record_at = c.pos;
         match c.u8("a record type")? {
             opcode::EOF => break,
-            opcode::SELECTDB => db = c.len("a database number")? as usize,
-            opcode::RESIZEDB => {
-                c.len("a RESIZEDB size")?;
-                c.len("a RESIZEDB size")?;
-            }
-            opcode::EXPIRETIME_MS => expire_ms = Some(c.ms_time("an expiry")?),
-            opcode::EXPIRETIME => {
-                let secs = i32::from_le_bytes(c.array("an expiry")?);
-                expire_ms = Some(i64::from(secs) * 1000);
-            }
-            opcode::AUX => {
-                let name = c.blob("an AUX field name")?;
-                let value = c.blob("an AUX field value")?;
-                out.aux.push((name, value));
-            }
-            opcode::IDLE => {
-                c.len("an IDLE time")?;
-            }
-            opcode::FREQ => {
-                c.u8("an LFU frequency")?;
-            }
-            opcode::SLOT_INFO => {
-                for _ in 0..3 {
-                    c.len("slot information")?;
-                }
-            }
-            opcode::FUNCTION2 => {
-                c.skip_string("a function library")?;
-                out.functions += 1;
-            }
-            opcode::FUNCTION_PRE_GA => {
-                return Err(RdbError::new(
-                    ErrorKind::Unsupported,
-                    record_at,
-                    "pre-release function format is not supported",
-                ))
-            }
-            opcode::MODULE_AUX => {
-                let id = c.len("a module id")?;
-                let name = module_name(id);
-                read_module_aux_when(&mut c, &name)?;
-                skip_module_value(&mut c, &name)?;
-            }
+            t if scan_opcode(&mut c, t, record_at, &mut out, &mut db, &mut expire_ms)? => {}
             t => {
                 let key = c.string("a key")?;
                 let elements = element_count(&c, t);
