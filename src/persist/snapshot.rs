@@ -32,7 +32,9 @@ use crate::types::list::{End, List};
 use crate::types::num::parse_i64;
 use crate::types::ordtree::cmp_key;
 use crate::types::set::{Member, Set};
-use crate::types::stream::{Consumer, ConsumerGroup, Fields, PendingEntry, Stream, StreamId};
+use crate::types::stream::{
+    Consumer, ConsumerGroup, Fields, NodeLayout, PendingEntry, Stream, StreamId,
+};
 use crate::types::zset::ZSet;
 use crate::types::{Blob, EncodingLimits, Value};
 
@@ -44,11 +46,15 @@ pub const MAGIC: [u8; 8] = *b"\x89HZS\r\n\x1a\n";
 /// Format major version this build writes and reads.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version this build writes (it reads every minor of 1.x).
-pub const FORMAT_MINOR: u16 = 0;
+pub const FORMAT_MINOR: u16 = 1;
 /// Header flag: block payloads may be LZ4-compressed.
 pub const FLAG_LZ4: u32 = 1;
+/// Header flag: stream records may hold node elements (format 1.1), which
+/// a 1.0 reader would take for damage; the flag makes it refuse the file
+/// by name instead.
+pub const FLAG_STREAM_NODES: u32 = 2;
 /// Every flag bit this build understands.
-const KNOWN_FLAGS: u32 = FLAG_LZ4;
+const KNOWN_FLAGS: u32 = FLAG_LZ4 | FLAG_STREAM_NODES;
 /// Header bytes before the engine version string.
 const HEADER_FIXED_LEN: usize = 37;
 /// File ids are 24 bits (they fit the block header's spare bytes).
@@ -106,6 +112,7 @@ const SE_COUNTERS: u8 = 1;
 const SE_GROUP: u8 = 2;
 const SE_CONSUMER: u8 = 3;
 const SE_PENDING: u8 = 4;
+const SE_NODE: u8 = 5;
 
 /// Which part of a value a record holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1096,12 +1103,27 @@ impl BlockBuilder {
             "every pending entry's consumer is in its group"
         );
         let mut left = s.len()
+            + s.node_count()
             + 1
             + s.groups
                 .values()
                 .zip(&missing)
                 .map(|(g, m)| 1 + g.consumers.len() + m.len() + g.pel.len())
                 .sum::<usize>();
+        for node in s.node_layouts() {
+            self.buf.push(SE_NODE);
+            put_abs_id(&mut self.buf, node.master_id);
+            put_abs_id(&mut self.buf, node.last_id);
+            put_varint(&mut self.buf, node.live);
+            put_varint(&mut self.buf, node.deleted);
+            put_varint(&mut self.buf, node.body_bytes);
+            put_varint(&mut self.buf, node.master_fields.len() as u64);
+            for f in node.master_fields {
+                put_bytes(&mut self.buf, f);
+            }
+            left -= 1;
+            self.element_done(open, key, left > 0);
+        }
         let mut prev_id: Option<StreamId> = None;
         let mut prev_fields: Option<&Fields> = None;
         for (id, fields) in s.range(StreamId::MIN, StreamId::MAX, false) {
@@ -1227,7 +1249,7 @@ fn encode_header(info: &HeaderInfo, file_id: u32) -> Vec<u8> {
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_MAJOR.to_le_bytes());
     out.extend_from_slice(&FORMAT_MINOR.to_le_bytes());
-    out.extend_from_slice(&FLAG_LZ4.to_le_bytes());
+    out.extend_from_slice(&(FLAG_LZ4 | FLAG_STREAM_NODES).to_le_bytes());
     out.extend_from_slice(&(header_len as u32).to_le_bytes());
     out.extend_from_slice(&info.created_ms.to_le_bytes());
     out.extend_from_slice(&info.databases.to_le_bytes());
@@ -1995,6 +2017,14 @@ pub struct LoadedKey {
 /// One element of a stream record.
 #[derive(Debug, Clone)]
 enum StreamElem {
+    Node {
+        master_id: StreamId,
+        last_id: StreamId,
+        live: u64,
+        deleted: u64,
+        body_bytes: u64,
+        master_fields: Box<[Blob]>,
+    },
     Entry(StreamId, Fields),
     Counters {
         last_id: StreamId,
@@ -2205,10 +2235,32 @@ fn finish_stream(elems: Vec<StreamElem>) -> Result<Stream, Malformed> {
     }
     let mut s = Stream::new();
     let mut counters = false;
+    let mut with_nodes = false;
     let mut last_entry: Option<StreamId> = None;
     let mut open: Option<OpenGroup> = None;
     for e in elems {
         match e {
+            StreamElem::Node {
+                master_id,
+                last_id,
+                live,
+                deleted,
+                body_bytes,
+                master_fields,
+            } => {
+                if counters {
+                    return Err("stream node after the counters");
+                }
+                with_nodes = true;
+                s.restore_node(NodeLayout {
+                    master_id,
+                    last_id,
+                    live,
+                    deleted,
+                    body_bytes,
+                    master_fields: &master_fields,
+                })?;
+            }
             StreamElem::Entry(id, fields) => {
                 if counters {
                     return Err("stream entry after the counters");
@@ -2216,7 +2268,13 @@ fn finish_stream(elems: Vec<StreamElem>) -> Result<Stream, Malformed> {
                 if id == StreamId::MIN || last_entry.is_some_and(|p| id <= p) {
                     return Err("stream entry IDs not ascending");
                 }
-                s.append(id, fields);
+                if with_nodes {
+                    s.restore_entry(id, fields)?;
+                } else {
+                    // A 1.0 file: the layout is rebuilt with the default
+                    // node limits.
+                    s.append(id, fields);
+                }
                 last_entry = Some(id);
             }
             StreamElem::Counters {
@@ -2229,6 +2287,9 @@ fn finish_stream(elems: Vec<StreamElem>) -> Result<Stream, Malformed> {
                     return Err("stream counters repeated");
                 }
                 counters = true;
+                if with_nodes {
+                    s.check_restored()?;
+                }
                 s.last_id = last_id;
                 s.first_id = first_id;
                 s.max_deleted_entry_id = max_deleted_entry_id;
@@ -2386,6 +2447,27 @@ fn decode_stream_elems(r: &mut Reader<'_>, count: u32) -> Result<Vec<StreamElem>
     let mut prev_pending: Option<StreamId> = None;
     for _ in 0..count {
         match r.u8()? {
+            SE_NODE => {
+                let master_id = r.abs_id()?;
+                let last_id = r.abs_id()?;
+                let live = r.varint()?;
+                let deleted = r.varint()?;
+                let body_bytes = r.varint()?;
+                let n = r.varint()?;
+                let mut master_fields =
+                    Vec::with_capacity(r.capacity(n.min(u64::from(u32::MAX)) as u32, 1));
+                for _ in 0..n {
+                    master_fields.push(r.blob()?);
+                }
+                elems.push(StreamElem::Node {
+                    master_id,
+                    last_id,
+                    live,
+                    deleted,
+                    body_bytes,
+                    master_fields: master_fields.into_boxed_slice(),
+                });
+            }
             SE_ENTRY => {
                 let id = r.id(prev_entry)?;
                 let h = r.varint()?;
@@ -3577,8 +3659,13 @@ mod tests {
 
     type CanonEntry = (StreamId, Vec<(Vec<u8>, Vec<u8>)>);
 
+    /// A node's master ID, last ID, live and deleted counts, body bytes
+    /// and master fields.
+    type CanonNode = (StreamId, StreamId, u64, u64, u64, Vec<Vec<u8>>);
+
     #[derive(Debug, Clone, PartialEq)]
     struct CanonStream {
+        nodes: Vec<CanonNode>,
         entries: Vec<CanonEntry>,
         last_id: StreamId,
         first_id: StreamId,
@@ -3610,6 +3697,19 @@ mod tests {
                 z.iter().map(|(m, s)| (m.to_vec(), s.to_bits())).collect(),
             ),
             Value::Stream(s) => Canon::Stream(Box::new(CanonStream {
+                nodes: s
+                    .node_layouts()
+                    .map(|n| {
+                        (
+                            n.master_id,
+                            n.last_id,
+                            n.live,
+                            n.deleted,
+                            n.body_bytes,
+                            n.master_fields.iter().map(|f| f.to_vec()).collect(),
+                        )
+                    })
+                    .collect(),
                 entries: s
                     .range(StreamId::MIN, StreamId::MAX, false)
                     .map(|(id, f)| {
@@ -3871,6 +3971,16 @@ mod tests {
         let n = if rng.below(5) == 0 { 0 } else { size(rng) };
         let shared: Vec<Vec<u8>> = (0..3).map(|i| format!("f{i}").into_bytes()).collect();
         let mut ids = Vec::new();
+        // Small nodes now and then, so that streams have many nodes and
+        // trimming leaves nodes of tombstones only.
+        let limits = crate::types::stream::NodeLimits {
+            max_entries: if rng.below(2) == 0 {
+                1 + rng.below(4)
+            } else {
+                100
+            },
+            max_bytes: 4096,
+        };
         for _ in 0..n {
             ms += rng.below(3);
             let seq = if rng.below(2) == 0 { 0 } else { rng.below(4) };
@@ -3889,7 +3999,7 @@ mod tests {
                     (Blob::from(f), Blob::from(bytes(rng, 30)))
                 })
                 .collect();
-            s.append(id, fields);
+            s.append_with_limits(id, fields, limits);
             ids.push(id);
         }
         // Deletions and trimming (which leave dangling pending entries).

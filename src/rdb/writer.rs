@@ -12,7 +12,7 @@ use crate::types::hash::Hash;
 use crate::types::list::List;
 use crate::types::num::parse_i64;
 use crate::types::set::Set;
-use crate::types::stream::{Stream, StreamId};
+use crate::types::stream::{NodeLayout, Stream, StreamId};
 use crate::types::zset::{listpack_score_text, ZSet};
 use crate::types::{Blob, EncodingLimits, Value};
 
@@ -232,22 +232,26 @@ impl Encoder {
     }
 
     /// STREAM_LISTPACKS_2: one listpack per node of the stream's layout,
-    /// holding its live entries (no tombstones).
+    /// holding its live entries. hozon keeps no tombstone contents, so a
+    /// node with live entries is written without its tombstones, and a node
+    /// of tombstones only (an exact trim leaves one, and Redis keeps it)
+    /// with as many tombstones as it had: its first and last IDs, IDs
+    /// between counted up from the first, empty values.
     fn put_stream(&self, out: &mut Vec<u8>, s: &Stream) {
         let mut nodes: Vec<(StreamId, Vec<u8>)> = Vec::with_capacity(s.node_count());
-        for (master_id, master_fields, last_id) in s.nodes() {
-            let entries: Vec<_> = s.range(master_id, last_id, false).collect();
+        for node in s.node_layouts() {
+            let (master_id, master_fields) = (node.master_id, node.master_fields);
+            let entries: Vec<_> = s.range(master_id, node.last_id, false).collect();
             if entries.is_empty() {
+                if let Some(lp) = tombstone_node(node) {
+                    nodes.push((master_id, lp));
+                }
                 continue;
             }
             let mut lp = listpack::Builder::new();
             lp.push_int(entries.len() as i64);
             lp.push_int(0);
-            lp.push_int(master_fields.len() as i64);
-            for f in master_fields {
-                lp.push_str(f);
-            }
-            lp.push_int(0);
+            push_master_fields(&mut lp, master_fields);
             for (id, fields) in entries {
                 let same = fields.len() == master_fields.len()
                     && fields.iter().zip(master_fields).all(|((f, _), m)| f == m);
@@ -396,4 +400,51 @@ pub fn encode_file<'a>(
     let mut crc = Crc64::default();
     put_trailer(&mut out, &mut crc, true);
     out
+}
+
+/// The master entry's fields: their count, the names, the terminating 0.
+fn push_master_fields(lp: &mut listpack::Builder, master_fields: &[Blob]) {
+    lp.push_int(master_fields.len() as i64);
+    for f in master_fields {
+        lp.push_str(f);
+    }
+    lp.push_int(0);
+}
+
+/// The listpack of a node whose entries are all deleted (see
+/// `put_stream`), or None when its recorded IDs leave no room for its
+/// tombstones (a node an `XSETID` below its master ID appended to), which
+/// is then left out.
+fn tombstone_node(node: NodeLayout<'_>) -> Option<Vec<u8>> {
+    if node.deleted == 0 || node.last_id < node.master_id {
+        return None;
+    }
+    if (node.deleted == 1) != (node.last_id == node.master_id) {
+        return None;
+    }
+    let mut ids = Vec::with_capacity(node.deleted.min(1 << 16) as usize);
+    ids.push(node.master_id);
+    let mut id = node.master_id;
+    for _ in 2..node.deleted {
+        id = id.next().filter(|next| *next < node.last_id)?;
+        ids.push(id);
+    }
+    if node.deleted > 1 {
+        ids.push(node.last_id);
+    }
+    let mut lp = listpack::Builder::new();
+    lp.push_int(0);
+    lp.push_int(node.deleted as i64);
+    push_master_fields(&mut lp, node.master_fields);
+    for id in ids {
+        // Flags: deleted (1) | same fields as the master entry (2).
+        lp.push_int(3);
+        lp.push_int(id.ms.wrapping_sub(node.master_id.ms) as i64);
+        lp.push_int(id.seq.wrapping_sub(node.master_id.seq) as i64);
+        for _ in node.master_fields {
+            lp.push_str(b"");
+        }
+        lp.push_int(node.master_fields.len() as i64 + 3);
+    }
+    Some(lp.finish())
 }

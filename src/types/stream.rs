@@ -233,6 +233,24 @@ mod lp {
     }
 }
 
+/// One listpack node of a stream as files record it (see
+/// [`Stream::node_layouts`]).
+#[derive(Debug, Clone, Copy)]
+pub struct NodeLayout<'a> {
+    /// The ID of the node's first entry (its radix-tree key).
+    pub master_id: StreamId,
+    /// The ID of the last entry appended to the node, live or deleted.
+    pub last_id: StreamId,
+    /// Live entries: `range(master_id, last_id)`.
+    pub live: u64,
+    /// Entries flagged deleted.
+    pub deleted: u64,
+    /// The listpack's bytes except its live/deleted counters.
+    pub body_bytes: u64,
+    /// Field names of the master entry.
+    pub master_fields: &'a [Blob],
+}
+
 /// A stream value.
 ///
 /// Entries live in an ordered map for lookups and ranges; beside it the
@@ -662,13 +680,78 @@ impl Stream {
         rax_nodes(&keys, 0)
     }
 
-    /// The listpack nodes in ID order: master ID, master fields, and the
-    /// ID of the last entry appended to the node (its live entries are
-    /// `range(master_id, last_id)`). The RDB writer keeps this layout.
-    pub fn nodes(&self) -> impl Iterator<Item = (StreamId, &[Blob], StreamId)> + '_ {
-        self.nodes
-            .iter()
-            .map(|(id, node)| (*id, &node.master_fields[..], node.last_id))
+    /// Every listpack node's full layout in ID order, as the native
+    /// snapshot records it (with [`Stream::restore_node`] it comes back
+    /// exactly, tombstones included, though not their contents).
+    pub fn node_layouts(&self) -> impl Iterator<Item = NodeLayout<'_>> + '_ {
+        self.nodes.iter().map(|(id, node)| NodeLayout {
+            master_id: *id,
+            last_id: node.last_id,
+            live: node.live,
+            deleted: node.deleted,
+            body_bytes: node.body_bytes,
+            master_fields: &node.master_fields,
+        })
+    }
+
+    /// Restores a node recorded by [`Stream::node_layouts`], as it was:
+    /// counters, bytes and master fields. Nodes come in master-ID order and
+    /// hold at least one entry, live or deleted. The live entries follow,
+    /// all nodes' in one ascending run, with [`Stream::restore_entry`];
+    /// [`Stream::check_restored`] then checks they add up.
+    pub fn restore_node(&mut self, layout: NodeLayout<'_>) -> Result<(), &'static str> {
+        if !self.entries.is_empty() {
+            return Err("stream node after its entries");
+        }
+        if self
+            .nodes
+            .last_key_value()
+            .is_some_and(|(last, _)| layout.master_id <= *last)
+        {
+            return Err("stream nodes out of order");
+        }
+        if layout.live.saturating_add(layout.deleted) == 0 {
+            return Err("stream node with no entries");
+        }
+        self.nodes.insert(
+            layout.master_id,
+            Node {
+                last_id: layout.last_id,
+                live: layout.live,
+                deleted: layout.deleted,
+                body_bytes: layout.body_bytes,
+                master_fields: layout.master_fields.into(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Adds a live entry after the nodes restored by
+    /// [`Stream::restore_node`]; IDs ascend.
+    pub fn restore_entry(&mut self, id: StreamId, fields: Fields) -> Result<(), &'static str> {
+        if self
+            .entries
+            .last_key_value()
+            .is_some_and(|(last, _)| id <= *last)
+        {
+            return Err("stream entry IDs not ascending");
+        }
+        self.entries.insert(id, fields);
+        Ok(())
+    }
+
+    /// Checks that the restored nodes' live counts add up to the restored
+    /// entries.
+    pub fn check_restored(&self) -> Result<(), &'static str> {
+        let live = self
+            .nodes
+            .values()
+            .fold(0u64, |sum, n| sum.saturating_add(n.live));
+        if live == self.entries.len() as u64 {
+            Ok(())
+        } else {
+            Err("stream node live counts differ from the entries")
+        }
     }
 
     /// Starts a node with this master ID and master fields while loading a

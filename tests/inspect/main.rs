@@ -408,7 +408,7 @@ fn dump_hoz_info_matches_the_saved_keyspace_and_verifies_every_checksum() {
     let (code, doc) = info_json(&path);
     assert_eq!(code, 0, "{doc:?}");
     assert_eq!(doc.at("format").str(), "dump.hoz");
-    assert_eq!(doc.at("format_version").str(), "1.0");
+    assert_eq!(doc.at("format_version").str(), "1.1");
     assert_eq!(facts_of(&doc), known_facts());
     assert_eq!(doc.at("keys").u64(), 10);
     let checks = doc.at("checks");

@@ -87,9 +87,11 @@ fn stream_canon(s: &Stream) -> StreamCanon {
         })
         .collect();
     let nodes = s
-        .nodes()
-        .filter(|(master, _, last)| s.range(*master, *last, false).next().is_some())
-        .map(|(master, fields, _)| (master, fields.iter().map(|f| f.to_vec()).collect()))
+        .node_layouts()
+        .map(|n| {
+            let fields = n.master_fields.iter().map(|f| f.to_vec()).collect();
+            (n.master_id, fields)
+        })
         .collect();
     let groups = s
         .groups
@@ -1523,8 +1525,29 @@ XTRIM kept MAXLEN = 1"
     let file = std::fs::read(dir.path().join("dump.rdb")).expect("Redis's dump.rdb");
     drop(redis);
     let hozon_dir = dir_with_dump(&file);
-    let hozon = start_hozon(&["--save", "3600 1", "--dir", &dir_arg(hozon_dir.path())]);
+    let hd = dir_arg(hozon_dir.path());
+    let hozon = start_hozon(&["--save", "3600 1", "--dir", &hd]);
     assert_same(&before, &dump(hozon.port), "a tombstone-only stream node");
+    // hozon's own snapshot keeps the node too (it records node layouts)...
+    let mut conn = Conn::connect(hozon.port);
+    assert_eq!(call_str(&mut conn, &["SAVE"]), Resp::Simple("OK".into()));
+    drop(hozon);
+    std::fs::remove_file(hozon_dir.path().join("dump.rdb")).expect("the imported dump.rdb");
+    let args = ["--save", "3600 1", "--dir", &hd];
+    let hozon = start_hozon(&args);
+    assert_same(&before, &dump(hozon.port), "the node through dump.hoz");
+    // ... and so does the RDB hozon writes, as Redis reads it.
+    let mut conn = Conn::connect(hozon.port);
+    let set = ["CONFIG", "SET", "snapshot-format", "rdb"];
+    assert_eq!(call_str(&mut conn, &set), Resp::Simple("OK".into()));
+    assert_eq!(call_str(&mut conn, &["SAVE"]), Resp::Simple("OK".into()));
+    drop(hozon);
+    let redis = start_redis(&["--dir", &hd]);
+    assert_same(
+        &before,
+        &dump(redis.port),
+        "the node through hozon's dump.rdb",
+    );
 }
 
 #[test]
