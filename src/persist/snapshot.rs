@@ -5005,6 +5005,74 @@ mod tests {
     }
 
     #[test]
+    fn streams_of_1_0_files_rebuild_their_nodes_and_1_1_nodes_are_checked() {
+        let entry = |ms| {
+            let fields: Fields = vec![(Blob::from(&b"f"[..]), Blob::from(&b"v"[..]))].into();
+            StreamElem::Entry(StreamId::new(ms, 0), fields)
+        };
+        let counters = || StreamElem::Counters {
+            last_id: StreamId::new(3, 0),
+            first_id: StreamId::new(1, 0),
+            max_deleted_entry_id: StreamId::MIN,
+            entries_added: 3,
+        };
+        let node = |ms, last, live, deleted| StreamElem::Node {
+            master_id: StreamId::new(ms, 0),
+            last_id: StreamId::new(last, 0),
+            live,
+            deleted,
+            body_bytes: 40,
+            master_fields: vec![Blob::from(&b"f"[..])].into(),
+        };
+        // A 1.0 record has no nodes: the entries are appended.
+        let s = finish_stream(vec![entry(1), entry(2), entry(3), counters()]).unwrap();
+        assert_eq!((s.len(), s.node_count()), (3, 1));
+        // 1.1: the layout as recorded, a node of tombstones included.
+        let elems = vec![node(0, 0, 0, 1), node(1, 3, 3, 0)];
+        let all = [
+            elems.clone(),
+            vec![entry(1), entry(2), entry(3), counters()],
+        ]
+        .concat();
+        let s = finish_stream(all).unwrap();
+        assert_eq!((s.len(), s.node_count()), (3, 2));
+        let layouts: Vec<_> = s.node_layouts().map(|n| (n.live, n.deleted)).collect();
+        assert_eq!(layouts, [(0, 1), (3, 0)]);
+        // Live counts that do not add up, empty nodes, nodes out of order
+        // or after the entries are malformed.
+        let bad = [
+            vec![node(1, 3, 2, 0), entry(1), entry(2), entry(3), counters()],
+            vec![
+                node(0, 0, 0, 0),
+                node(1, 3, 3, 0),
+                entry(1),
+                entry(2),
+                entry(3),
+                counters(),
+            ],
+            vec![
+                node(1, 3, 3, 0),
+                node(0, 0, 0, 1),
+                entry(1),
+                entry(2),
+                entry(3),
+                counters(),
+            ],
+            vec![
+                node(1, 3, 1, 0),
+                entry(1),
+                node(2, 3, 2, 0),
+                entry(2),
+                entry(3),
+                counters(),
+            ],
+        ];
+        for elems in bad {
+            assert!(finish_stream(elems.clone()).is_err(), "{elems:?}");
+        }
+    }
+
+    #[test]
     fn unknown_versions_and_flags_are_refused_by_name() {
         let (_, data, _) = save_mem(&random_keyspace(1, 5), BLOCK_TARGET_BYTES);
         let header_len = le_u32(&data, 16) as usize;
