@@ -938,22 +938,18 @@ impl Engine {
                 ),
                 source,
             })?;
-            let mut start = 0;
-            if crate::rdb::reader::is_rdb(&data) {
-                if !is_base {
-                    return Err(crate::Error::Corrupt(format!(
-                        "{} is an incr file but holds an RDB image",
-                        path.display()
-                    )));
-                }
-                start = self.load_rdb(&data, &path, None)?.len;
+            if crate::rdb::reader::is_rdb(&data) && !is_base {
+                return Err(crate::Error::Corrupt(format!(
+                    "{} is an incr file but holds an RDB image",
+                    path.display()
+                )));
             }
-            let report = self.replay_aof(&data[start..], &path, start)?;
+            let report = self.load_aof_image(&data, &path, false)?;
             if let Some(torn) = &report.torn {
                 let facts = format!(
                     "{} ends with a torn write at offset {} ({}): {} bytes and {} complete commands after it",
                     path.display(),
-                    torn.valid_len + start as u64,
+                    torn.valid_len,
                     torn.reason,
                     torn.dropped_bytes,
                     torn.dropped_commands
@@ -989,20 +985,7 @@ impl Engine {
                 context: format!("reading {}", path.display()),
                 source,
             })?;
-            // A rewritten file may start with a snapshot image.
-            let preamble_len = if data.starts_with(&crate::persist::snapshot::MAGIC) {
-                self.load_aof_preamble(&data, &path)?
-            } else if crate::rdb::reader::is_rdb(&data) {
-                // An RDB preamble (ours with `aof-preamble rdb`, or Redis's):
-                // its keys are loaded even if expired, as Redis does.
-                self.load_rdb(&data, &path, None)?.len
-            } else {
-                0
-            };
-            let mut report = self.replay_aof(&data[preamble_len..], &path, preamble_len)?;
-            if let Some(torn) = report.torn.as_mut() {
-                torn.valid_len += preamble_len as u64;
-            }
+            let report = self.load_aof_image(&data, &path, false)?;
             // Unmap before the file is truncated or appended to.
             drop(data);
             if let Some(torn) = &report.torn {
@@ -1054,13 +1037,46 @@ impl Engine {
         Ok(())
     }
 
-    /// Loads the snapshot image a rewritten AOF starts with; returns its
-    /// length (where the log part starts). Damage there is corruption: the
-    /// image was fsynced before the file got its name.
+    /// Reads an AOF image into the keyspace without touching any file: a
+    /// log, or a log after the snapshot image a rewrite starts it with (a
+    /// dump.hoz, or an RDB: ours with `aof-preamble rdb`, or Redis's base).
+    /// The server uses it at startup; the inspector uses it (on an
+    /// in-memory engine) to see the data an AOF holds. Keys of a dump.hoz
+    /// preamble whose expiry has passed are left out unless
+    /// `keep_expired`; an RDB preamble's are always kept, as Redis does.
+    /// A torn tail is reported (`torn`, offsets from the start of `data`),
+    /// not removed. Damage anywhere else is an error naming `path`.
+    pub fn load_aof_image(
+        &mut self,
+        data: &[u8],
+        path: &std::path::Path,
+        keep_expired: bool,
+    ) -> Result<LoadReport, crate::Error> {
+        let preamble_len = if data.starts_with(&crate::persist::snapshot::MAGIC) {
+            let now = if keep_expired { i64::MIN } else { now_ms() };
+            self.load_aof_preamble(data, path, now)?
+        } else if crate::rdb::reader::is_rdb(data) {
+            self.load_rdb(data, path, None)?.len
+        } else {
+            0
+        };
+        let mut report = self.replay_aof(&data[preamble_len..], path, preamble_len)?;
+        report.valid_len += preamble_len as u64;
+        if let Some(torn) = report.torn.as_mut() {
+            torn.valid_len += preamble_len as u64;
+        }
+        Ok(report)
+    }
+
+    /// Loads the snapshot image a rewritten AOF starts with, leaving out
+    /// keys expired before `now_ms`; returns its length (where the log part
+    /// starts). Damage there is corruption: the image was fsynced before
+    /// the file got its name.
     fn load_aof_preamble(
         &mut self,
         data: &[u8],
         path: &std::path::Path,
+        now_ms: i64,
     ) -> Result<usize, crate::Error> {
         use crate::persist::snapshot;
         let corrupt = |e: snapshot::SnapshotError| {
@@ -1080,7 +1096,7 @@ impl Engine {
             &mut self.core.keyspace,
             self.core.config.limits,
             threads,
-            now_ms(),
+            now_ms,
         )
         .map_err(corrupt)?;
         self.notices.push(format!(

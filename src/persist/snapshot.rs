@@ -3244,6 +3244,22 @@ pub fn load_into(
     })
 }
 
+/// [`load`] as a stream: each block's keys go to `deliver` in file order
+/// as soon as they are decoded (by `workers` threads; 0: the caller
+/// decodes), so memory holds a few blocks and the value being stitched,
+/// not the keyspace. Keys expired before `now_ms` are left out
+/// (`i64::MIN` keeps every key). An `Err` from `deliver` stops the load
+/// and is returned. Returns the summary and the number of keys left out.
+pub fn load_streaming(
+    data: &[u8],
+    limits: EncodingLimits,
+    workers: usize,
+    now_ms: i64,
+    deliver: impl FnMut(Vec<LoadedKey>) -> Result<(), SnapshotError>,
+) -> Result<(Summary, u64), SnapshotError> {
+    load_with(data, limits, workers, now_ms, deliver)
+}
+
 /// The strict load: `workers` decode threads (0: the caller decodes),
 /// `deliver` receives each block's keys in order.
 fn load_with(
