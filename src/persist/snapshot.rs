@@ -177,6 +177,17 @@ impl ValueType {
         }
     }
 
+    fn of_value(value: &Value) -> ValueType {
+        match value {
+            Value::Str(_) => ValueType::String,
+            Value::List(_) => ValueType::List,
+            Value::Hash(_) => ValueType::Hash,
+            Value::Set(_) => ValueType::Set,
+            Value::ZSet(_) => ValueType::ZSet,
+            Value::Stream(_) => ValueType::Stream,
+        }
+    }
+
     fn of_tag(tag: u8) -> ValueType {
         match tag {
             TAG_STRING => ValueType::String,
@@ -2584,6 +2595,8 @@ fn decode_record(
 #[derive(Debug, Default)]
 struct DecodedBlock {
     items: Vec<Item>,
+    /// Bytes of each item's record (in the decompressed block).
+    sizes: Vec<u64>,
     /// Why decoding stopped early (salvage keeps the items before it).
     damage: Option<BlockDamage>,
 }
@@ -2592,12 +2605,16 @@ fn decode_records(raw: &[u8], records: u32, limits: &EncodingLimits, now_ms: i64
     let mut r = Reader::new(raw);
     let mut out = DecodedBlock {
         items: Vec::with_capacity(r.capacity(records, 4)),
+        sizes: Vec::with_capacity(r.capacity(records, 4)),
         damage: None,
     };
     for i in 0..records {
         let start = r.pos;
         match decode_record(&mut r, limits, now_ms) {
-            Ok(item) => out.items.push(item),
+            Ok(item) => {
+                out.items.push(item);
+                out.sizes.push((r.pos - start) as u64);
+            }
             Err(what) => {
                 out.damage = Some(BlockDamage::Record {
                     record: i,
@@ -3260,6 +3277,217 @@ pub fn load_streaming(
     load_with(data, limits, workers, now_ms, deliver)
 }
 
+/// What [`scan_keys`] reports of each key. A split value's parts are
+/// counted, never assembled.
+#[derive(Debug, Clone)]
+pub struct KeyRecord {
+    /// Its database.
+    pub db: usize,
+    /// The key.
+    pub key: Blob,
+    /// Its type.
+    pub value_type: ValueType,
+    /// What OBJECT ENCODING reports once loaded (for a split value, which
+    /// is far beyond every compact-encoding limit: the general encoding).
+    pub encoding: &'static str,
+    /// Absolute expiry, Unix ms.
+    pub expire_ms: Option<i64>,
+    /// The block holding its (first) record.
+    pub block: u32,
+    /// Bytes of its records in the decompressed blocks (all parts).
+    pub bytes: u64,
+    /// Elements: list items, hash fields, set and sorted-set members,
+    /// stream entries; a string's length in bytes.
+    pub elements: u64,
+    /// Records the value is stored in (1 unless it was split).
+    pub parts: u32,
+}
+
+/// The elements [`KeyRecord::elements`] counts.
+fn elements_of(value: &Value) -> u64 {
+    (match value {
+        Value::Str(s) => s.len(),
+        Value::List(l) => l.len(),
+        Value::Hash(h) => h.len(),
+        Value::Set(s) => s.len(),
+        Value::ZSet(z) => z.len(),
+        Value::Stream(s) => s.len(),
+    }) as u64
+}
+
+impl Builder {
+    /// Elements in this part (as [`elements_of`] counts them).
+    fn elements(&self) -> u64 {
+        (match self {
+            Builder::Str(b) => b.len(),
+            Builder::List(l) => l.len(),
+            Builder::Hash(v) => v.len(),
+            Builder::SetInts(v) => v.len(),
+            Builder::SetStrings(v) => v.len(),
+            Builder::ZSet(v) => v.len(),
+            Builder::Stream(v) => v
+                .iter()
+                .filter(|e| matches!(e, StreamElem::Entry(..)))
+                .count(),
+        }) as u64
+    }
+
+    /// OBJECT ENCODING of a split (so large) value of this kind.
+    fn split_encoding(&self) -> &'static str {
+        match self {
+            Builder::Str(_) => "raw",
+            Builder::List(_) => "quicklist",
+            Builder::Hash(_) | Builder::SetInts(_) | Builder::SetStrings(_) => "hashtable",
+            Builder::ZSet(_) => "skiplist",
+            Builder::Stream(_) => "stream",
+        }
+    }
+}
+
+/// Walks a snapshot key by key without assembling split values: every
+/// check of [`load`] is made (header, footer, trailer, each block's CRC,
+/// every record, the key count), blocks are decoded by `workers` threads
+/// (0: the caller), and `visit` sees each key in file order, expired ones
+/// included. Memory holds a few decoded blocks. `visit` returning Break
+/// ends the walk early with the summary. The first problem is the error,
+/// after every key before it was visited.
+pub fn scan_keys(
+    data: &[u8],
+    workers: usize,
+    visit: &mut dyn FnMut(&KeyRecord) -> ControlFlow<()>,
+) -> Result<Summary, SnapshotError> {
+    let (header, summary) = verify_frame(data)?;
+    let jobs = index_jobs(&summary);
+    let limits = EncodingLimits::default();
+    let mut open: Option<KeyRecord> = None;
+    let mut keys = 0u64;
+    let mut failure: Option<SnapshotError> = None;
+    let mut stopped = false;
+    run_jobs(
+        data,
+        &jobs,
+        Some(header.file_id),
+        summary.footer_offset,
+        &limits,
+        workers,
+        i64::MIN,
+        |outcome| {
+            let job = outcome.job;
+            let block_err = |damage: BlockDamage| SnapshotError::Block {
+                index: job.seq,
+                offset: job.offset,
+                keys: job.keys,
+                damage,
+            };
+            let block = match outcome.result {
+                Ok(b) => b,
+                Err(damage) => {
+                    failure = Some(block_err(damage));
+                    return ControlFlow::Break(());
+                }
+            };
+            if let Some(damage) = block.damage {
+                failure = Some(block_err(damage));
+                return ControlFlow::Break(());
+            }
+            let n = block.items.len();
+            for (i, (item, bytes)) in block.items.into_iter().zip(block.sizes).enumerate() {
+                let split = |what: &str| block_err(BlockDamage::Split(what.to_string()));
+                let done = match item {
+                    Item::Whole(k) => {
+                        if open.is_some() {
+                            failure = Some(split("a split value's next part is missing"));
+                            return ControlFlow::Break(());
+                        }
+                        KeyRecord {
+                            db: k.db,
+                            value_type: ValueType::of_value(&k.value),
+                            encoding: k.value.encoding(),
+                            elements: elements_of(&k.value),
+                            key: k.key,
+                            expire_ms: k.expire_ms,
+                            block: job.seq,
+                            bytes,
+                            parts: 1,
+                        }
+                    }
+                    Item::Expired => unreachable!("nothing expires before i64::MIN"),
+                    Item::Part {
+                        part,
+                        db,
+                        key,
+                        expire_ms,
+                        builder,
+                    } => {
+                        let first = part == Part::First;
+                        if first != open.is_none() || (first && i + 1 != n) {
+                            failure = Some(split("the parts of a split value are out of order"));
+                            return ControlFlow::Break(());
+                        }
+                        let rec = open.get_or_insert_with(|| KeyRecord {
+                            db,
+                            key: key.clone(),
+                            value_type: ValueType::of_tag(builder.tag()),
+                            encoding: builder.split_encoding(),
+                            expire_ms,
+                            block: job.seq,
+                            bytes: 0,
+                            elements: 0,
+                            parts: 0,
+                        });
+                        if rec.db != db
+                            || rec.key != key
+                            || rec.value_type != ValueType::of_tag(builder.tag())
+                        {
+                            failure = Some(split("a part belongs to another key"));
+                            return ControlFlow::Break(());
+                        }
+                        rec.bytes += bytes;
+                        rec.elements += builder.elements();
+                        rec.parts += 1;
+                        if part != Part::Last {
+                            continue;
+                        }
+                        open.take().expect("a last part has an open value")
+                    }
+                };
+                keys += 1;
+                if visit(&done).is_break() {
+                    stopped = true;
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        },
+    );
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if stopped {
+        return Ok(summary);
+    }
+    if let Some(o) = &open {
+        let seq = o.block;
+        return Err(SnapshotError::Block {
+            index: seq,
+            offset: summary.blocks[seq as usize].offset,
+            keys: u64::from(summary.blocks[seq as usize].records),
+            damage: BlockDamage::Split(format!(
+                "key \"{}\" of db {} is split but its last part is missing",
+                display_key(&o.key),
+                o.db
+            )),
+        });
+    }
+    if keys != summary.stats.keys {
+        return Err(SnapshotError::Mismatch(format!(
+            "the blocks hold {keys} keys, the footer says {}",
+            summary.stats.keys
+        )));
+    }
+    Ok(summary)
+}
+
 /// The strict load: `workers` decode threads (0: the caller decodes),
 /// `deliver` receives each block's keys in order.
 fn load_with(
@@ -3503,8 +3731,8 @@ pub fn load_salvaging(
                     stitcher.accept(
                         job.seq,
                         DecodedBlock {
-                            items: Vec::new(),
                             damage: Some(BlockDamage::Split(String::new())),
+                            ..DecodedBlock::default()
                         },
                         &mut keys,
                         &mut problems,
@@ -4211,7 +4439,45 @@ mod tests {
         let mut ks2 = Keyspace::new(16);
         loaded.into_keyspace(&mut ks2).expect("insert");
         assert_loads_as(&expected, &dump(&ks2, NOW_MS), &limits(), &context);
+        check_scan_keys(&data, &summary, &context);
         TestResult::passed()
+    }
+
+    /// `scan_keys` sees what `load` loads (expired keys included), in the
+    /// same order, with the records' bytes adding up to the blocks'.
+    fn check_scan_keys(data: &[u8], summary: &Summary, context: &str) {
+        let all = load(data, limits(), 2, i64::MIN).expect("load");
+        let want: Vec<_> = all
+            .keys()
+            .map(|k| {
+                let t = ValueType::of_value(&k.value);
+                (k.db, k.key.clone(), t, elements_of(&k.value), k.expire_ms)
+            })
+            .collect();
+        for workers in [0, 2] {
+            let mut got = Vec::new();
+            let mut bytes = 0;
+            let scanned = scan_keys(data, workers, &mut |k| {
+                bytes += k.bytes;
+                if k.parts == 1 {
+                    let loaded = all.keys().nth(got.len()).expect("as many keys");
+                    assert_eq!(k.encoding, loaded.value.encoding(), "{context}");
+                }
+                got.push((k.db, k.key.clone(), k.value_type, k.elements, k.expire_ms));
+                ControlFlow::Continue(())
+            })
+            .expect("scan");
+            assert_eq!(&scanned, summary, "{context}");
+            assert_eq!(got, want, "{context}, {workers} workers");
+            let raw: u64 = summary.blocks.iter().map(|b| b.raw_len).sum();
+            assert_eq!(bytes, raw, "{context}");
+        }
+        // Damage is found as load finds it.
+        let mut bad = data.to_vec();
+        if let Some(b) = summary.blocks.first() {
+            bad[b.offset as usize + BLOCK_HEADER_LEN] ^= 0x40;
+            assert!(scan_keys(&bad, 1, &mut |_| ControlFlow::Continue(())).is_err());
+        }
     }
 
     // -- Round trips --------------------------------------------------------
