@@ -612,6 +612,287 @@ pub fn count_commands(data: &[u8], from: usize) -> u64 {
     n
 }
 
+/// One step of [`walk`].
+#[derive(Debug)]
+pub enum WalkEvent<'e> {
+    /// A command known to be intact, in file order: in a checksummed
+    /// section once its batch verified, in a plain section as it is read
+    /// (a MULTI block once its EXEC is read).
+    Command(WalkCommand<'e>),
+    /// A batch of a checksummed section whose annotation verified (sent
+    /// after the batch's commands).
+    BatchEnd(WalkBatch),
+}
+
+/// A command seen by [`walk`]. SELECT, MULTI and EXEC are sent too, so a
+/// reader can follow the selected database and transactions.
+#[derive(Debug)]
+pub struct WalkCommand<'e> {
+    /// Byte offset of the command's `*` in the walked data.
+    pub offset: u64,
+    /// Bytes of the command's RESP encoding.
+    pub len: u64,
+    /// The arguments, the command name first.
+    pub argv: &'e [&'e [u8]],
+    /// Unix ms of the command: its batch's annotation (checksummed
+    /// sections) or the last `#TS:` line before it (plain sections);
+    /// None when there is none.
+    pub ts_ms: Option<i64>,
+    /// True from MULTI to EXEC, both included.
+    pub in_multi: bool,
+}
+
+/// A verified batch seen by [`walk`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkBatch {
+    /// Byte offset where the batch body starts.
+    pub body_offset: u64,
+    /// Byte offset of the `#hz1` annotation line closing it.
+    pub annotation_offset: u64,
+    /// Byte offset after the annotation line.
+    pub end: u64,
+    /// The annotation's timestamp, Unix ms.
+    pub ts_ms: i64,
+    /// Commands in the batch (SELECT, MULTI and EXEC included).
+    pub commands: u64,
+}
+
+/// Walks the AOF in `data` like [`replay`] (same damage rules: a torn
+/// tail ends the walk and is reported in the result, damage before it is
+/// `Err`), sending every intact command with its offset and timestamp to
+/// `visit`. Commands are sent before the damage that ends a walk is
+/// found. `visit` returning `Break` stops the walk: the result is then
+/// `Ok`, with `valid_len` the position reached and no torn tail.
+pub fn walk(
+    data: &[u8],
+    visit: &mut dyn FnMut(WalkEvent<'_>) -> std::ops::ControlFlow<()>,
+) -> Result<LoadReport, Corruption> {
+    use std::ops::ControlFlow;
+
+    /// A command read but not yet sent: offset, end, arguments, time.
+    type Held = (usize, usize, Vec<Range<usize>>, Option<i64>);
+
+    fn send(
+        data: &[u8],
+        held: &Held,
+        in_multi: bool,
+        report: &mut LoadReport,
+        visit: &mut dyn FnMut(WalkEvent<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let (at, end, args, ts_ms) = held;
+        let argv: Vec<&[u8]> = args.iter().map(|r| &data[r.clone()]).collect();
+        let name = argv[0];
+        if !name.eq_ignore_ascii_case(b"SELECT")
+            && !name.eq_ignore_ascii_case(b"MULTI")
+            && !name.eq_ignore_ascii_case(b"EXEC")
+        {
+            report.commands += 1;
+        }
+        visit(WalkEvent::Command(WalkCommand {
+            offset: *at as u64,
+            len: (end - at) as u64,
+            argv: &argv,
+            ts_ms: *ts_ms,
+            in_multi,
+        }))
+    }
+
+    let mut checksummed = data.starts_with(FILE_HEADER);
+    let mut report = LoadReport {
+        checksummed,
+        ..LoadReport::default()
+    };
+    let mut pos = if checksummed { FILE_HEADER.len() } else { 0 };
+    let mut batch_start = pos;
+    // Checksummed: the commands of the current batch. Plain: the
+    // commands of an open MULTI block (the MULTI itself in `multi`).
+    let mut held: Vec<Held> = Vec::new();
+    let mut multi: Option<Held> = None;
+    let mut last_ts_line: Option<i64> = None;
+    let mut valid_len = pos;
+    let corrupt = |offset: usize, reason: String| Corruption {
+        offset: offset as u64,
+        reason,
+    };
+    macro_rules! sent {
+        ($flow:expr, $pos:expr) => {
+            if $flow.is_break() {
+                report.valid_len = $pos as u64;
+                return Ok(report);
+            }
+        };
+    }
+
+    while pos < data.len() {
+        if data[pos] == b'#' {
+            let (line, next) = match read_line(data, pos, ANNOTATION_MAX_BYTES) {
+                Some(Ok(x)) => x,
+                None => break,
+                Some(Err(())) => {
+                    return Err(corrupt(
+                        pos,
+                        "annotation line longer than 1024 bytes".into(),
+                    ));
+                }
+            };
+            if line.starts_with(b"#hz") && !line.starts_with(ANNOTATION_PREFIX) {
+                return Err(corrupt(
+                    pos,
+                    format!(
+                        "unknown annotation version '{}' (written by a newer hozon?)",
+                        String::from_utf8_lossy(&line[..line.len().min(16)])
+                    ),
+                ));
+            }
+            if !checksummed && line == &FILE_HEADER[..FILE_HEADER.len() - 2] {
+                if multi.is_some() {
+                    return Err(corrupt(
+                        pos,
+                        "checksummed section starts inside MULTI".into(),
+                    ));
+                }
+                checksummed = true;
+                report.checksummed = true;
+                pos = next;
+                batch_start = pos;
+                valid_len = pos;
+                continue;
+            }
+            if !checksummed && line.starts_with(ANNOTATION_PREFIX) {
+                return Err(corrupt(
+                    pos,
+                    "checksum annotation in a file whose hozon header is missing or damaged".into(),
+                ));
+            }
+            if checksummed && line.starts_with(ANNOTATION_PREFIX) {
+                let body = &data[batch_start..pos];
+                let verified = match parse_annotation(line) {
+                    Some(a) if a.verifies(body, line) => Some(a),
+                    _ => None,
+                };
+                let Some(annotation) = verified else {
+                    let why = format!("checksum mismatch in the batch at offset {batch_start}");
+                    return tail_or_corruption(data, batch_start, valid_len, &why, report);
+                };
+                let mut in_multi = false;
+                let commands = held.len() as u64;
+                for h in held.drain(..) {
+                    let name = &data[h.2[0].clone()];
+                    let opens = name.eq_ignore_ascii_case(b"MULTI");
+                    let closes = name.eq_ignore_ascii_case(b"EXEC");
+                    let flow = send(
+                        data,
+                        &(h.0, h.1, h.2, Some(annotation.ts_ms)),
+                        in_multi || opens,
+                        &mut report,
+                        visit,
+                    );
+                    sent!(flow, h.1);
+                    if opens {
+                        in_multi = true;
+                    } else if closes {
+                        in_multi = false;
+                    }
+                }
+                if in_multi {
+                    return Err(corrupt(
+                        batch_start,
+                        "a verified batch ends inside MULTI".into(),
+                    ));
+                }
+                report.batches += 1;
+                report.first_ts_ms.get_or_insert(annotation.ts_ms);
+                report.last_ts_ms = Some(annotation.ts_ms);
+                let flow = visit(WalkEvent::BatchEnd(WalkBatch {
+                    body_offset: batch_start as u64,
+                    annotation_offset: pos as u64,
+                    end: next as u64,
+                    ts_ms: annotation.ts_ms,
+                    commands,
+                }));
+                sent!(flow, next);
+                pos = next;
+                batch_start = pos;
+                valid_len = pos;
+                continue;
+            }
+            if let Some(ts) = line.strip_prefix(b"#TS:") {
+                if let Some(secs) = crate::types::num::parse_i64(ts) {
+                    let ms = secs.saturating_mul(1000);
+                    report.first_ts_ms.get_or_insert(ms);
+                    report.last_ts_ms = Some(ms);
+                    last_ts_line = Some(ms);
+                }
+            }
+            pos = next;
+            if !checksummed && multi.is_none() {
+                valid_len = pos;
+            }
+            continue;
+        }
+        match parse_command(data, pos) {
+            Parsed::Command(args, next) => {
+                let at = pos;
+                pos = next;
+                if checksummed {
+                    held.push((at, next, args, None));
+                    continue;
+                }
+                let name = &data[args[0].clone()];
+                let command = (at, next, args, last_ts_line);
+                if name.eq_ignore_ascii_case(b"MULTI") {
+                    if multi.is_some() {
+                        return Err(corrupt(at, "MULTI inside MULTI".into()));
+                    }
+                    multi = Some(command);
+                    continue;
+                }
+                match multi.take() {
+                    Some(opened) if name.eq_ignore_ascii_case(b"EXEC") => {
+                        sent!(send(data, &opened, true, &mut report, visit), opened.1);
+                        for h in held.drain(..) {
+                            sent!(send(data, &h, true, &mut report, visit), h.1);
+                        }
+                        sent!(send(data, &command, true, &mut report, visit), next);
+                    }
+                    Some(opened) => {
+                        multi = Some(opened);
+                        held.push(command);
+                        continue;
+                    }
+                    None => sent!(send(data, &command, false, &mut report, visit), next),
+                }
+                valid_len = next;
+            }
+            Parsed::Incomplete => break,
+            Parsed::Malformed(why) => {
+                if checksummed {
+                    let why = format!("malformed command at offset {pos}: {why}");
+                    return tail_or_corruption(data, batch_start, valid_len, &why, report);
+                }
+                return Err(corrupt(pos, format!("malformed command: {why}")));
+            }
+        }
+    }
+    if valid_len < data.len() {
+        let reason = if checksummed {
+            "the last batch has no valid annotation (incomplete write)".to_string()
+        } else if multi.is_some() {
+            "unfinished MULTI at the end of the file".to_string()
+        } else {
+            "the last command is incomplete".to_string()
+        };
+        report.torn = Some(TornTail {
+            valid_len: valid_len as u64,
+            dropped_bytes: (data.len() - valid_len) as u64,
+            dropped_commands: count_commands(data, valid_len),
+            reason,
+        });
+    }
+    report.valid_len = valid_len as u64;
+    Ok(report)
+}
+
 /// Parses a Redis 7 AOF manifest (`appendonlydir/appendonly.aof.manifest`):
 /// lines of `key value` pairs, `file <name> seq <n> type <b|h|i>`, names
 /// quoted like Redis's `sdssplitargs` when they need it. Returns the files
@@ -884,5 +1165,170 @@ mod tests {
         let data = b"*2147483647\r\n$9999999999\r\n".to_vec();
         let (report, _) = replay_all(&data).unwrap();
         assert_eq!(report.valid_len, 0);
+    }
+
+    /// What `walk` sent: (offset, argv text, ts, in_multi) per command,
+    /// and the batches.
+    type Walked = (Vec<(u64, String, Option<i64>, bool)>, Vec<WalkBatch>);
+
+    fn walk_all(data: &[u8]) -> Result<(LoadReport, Walked), Corruption> {
+        let mut commands = Vec::new();
+        let mut batches = Vec::new();
+        let report = walk(data, &mut |event| {
+            match event {
+                WalkEvent::Command(c) => {
+                    assert_eq!(data[c.offset as usize], b'*');
+                    // The command's bytes are exactly its encoding.
+                    let mut encoded = Vec::new();
+                    encode_command(&mut encoded, c.argv);
+                    let at = c.offset as usize;
+                    assert_eq!(&data[at..at + c.len as usize], &encoded[..]);
+                    commands.push((
+                        c.offset,
+                        c.argv
+                            .iter()
+                            .map(|a| String::from_utf8_lossy(a).into_owned())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        c.ts_ms,
+                        c.in_multi,
+                    ));
+                }
+                WalkEvent::BatchEnd(b) => batches.push(b),
+            }
+            std::ops::ControlFlow::Continue(())
+        })?;
+        Ok((report, (commands, batches)))
+    }
+
+    /// `walk` and `replay` agree on the result and on the commands
+    /// (replay leaves MULTI/EXEC out).
+    fn assert_walk_matches_replay(data: &[u8], what: &str) {
+        let replayed = replay_all(data);
+        let walked = walk_all(data);
+        match (replayed, walked) {
+            (Ok((r1, seen)), Ok((r2, (cmds, _)))) => {
+                assert_eq!(r1, r2, "{what}");
+                let names: Vec<String> = cmds
+                    .into_iter()
+                    .map(|c| c.1)
+                    .filter(|c| !c.eq_ignore_ascii_case("MULTI") && !c.eq_ignore_ascii_case("EXEC"))
+                    .collect();
+                assert_eq!(seen, names, "{what}");
+            }
+            (Err(e1), Err(e2)) => assert_eq!(e1, e2, "{what}"),
+            (a, b) => panic!("{what}: replay {a:?} walk {b:?}"),
+        }
+    }
+
+    #[test]
+    fn walk_reports_offsets_timestamps_multi_and_batches() {
+        let data = file_of(&[
+            vec![effect(0, &["SET", "a", "1"])],
+            vec![effect(3, &["SET", "b", "2"]), effect(3, &["DEL", "c"])],
+        ]);
+        let (report, (cmds, batches)) = walk_all(&data).unwrap();
+        let text: Vec<&str> = cmds.iter().map(|c| c.1.as_str()).collect();
+        assert_eq!(
+            text,
+            ["SELECT 0", "SET a 1", "SELECT 3", "MULTI", "SET b 2", "DEL c", "EXEC"]
+        );
+        let ts: Vec<Option<i64>> = cmds.iter().map(|c| c.2).collect();
+        assert_eq!(ts[..2], [Some(1000); 2]);
+        assert_eq!(ts[2..], [Some(1001); 5]);
+        let multi: Vec<bool> = cmds.iter().map(|c| c.3).collect();
+        assert_eq!(multi, [false, false, false, true, true, true, true]);
+        assert_eq!(cmds[0].0, FILE_HEADER.len() as u64);
+        assert_eq!(batches.len(), 2);
+        assert_eq!(batches[0].commands, 2);
+        assert_eq!(batches[1].commands, 5);
+        assert_eq!(batches[0].body_offset, FILE_HEADER.len() as u64);
+        assert_eq!(batches[1].body_offset, batches[0].end);
+        assert_eq!(batches[1].end, data.len() as u64);
+        assert!(data[batches[1].annotation_offset as usize..].starts_with(b"#hz1 "));
+        assert_eq!(report.commands, 3);
+        assert_eq!(report.batches, 2);
+    }
+
+    #[test]
+    fn walk_plain_uses_the_last_ts_line_and_sends_multi_blocks_at_exec() {
+        let mut data = Vec::new();
+        encode_command(&mut data, &["SET", "early", "1"]);
+        data.extend_from_slice(b"#TS:1700000000\r\n");
+        encode_command(&mut data, &["SELECT", "2"]);
+        encode_command(&mut data, &["MULTI"]);
+        data.extend_from_slice(b"#TS:1700000005\r\n");
+        encode_command(&mut data, &["INCR", "n"]);
+        encode_command(&mut data, &["EXEC"]);
+        let (report, (cmds, batches)) = walk_all(&data).unwrap();
+        assert!(batches.is_empty());
+        let got: Vec<(&str, Option<i64>, bool)> =
+            cmds.iter().map(|c| (c.1.as_str(), c.2, c.3)).collect();
+        assert_eq!(
+            got,
+            [
+                ("SET early 1", None, false),
+                ("SELECT 2", Some(1_700_000_000_000), false),
+                ("MULTI", Some(1_700_000_000_000), true),
+                ("INCR n", Some(1_700_000_005_000), true),
+                ("EXEC", Some(1_700_000_005_000), true),
+            ]
+        );
+        assert_eq!(report.commands, 2);
+        assert_eq!(report.valid_len, data.len() as u64);
+    }
+
+    #[test]
+    fn walk_stops_when_told() {
+        let units: Vec<Vec<Effect>> = (0..5)
+            .map(|i| vec![effect(0, &["SET", &format!("k{i}"), "v"])])
+            .collect();
+        let data = file_of(&units);
+        let mut seen = 0;
+        let report = walk(&data, &mut |event| {
+            if matches!(event, WalkEvent::Command(_)) {
+                seen += 1;
+            }
+            if seen == 3 {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        assert_eq!(seen, 3);
+        assert!(report.torn.is_none());
+        assert!(report.valid_len < data.len() as u64);
+    }
+
+    #[test]
+    fn walk_matches_replay_on_every_cut_and_every_flipped_byte() {
+        let checksummed = file_of(&[
+            vec![effect(0, &["SET", "a", "1"])],
+            vec![effect(2, &["SET", "b", "2"]), effect(2, &["DEL", "c"])],
+            vec![effect(2, &["RPUSH", "l", "x", "y"])],
+        ]);
+        let mut plain = b"#TS:1700000000\r\n".to_vec();
+        encode_command(&mut plain, &["SELECT", "1"]);
+        encode_command(&mut plain, &["MULTI"]);
+        encode_command(&mut plain, &["SET", "x", "1"]);
+        encode_command(&mut plain, &["EXEC"]);
+        plain.extend_from_slice(b"#TS:1700000001\r\n");
+        encode_command(&mut plain, &["DEL", "x"]);
+        // A Redis file hozon appended to.
+        let mut mixed = plain.clone();
+        mixed.extend_from_slice(&checksummed);
+        for data in [&checksummed, &plain, &mixed] {
+            for cut in 0..=data.len() {
+                assert_walk_matches_replay(&data[..cut], &format!("cut {cut}"));
+            }
+            for at in 0..data.len() {
+                for bit in [0x01, 0x20, 0x80] {
+                    let mut damaged = data.clone();
+                    damaged[at] ^= bit;
+                    assert_walk_matches_replay(&damaged, &format!("flip {bit:#x} at {at}"));
+                }
+            }
+        }
     }
 }

@@ -1544,6 +1544,11 @@ pub struct ScanSummary {
     pub keys_per_db: std::collections::BTreeMap<usize, u64>,
     /// Keys with an expiry.
     pub expiring: u64,
+    /// Keys whose expiry had passed when the walk started (`now_ms` of
+    /// the wall clock then; redis-check-rdb's "already expired").
+    pub expired: u64,
+    /// The wall-clock time [`ScanSummary::expired`] is relative to.
+    pub scanned_at_ms: i64,
     /// Keys and bytes per value type byte.
     pub types: std::collections::BTreeMap<u8, TypeCount>,
     /// Checksum result.
@@ -1576,6 +1581,7 @@ fn scan_with(
     let mut out = ScanSummary {
         version,
         valkey,
+        scanned_at_ms: crate::engine::now_ms(),
         ..ScanSummary::default()
     };
     let mut c = Cursor::new(data, header_len);
@@ -1602,7 +1608,10 @@ fn scan_with(
                 } else {
                     *out.keys_per_db.entry(db).or_default() += 1;
                 }
-                out.expiring += u64::from(expire_ms.take().is_some());
+                if let Some(at) = expire_ms.take() {
+                    out.expiring += 1;
+                    out.expired += u64::from(at < out.scanned_at_ms);
+                }
                 let entry = &mut per_type[usize::from(t)];
                 entry.keys += 1;
                 entry.bytes += (c.pos - record_at) as u64;
@@ -1865,6 +1874,7 @@ pub fn scan_keys(
     let mut out = ScanSummary {
         version,
         valkey,
+        scanned_at_ms: crate::engine::now_ms(),
         ..ScanSummary::default()
     };
     let mut c = Cursor::new(data, header_len);
@@ -1884,7 +1894,10 @@ pub fn scan_keys(
                 })?;
                 let record_bytes = (c.pos - record_at) as u64;
                 *out.keys_per_db.entry(db).or_default() += 1;
-                out.expiring += u64::from(expire_ms.is_some());
+                if let Some(at) = expire_ms {
+                    out.expiring += 1;
+                    out.expired += u64::from(at < out.scanned_at_ms);
+                }
                 let entry = out.types.entry(t).or_default();
                 entry.keys += 1;
                 entry.bytes += record_bytes;

@@ -3,8 +3,12 @@
 //! fixture generator's model), on a dump.hoz and an AOF written by the
 //! engine, on a Redis 7 appendonlydir, and on damaged inputs.
 
+mod aof_cmd;
+mod diff;
+mod export;
 mod json;
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -235,6 +239,12 @@ fn info_on_every_rdb_fixture_matches_redis_or_the_generator_model() {
         assert_eq!(doc.at("format").str(), "rdb");
         assert_eq!(doc.at("status").str(), "ok");
         assert!(doc.at("problems").arr().is_empty());
+        assert_eq!(
+            doc.at("already_expired_keys").u64(),
+            already_expired(&path),
+            "{}",
+            path.display()
+        );
         let got = facts_of(&doc);
         let expect_path = path.with_extension("expect");
         let want = if expect_path.exists() {
@@ -293,7 +303,9 @@ fn rdb_info_reports_aux_fields_ctime_and_encodings() {
     let path = fixtures().join("mixed_db_ttl.rdb");
     let (code, text, _) = inspect(&["info", path.to_str().expect("UTF-8 path")]);
     assert_eq!(code, 0);
-    assert!(text.contains("checksum            verified"), "{text}");
+    let checksum_line = text.lines().find(|l| l.starts_with("checksum "));
+    let words: Vec<&str> = checksum_line.map_or(vec![], |l| l.split_whitespace().collect());
+    assert_eq!(words, ["checksum", "verified"], "{text}");
     assert!(text.contains("  db  keys\n   0     6\n"), "{text}");
 }
 
@@ -324,6 +336,58 @@ fn truncated_and_damaged_rdb_files_exit_1_with_an_offset() {
     assert_eq!(code, 1);
     assert!(text.contains("offset"), "{text}");
     assert!(err.contains("problems"), "{err}");
+}
+
+#[test]
+fn info_counts_keys_already_expired() {
+    // Files written as of the year 2001 (creation time 1e12 ms) holding
+    // keys whose expiry is in 2001 (now past) and in 5138 (future).
+    let mut ks = hozon::keyspace::Keyspace::new(16);
+    let value = |v: &str| hozon::types::Value::Str(hozon::types::Blob::from(v.as_bytes()));
+    for (i, expire) in [
+        Some(1_000_000_000_001),
+        Some(1_000_000_000_002),
+        Some(99_999_999_999_999),
+        None,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let key = hozon::types::Blob::from(format!("k{i}").as_bytes());
+        ks.db_mut(0)
+            .insert_loaded(key, value("v"), expire)
+            .expect("insert");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let then = 1_000_000_000_000;
+    hozon::rdb::file::save_keyspace(
+        &ks,
+        then,
+        Arc::new(RealIo),
+        dir.path(),
+        "dump.rdb",
+        hozon::rdb::writer::Encoder::default(),
+        true,
+    )
+    .expect("save rdb");
+    let rdb = dir.path().join("dump.rdb");
+    let (code, doc) = info_json(&rdb);
+    assert_eq!(code, 0);
+    assert_eq!(doc.at("expiring_keys").u64(), 3);
+    assert_eq!(doc.at("already_expired_keys").u64(), 2);
+    assert_eq!(already_expired(&rdb), 2, "redis-check-rdb agrees");
+    // dump.hoz answers from its footer's expiry range: unknown when the
+    // range straddles now, exact when it lies before or after.
+    hozon::persist::snapshot::save_keyspace(&ks, then, Arc::new(RealIo), dir.path(), "dump.hoz")
+        .expect("save hoz");
+    let (code, doc) = info_json(&dir.path().join("dump.hoz"));
+    assert_eq!(code, 0);
+    assert_eq!(doc.at("already_expired_keys"), &Json::Null);
+    ks.db_mut(0).remove(b"k2".as_slice());
+    hozon::persist::snapshot::save_keyspace(&ks, then, Arc::new(RealIo), dir.path(), "dump.hoz")
+        .expect("save hoz");
+    let (_, doc) = info_json(&dir.path().join("dump.hoz"));
+    assert_eq!(doc.at("already_expired_keys").u64(), 2);
 }
 
 // ---------------------------------------------------------------------------
@@ -1011,13 +1075,171 @@ fn keys_on_a_truncated_file_prints_the_earlier_keys_and_exits_1() {
     assert_eq!(text.lines().count(), full.len() / 2 + 1);
 }
 
+/// A key's fact, element count and encoding.
+type KeyTruth = (KeyFact, Option<u64>, String);
+
+/// A data directory holding dump.hoz and appendonly.aof of one keyspace:
+/// the known one plus values big enough to be split across dump.hoz
+/// blocks, a binary key and expired-at-load keys. Returns the directory's
+/// files and the truth: (fact, elements, encoding) per key, sorted.
+fn big_keyspace_files(dir: &Path) -> (PathBuf, PathBuf, Vec<KeyTruth>) {
+    let mut config = engine_config(dir);
+    config.appendonly = true;
+    config.appendfsync = AppendFsync::Always;
+    let mut engine = Engine::open_with_io(config, Arc::new(RealIo)).expect("open");
+    write_known_keyspace(&mut engine);
+    let mut s = engine.new_session();
+    s.authenticated = true;
+    let big = "x".repeat(6 << 20);
+    run(&mut engine, &mut s, &["SET", "big:string", &big]);
+    let items: Vec<String> = (0..300_000).map(|i| format!("item{i}")).collect();
+    for chunk in items.chunks(1000) {
+        let mut argv = vec!["RPUSH", "big:list"];
+        argv.extend(chunk.iter().map(String::as_str));
+        run(&mut engine, &mut s, &argv);
+    }
+    for chunk in items[..100_000].chunks(500) {
+        let mut argv = vec!["HSET", "big:hash"];
+        for f in chunk {
+            argv.extend([f.as_str(), "v"]);
+        }
+        run(&mut engine, &mut s, &argv);
+    }
+    let reply = engine.execute(&mut s, &[b"SET", b"bin\x00\xff\\", b"v"]);
+    assert!(!matches!(reply, hozon::Reply::Error(_)));
+    run(&mut engine, &mut s, &["SAVE"]);
+    let keyspace = &engine.core().keyspace;
+    let mut truth = Vec::new();
+    for db in 0..keyspace.db_count() {
+        let d = keyspace.db(db);
+        for (key, value) in d.iter() {
+            let elements = match value {
+                hozon::types::Value::Str(_) => None,
+                hozon::types::Value::List(l) => Some(l.len() as u64),
+                hozon::types::Value::Hash(h) => Some(h.len() as u64),
+                hozon::types::Value::Set(x) => Some(x.len() as u64),
+                hozon::types::Value::ZSet(z) => Some(z.len() as u64),
+                hozon::types::Value::Stream(x) => Some(x.len() as u64),
+            };
+            let fact = (
+                db as u64,
+                key.to_vec(),
+                value.type_name().to_string(),
+                d.expire_at(key).unwrap_or(-1),
+            );
+            truth.push((fact, elements, value.encoding().to_string()));
+        }
+    }
+    truth.sort();
+    drop(engine);
+    (dir.join("dump.hoz"), dir.join("appendonly.aof"), truth)
+}
+
+/// (fact, elements, encoding) of `keys --json` lines, sorted.
+fn listed_truth(lines: &[Json]) -> Vec<KeyTruth> {
+    let facts = key_facts(lines);
+    let mut v: Vec<_> = lines
+        .iter()
+        .map(|l| {
+            let fact = key_facts(std::slice::from_ref(l)).remove(0);
+            let elements = match l.at("elements") {
+                Json::Null => None,
+                other => Some(other.u64()),
+            };
+            (fact, elements, l.at("encoding").str().to_string())
+        })
+        .collect();
+    v.sort();
+    assert_eq!(v.len(), facts.len());
+    v
+}
+
 #[test]
-fn keys_on_other_formats_is_not_supported_yet() {
+fn keys_and_memory_read_dump_hoz_aof_and_stdin() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let dump = saved_dump(dir.path());
-    let (code, out, err) = inspect(&["keys", dump.to_str().expect("UTF-8")]);
-    assert_eq!(code, 2, "{out}");
-    assert!(err.contains("not supported for this format yet"), "{err}");
+    let (dump, aof, truth) = big_keyspace_files(dir.path());
+    for path in [&dump, &aof] {
+        let (code, lines, err) = keys_json(path, &[]);
+        assert_eq!(code, 0, "{}: {err}", path.display());
+        assert_eq!(listed_truth(&lines), truth, "{}", path.display());
+        // memory agrees with keys: totals, and the biggest key first.
+        let (code, doc, err) = memory_json(path, &["--top", "3"]);
+        assert_eq!(code, 0, "{err}");
+        let bytes: u64 = lines.iter().map(|l| l.at("bytes").u64()).sum();
+        assert_eq!(doc.at("keys").u64(), truth.len() as u64);
+        assert_eq!(doc.at("bytes").u64(), bytes);
+        // Ranked by bytes (the three big keys differ in size).
+        let ranked = |rows: &[Json]| -> Vec<(u64, String, u64)> {
+            let mut v: Vec<_> = rows
+                .iter()
+                .map(|r| {
+                    (
+                        r.at("db").u64(),
+                        r.at("key").str().to_string(),
+                        r.at("bytes").u64(),
+                    )
+                })
+                .collect();
+            v.sort_by_key(|r| Reverse(r.2));
+            v.truncate(3);
+            v
+        };
+        let top = ranked(doc.at("top_keys").arr());
+        assert_eq!(top, ranked(&lines));
+        assert_eq!(top[0].1, "big:string");
+    }
+    // dump.hoz: split values are counted, not assembled; the offset is
+    // that of a block.
+    let (_, lines, _) = keys_json(&dump, &["--match", "big:*"]);
+    assert_eq!(lines.len(), 3);
+    for l in &lines {
+        assert!(l.at("bytes").u64() > 1 << 20, "{l:?}");
+    }
+    // stdin.
+    let data = std::fs::read(&dump).expect("dump");
+    let mut child = Command::new(BIN)
+        .args(["keys", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(&data).expect("feed stdin");
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer");
+    assert_eq!(out.status.code(), Some(0));
+    let lines: Vec<Json> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| json::parse(l).expect("JSON line"))
+        .collect();
+    assert_eq!(listed_truth(&lines), truth);
+    // --regex, on the binary key too.
+    let (code, lines, _) = keys_json(&aof, &["--regex", "^big:(list|hash)$"]);
+    assert_eq!(code, 0);
+    let mut names: Vec<_> = lines
+        .iter()
+        .map(|l| l.at("key").str().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["big:hash", "big:list"]);
+    let (_, lines, _) = keys_json(&dump, &["--regex", "(?-u)^bin\\x00\\xff"]);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(
+        inspect(&["keys", "--regex", "(", dump.to_str().expect("UTF-8")]).0,
+        2
+    );
+    // A damaged dump.hoz: exit 1 with the block's offset.
+    let mut bad = std::fs::read(&dump).expect("dump");
+    let at = bad.len() / 2;
+    bad[at] ^= 0x5a;
+    let bad_path = dir.path().join("bad.hoz");
+    std::fs::write(&bad_path, &bad).expect("write");
+    let (code, _, err) = keys_json(&bad_path, &[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("offset") || err.contains("block"), "{err}");
     assert_eq!(inspect(&["keys", "/nonexistent/dump.rdb"]).0, 2);
 }
 
@@ -1268,6 +1490,8 @@ fn memory_text_report_has_every_section() {
         "types:",
         "size distribution:",
         "raw:32bitlen",
+        // A binary key, escaped once (as `keys` prints it).
+        " key\\x00with\\xffbinary ",
     ] {
         assert!(text.contains(section), "{section}: {text}");
     }
@@ -1379,11 +1603,7 @@ fn memory_on_damage_reports_what_it_read_and_exits_1() {
     flipped[last] ^= 0xff;
     std::fs::write(&path, &flipped).expect("write");
     assert_eq!(memory_json(&path, &[]).0, 1);
-    // Other formats and missing files: exit 2.
-    let dump = saved_dump(dir.path());
-    let (code, out, err) = inspect(&["memory", dump.to_str().expect("UTF-8")]);
-    assert_eq!(code, 2, "{out}");
-    assert!(err.contains("not supported for this format yet"), "{err}");
+    // A directory without a manifest and missing files: exit 2.
     assert_eq!(
         inspect(&["memory", dir.path().to_str().expect("UTF-8")]).0,
         2

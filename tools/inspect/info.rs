@@ -165,17 +165,17 @@ fn file_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &
     );
 }
 
-fn looks_like_aof(data: &[u8]) -> bool {
+pub(crate) fn looks_like_aof(data: &[u8]) -> bool {
     data.is_empty() || data[0] == b'*' || data[0] == b'#'
 }
 
-fn looks_like_manifest(data: &[u8]) -> bool {
+pub(crate) fn looks_like_manifest(data: &[u8]) -> bool {
     data.starts_with(b"file ") && aof::parse_redis_manifest(data).is_ok()
 }
 
 /// The manifest of a Redis 7 `appendonlydir`, given the directory (or the
 /// directory holding an `appendonlydir`).
-fn find_manifest(dir: &Path) -> Result<PathBuf, String> {
+pub(crate) fn find_manifest(dir: &Path) -> Result<PathBuf, String> {
     let mut found = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for entry in entries {
@@ -259,6 +259,9 @@ fn rdb_report(
     let total: u64 = s.keys_per_db.values().sum();
     report.set("keys", total);
     report.set("expiring_keys", s.expiring);
+    // Keys a server loading the file now would drop (redis-check-rdb's
+    // "already expired").
+    report.set("already_expired_keys", s.expired);
     report.set(
         "databases",
         s.keys_per_db
@@ -325,7 +328,7 @@ fn rdb_report(
 // dump.hoz.
 
 /// Where a snapshot error is in the file.
-fn snapshot_offset(e: &snapshot::SnapshotError) -> u64 {
+pub(crate) fn snapshot_offset(e: &snapshot::SnapshotError) -> u64 {
     use snapshot::SnapshotError as E;
     match e {
         E::Header { offset, .. }
@@ -386,6 +389,17 @@ fn hoz_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
     let st = &s.stats;
     report.set("keys", st.keys);
     report.set("expiring_keys", st.expiring_keys);
+    // The footer has the expiry range, not each key's: the count is known
+    // when the range lies wholly before or after now; otherwise `keys
+    // --expires` lists the keys and their expiry.
+    let now = hozon::engine::now_ms();
+    let expired: Option<u64> = match (st.min_expire_ms, st.max_expire_ms) {
+        (None, _) | (_, None) => Some(0),
+        (Some(min), _) if min >= now => Some(0),
+        (_, Some(max)) if max < now => Some(st.expiring_keys),
+        _ => None,
+    };
+    report.set("already_expired_keys", expired);
     if let (Some(min), Some(max)) = (st.min_expire_ms, st.max_expire_ms) {
         report.set(
             "expiry_range",

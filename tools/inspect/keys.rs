@@ -1,14 +1,14 @@
-//! `keys`: one line per key of an RDB file (database, key, type,
-//! encoding, record bytes, element count, expiry), streamed while the
-//! file is walked, so memory stays bounded whatever the file's size.
+//! `keys`: one line per key (database, key, type, encoding, bytes,
+//! element count, expiry) of any input, streamed while an RDB file or a
+//! dump.hoz is walked, so memory stays bounded whatever the file's size
+//! (an AOF is replayed first: see `source`).
 
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use hozon::rdb::{self, reader};
-
-use crate::info::{utc_text, Input};
+use crate::info::utc_text;
+use crate::source::{self, FactsError, KeyFacts};
 
 /// Which keys to print.
 #[derive(Debug, Default)]
@@ -19,6 +19,8 @@ pub struct Filter {
     pub kind: Option<String>,
     /// Only keys matching this Redis glob pattern.
     pub pattern: Option<Vec<u8>>,
+    /// Only keys matching this regular expression (anywhere in the key).
+    pub regex: Option<regex::bytes::Regex>,
     /// Only records of at least this many bytes.
     pub min_bytes: u64,
     /// Some(true): only keys with an expiry; Some(false): only without.
@@ -28,16 +30,17 @@ pub struct Filter {
 }
 
 impl Filter {
-    fn accepts(&self, k: &reader::KeyInfo<'_>) -> bool {
+    fn accepts(&self, k: &KeyFacts<'_>) -> bool {
         self.db.is_none_or(|db| db == k.db)
             && self.kind.as_deref().is_none_or(|t| t == k.logical_type)
-            && k.record_bytes >= self.min_bytes
+            && k.bytes >= self.min_bytes
             && self.expires.is_none_or(|e| e == k.expire_ms.is_some())
             && self
                 .pattern
                 .as_deref()
                 // KEYS treats a lone `*` as "all keys", the empty key too.
-                .is_none_or(|p| p == b"*" || hozon::glob::matches(p, &k.key, false))
+                .is_none_or(|p| p == b"*" || hozon::glob::matches(p, k.key, false))
+            && self.regex.as_ref().is_none_or(|r| r.is_match(k.key))
     }
 }
 
@@ -83,21 +86,11 @@ fn json_string(text: &str) -> String {
 
 /// Prints the keys of `path` that pass `filter` to stdout.
 pub fn keys(path: &Path, filter: &Filter, json: bool) -> Outcome {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) => return Outcome::Failed(format!("{}: {e}", path.display())),
-    };
-    if meta.is_dir() {
-        return Outcome::Failed("keys is not supported for this format yet".into());
-    }
-    let input = match Input::open(path) {
+    let input = match source::open(path) {
         Ok(i) => i,
-        Err(e) => return Outcome::Failed(e),
+        Err(source::Failure::Damaged(m)) => return Outcome::Damaged(m),
+        Err(source::Failure::Io(m)) => return Outcome::Failed(m),
     };
-    let data = input.bytes();
-    if !reader::is_rdb(data) {
-        return Outcome::Failed("keys is not supported for this format yet".into());
-    }
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut write_error: Option<io::Error> = None;
@@ -111,7 +104,7 @@ pub fn keys(path: &Path, filter: &Filter, json: bool) -> Outcome {
         }
     }
     let mut printed = 0u64;
-    let result = reader::scan_keys(data, &mut |k| {
+    let result = input.for_each_facts(&mut |k| {
         if write_error.is_some() || filter.limit.is_some_and(|l| printed >= l) {
             return ControlFlow::Break(());
         }
@@ -134,20 +127,15 @@ pub fn keys(path: &Path, filter: &Filter, json: bool) -> Outcome {
         return Outcome::Failed(format!("writing the output: {e}"));
     }
     match result {
-        Err(e) => Outcome::Damaged(e.to_string()),
-        Ok(s) if s.checksum.is_some() && s.len < data.len() => Outcome::Damaged(format!(
-            "at offset {}: {} bytes after the end of the RDB image",
-            s.len,
-            data.len() - s.len
-        )),
-        Ok(_) => Outcome::Done,
+        Err(FactsError::Damaged(_, m)) => Outcome::Damaged(m),
+        Err(FactsError::Io(m)) => Outcome::Failed(m),
+        Ok(()) => Outcome::Done,
     }
 }
 
-fn print_key(out: &mut impl Write, k: &reader::KeyInfo<'_>, json: bool) -> io::Result<()> {
-    let encoding = rdb::kind::name(k.type_byte)
-        .map_or_else(|| format!("type {}", k.type_byte), str::to_string);
-    let key = escape_key(&k.key);
+fn print_key(out: &mut impl Write, k: &KeyFacts<'_>, json: bool) -> io::Result<()> {
+    let encoding = &k.encoding;
+    let key = escape_key(k.key);
     if json {
         let elements = k
             .elements
@@ -163,8 +151,8 @@ fn print_key(out: &mut impl Write, k: &reader::KeyInfo<'_>, json: bool) -> io::R
             json_string(&key),
             k.logical_type,
             encoding,
-            k.offset,
-            k.record_bytes,
+            k.offset.map_or_else(|| "null".to_string(), |o| o.to_string()),
+            k.bytes,
             elements,
             expire_ms,
             utc
@@ -177,7 +165,7 @@ fn print_key(out: &mut impl Write, k: &reader::KeyInfo<'_>, json: bool) -> io::R
         writeln!(
             out,
             "{:>3}  {:<32}  {:<6}  {:<18}  {:>10}  {:>8}  {ttl}",
-            k.db, key, k.logical_type, encoding, k.record_bytes, elements
+            k.db, key, k.logical_type, encoding, k.bytes, elements
         )
     }
 }

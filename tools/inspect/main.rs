@@ -8,10 +8,14 @@
 //! pipe (`hozon-inspect info x | head -1`) ends the output quietly.
 //! Subcommands and output formats: docs/inspect.md.
 
+mod aof;
+mod diff;
+mod export;
 mod info;
 mod keys;
 mod memory;
 mod report;
+mod source;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -46,18 +50,18 @@ enum Command {
     /// type, checksum status; for AOFs commands, batches, time span and
     /// damage.
     Info(InfoArgs),
-    /// One line per key of an RDB file (Redis v1-v12 or Valkey): db, key,
-    /// type, encoding, record bytes, elements, expiry as UTC time. Values
-    /// are skipped, not built. With --json: JSON Lines, one object per key
-    /// with fields db, key, type, encoding, offset, bytes, elements (null
-    /// when not stated up front), expire_ms and expire_utc (null without
-    /// an expiry). Keys are printed escaped (in text and JSON alike):
-    /// printable ASCII as is except `\` written `\\`, every other byte
-    /// `\xHH`. Damage: the keys before it are printed, then the offset
-    /// on stderr and exit 1. dump.hoz and AOF inputs are not supported yet
-    /// (exit 2). More in docs/inspect.md.
+    /// One line per key of any input: db, key, type, encoding, bytes,
+    /// elements, expiry as UTC time. RDB files and dump.hoz are walked
+    /// without keeping values; an AOF is replayed in memory first. With
+    /// --json: JSON Lines, one object per key with fields db, key, type,
+    /// encoding, offset, bytes, elements (null when not known up front),
+    /// expire_ms and expire_utc (null without an expiry). Keys are printed
+    /// escaped (in text and JSON alike): printable ASCII as is except `\`
+    /// written `\\`, every other byte `\xHH`. Damage: the keys before it
+    /// are printed, then the offset on stderr and exit 1. More in
+    /// docs/inspect.md.
     Keys(KeysArgs),
-    /// Where the bytes of an RDB file go, in one streaming pass: the
+    /// Where the bytes of a file go, in one streaming pass: the
     /// biggest keys (by record bytes; equal sizes in file order), keys and
     /// bytes per key prefix, and per type the totals and a power-of-two
     /// size distribution. A prefix is the key up to and including its
@@ -67,15 +71,27 @@ enum Command {
     /// folded into a 'folded' total (prefixes cap hit = yes, listed counts
     /// become lower bounds, totals stay exact). Damage: what was read
     /// before it is reported, with the offset, and the exit code is 1.
-    /// dump.hoz and AOF inputs are not supported yet (exit 2). More in
+    /// Works on every input (an AOF is replayed in memory first). More in
     /// docs/inspect.md.
     Memory(MemoryArgs),
+    /// One key's value (as JSON, or as the RESP commands that recreate it).
+    Get(export::GetArgs),
+    /// Every key's value: JSON, JSON Lines, RESP commands for
+    /// `redis-cli --pipe`, or another file format (--to hoz|rdb).
+    Export(export::ExportArgs),
+    /// Keys added, removed and changed (value or TTL) from A to B, across
+    /// any two supported inputs.
+    Diff(diff::DiffArgs),
+    /// What an AOF holds command by command: histogram, per-key counts,
+    /// timeline, and the commands of a byte or time range.
+    Aof(aof::AofArgs),
 }
 
 /// Arguments of `memory`.
 #[derive(Debug, Args)]
 struct MemoryArgs {
-    /// An RDB file.
+    /// A dump.hoz, an RDB file, an AOF, a Redis 7 AOF manifest or its
+    /// directory; `-` reads stdin.
     path: PathBuf,
     /// Only keys of this database.
     #[arg(long)]
@@ -103,7 +119,8 @@ struct MemoryArgs {
 /// Arguments of `keys`.
 #[derive(Debug, Args)]
 struct KeysArgs {
-    /// An RDB file.
+    /// A dump.hoz, an RDB file, an AOF, a Redis 7 AOF manifest or its
+    /// directory; `-` reads stdin.
     path: PathBuf,
     /// Only keys of this database.
     #[arg(long)]
@@ -114,6 +131,10 @@ struct KeysArgs {
     /// Only keys matching this Redis glob pattern (`*`, `?`, `[a-z]`, `[^x]`, `\` escapes).
     #[arg(long = "match", value_name = "GLOB")]
     pattern: Option<String>,
+    /// Only keys matching this regular expression (Rust `regex` syntax,
+    /// unanchored: use `^…$` for the whole key; `(?-u)\xHH` matches a byte).
+    #[arg(long, value_name = "REGEX")]
+    regex: Option<String>,
     /// Only keys whose record (type byte, key and value) takes at least this many bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     min_size: u64,
@@ -157,6 +178,10 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Info(args) => info::info(&args.path, info::InfoOptions { quick: args.quick }),
         Command::Keys(args) => return run_keys(args, cli.json),
+        Command::Get(args) => return export::run_get(args, cli.json),
+        Command::Export(args) => return export::run_export(args, cli.json),
+        Command::Diff(args) => return diff::run(args, cli.json),
+        Command::Aof(args) => return aof::run(args, cli.json),
         Command::Memory(args) => memory::memory(
             &args.path,
             &memory::Options {
@@ -197,8 +222,17 @@ fn main() -> ExitCode {
 }
 
 fn run_keys(args: &KeysArgs, json: bool) -> ExitCode {
+    let regex = match args.regex.as_deref().map(regex::bytes::Regex::new) {
+        None => None,
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            let _ = writeln!(io::stderr(), "hozon-inspect: --regex: {e}");
+            return ExitCode::from(EXIT_USAGE_OR_IO);
+        }
+    };
     let filter = keys::Filter {
         db: args.db,
+        regex,
         kind: args.kind.clone(),
         pattern: args.pattern.as_ref().map(|p| p.as_bytes().to_vec()),
         min_bytes: args.min_size,

@@ -1,6 +1,7 @@
-//! `memory`: where the bytes of an RDB file go — the biggest keys, bytes
-//! per key prefix and the size distribution per type — in one streaming
-//! pass with memory bounded by the options, not by the file.
+//! `memory`: where the bytes of a file go — the biggest keys, bytes per
+//! key prefix and the size distribution per type — in one streaming pass
+//! with memory bounded by the options, not by the file (an AOF is
+//! replayed in memory first: see `source`).
 //!
 //! Memory bound: the top-N heap holds N keys; the prefix table holds at
 //! most `prefix_cap` prefixes (then the half with the fewest bytes is
@@ -12,11 +13,9 @@ use std::collections::{BinaryHeap, HashMap};
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use hozon::rdb::{self, reader};
-
-use crate::info::Input;
 use crate::keys::escape_key;
 use crate::report::Node;
+use crate::source::{self, FactsError, KeyFacts};
 
 /// Options of `memory`.
 #[derive(Debug, Clone)]
@@ -44,17 +43,19 @@ pub const DEFAULT_PREFIX_CAP: u32 = 100_000;
 /// the smaller offset (earlier in the file) first.
 struct Big {
     bytes: u64,
-    offset: u64,
+    /// Position in the walk (file order), which breaks ties.
+    seq: u64,
+    offset: Option<u64>,
     db: usize,
     key: Vec<u8>,
     kind: &'static str,
-    type_byte: u8,
+    encoding: String,
     elements: Option<u64>,
 }
 
 impl Big {
     fn rank(&self) -> (u64, Reverse<u64>) {
-        (self.bytes, Reverse(self.offset))
+        (self.bytes, Reverse(self.seq))
     }
 }
 
@@ -86,11 +87,11 @@ struct TopKeys {
 }
 
 impl TopKeys {
-    fn offer(&mut self, k: &reader::KeyInfo<'_>) {
+    fn offer(&mut self, k: &KeyFacts<'_>, seq: u64) {
         if self.limit == 0 {
             return;
         }
-        let rank = (k.record_bytes, Reverse(k.offset));
+        let rank = (k.bytes, Reverse(seq));
         if self.heap.len() == self.limit {
             // Only a better key displaces the worst; the key is copied
             // only then, so most keys cost no allocation.
@@ -101,12 +102,13 @@ impl TopKeys {
             self.heap.pop();
         }
         self.heap.push(Reverse(Big {
-            bytes: k.record_bytes,
+            bytes: k.bytes,
+            seq,
             offset: k.offset,
             db: k.db,
             key: k.key.to_vec(),
             kind: k.logical_type,
-            type_byte: k.type_byte,
+            encoding: k.encoding.to_string(),
             elements: k.elements,
         }));
     }
@@ -220,15 +222,17 @@ const TYPE_ORDER: [&str; 7] = ["string", "list", "hash", "set", "zset", "stream"
 /// The `memory` report for `path`. Err is an I/O or usage problem (exit
 /// 2); damage is listed under `problems`, with what was read before it.
 pub fn memory(path: &Path, options: &Options) -> Result<Node, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if meta.is_dir() {
-        return Err("memory is not supported for this format yet".into());
-    }
-    let input = Input::open(path)?;
-    let data = input.bytes();
-    if !reader::is_rdb(data) {
-        return Err("memory is not supported for this format yet".into());
-    }
+    let input = match source::open(path) {
+        Ok(i) => i,
+        Err(source::Failure::Io(m)) => return Err(m),
+        Err(source::Failure::Damaged(m)) => {
+            let report = Node::object()
+                .with("path", path.display().to_string())
+                .with("status", "damaged")
+                .with("problems", vec![problem(0, m)]);
+            return Ok(report);
+        }
+    };
     let mut top = TopKeys {
         limit: options.top,
         heap: BinaryHeap::with_capacity(options.top.min(1 << 16) + 1),
@@ -250,45 +254,40 @@ pub fn memory(path: &Path, options: &Options) -> Result<Node, String> {
     // Indexed like TYPE_ORDER; anything else goes last.
     let mut types = vec![empty; TYPE_ORDER.len() + 1];
     let mut total = Tally::default();
-    let scanned = reader::scan_keys(data, &mut |k| {
+    let mut seq = 0u64;
+    let scanned = input.for_each_facts(&mut |k| {
         if options.db.is_some_and(|db| db != k.db)
             || options.kind.as_deref().is_some_and(|t| t != k.logical_type)
         {
             return ControlFlow::Continue(());
         }
         total.keys += 1;
-        total.bytes += k.record_bytes;
-        top.offer(k);
-        prefixes.add(&k.key, k.record_bytes);
+        total.bytes += k.bytes;
+        top.offer(k, seq);
+        seq += 1;
+        prefixes.add(k.key, k.bytes);
         let t = TYPE_ORDER
             .iter()
             .position(|&n| n == k.logical_type)
             .unwrap_or(TYPE_ORDER.len());
         let sizes = &mut types[t];
         sizes.keys += 1;
-        sizes.bytes += k.record_bytes;
-        let b = &mut sizes.buckets[bucket_of(k.record_bytes)];
+        sizes.bytes += k.bytes;
+        let b = &mut sizes.buckets[bucket_of(k.bytes)];
         b.keys += 1;
-        b.bytes += k.record_bytes;
+        b.bytes += k.bytes;
         ControlFlow::Continue(())
     });
     let mut problems = Vec::new();
-    match &scanned {
-        Err(e) => problems.push(problem(e.offset, e.to_string())),
-        Ok(s) if s.len < data.len() => problems.push(problem(
-            s.len as u64,
-            format!(
-                "{} bytes after the end of the RDB image (EOF and checksum end at offset {})",
-                data.len() - s.len,
-                s.len
-            ),
-        )),
-        Ok(_) => {}
+    match scanned {
+        Err(FactsError::Io(m)) => return Err(m),
+        Err(FactsError::Damaged(offset, m)) => problems.push(problem(offset.unwrap_or(0), m)),
+        Ok(()) => {}
     }
     let mut report = Node::object()
         .with("path", path.display().to_string())
         .with("status", if problems.is_empty() { "ok" } else { "damaged" })
-        .with("format", "rdb")
+        .with("format", input.format().name())
         .with("keys", total.keys)
         .with("bytes", total.bytes);
     report.set("top_keys", top_rows(top.into_sorted()));
@@ -310,14 +309,12 @@ fn top_rows(keys: Vec<Big>) -> Vec<Node> {
     keys.into_iter()
         .enumerate()
         .map(|(i, b)| {
-            let encoding = rdb::kind::name(b.type_byte)
-                .map_or_else(|| format!("type {}", b.type_byte), str::to_string);
             Node::object()
                 .with("rank", i + 1)
                 .with("db", b.db)
                 .with("key", escape_key(&b.key))
                 .with("type", b.kind)
-                .with("encoding", encoding)
+                .with("encoding", b.encoding)
                 .with("bytes", b.bytes)
                 .with("elements", b.elements)
                 .with("offset", b.offset)

@@ -252,7 +252,19 @@ fn scalar_text(v: &Node) -> String {
         Node::Bool(b) => if *b { "yes" } else { "no" }.into(),
         Node::UInt(n) => n.to_string(),
         Node::Int(n) => n.to_string(),
-        Node::Str(s) => s.escape_debug().to_string(),
+        // Producers escape binary data themselves (`bytes_text`,
+        // `escape_key`); only control characters that slipped through are
+        // escaped here, so a `\xHH` already written stays as it is.
+        Node::Str(s) => s
+            .chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
         other => {
             let mut s = String::new();
             json_into(&mut s, other);
