@@ -802,12 +802,14 @@ fn walk_file(part: &Part, data: &[u8], selection: &Selection, sink: &mut Sink<'_
     };
     let base = start as u64;
     let log = &data[start..];
+    let progress = crate::progress::Progress::bytes(data.len() as u64, &label);
     let mut db = 0u64;
     let mut batch_selected = false;
     let mut stopped = false;
     let result = aof::walk(log, &mut |event| match event {
         aof::WalkEvent::Command(c) => {
             let offset = base + c.offset;
+            progress.set(offset);
             if c.argv[0].eq_ignore_ascii_case(b"SELECT") {
                 if let Some(n) = c
                     .argv

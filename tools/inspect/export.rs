@@ -941,18 +941,38 @@ fn sorted_pairs(h: &hozon::types::Hash) -> Vec<(&[u8], &[u8])> {
 // ---------------------------------------------------------------------------
 // JSON
 
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 /// Appends `bytes` escaped (see the module doc) as a JSON string.
 fn json_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len() + 2);
     out.push(b'"');
-    for &b in bytes {
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // Runs of printable bytes go in one copy.
+        let plain = rest
+            .iter()
+            .position(|&b| !(0x20..=0x7e).contains(&b) || b == b'\\' || b == b'"')
+            .unwrap_or(rest.len());
+        out.extend_from_slice(&rest[..plain]);
+        let Some((&b, tail)) = rest[plain..].split_first() else {
+            break;
+        };
         match b {
             // `\` escaped to `\\`, each of them JSON-escaped.
             b'\\' => out.extend_from_slice(b"\\\\\\\\"),
             b'"' => out.extend_from_slice(b"\\\""),
-            0x20..=0x7e => out.push(b),
-            // `\xHH`, its backslash JSON-escaped.
-            _ => out.extend_from_slice(format!("\\\\x{b:02x}").as_bytes()),
+            // `\xHH`, its backslash JSON-escaped (no formatting machinery:
+            // binary values can be all escapes).
+            _ => out.extend_from_slice(&[
+                b'\\',
+                b'\\',
+                b'x',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 15)],
+            ]),
         }
+        rest = tail;
     }
     out.push(b'"');
 }

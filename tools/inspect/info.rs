@@ -106,6 +106,7 @@ pub fn info(path: &Path, options: InfoOptions) -> Result<Node, String> {
                 .to_path_buf();
             manifest_report(&mut report, &dir, path, data, options, &mut problems);
         } else {
+            let _progress = crate::progress::Progress::spinner(data.len() as u64, "reading");
             file_report(&mut report, data, options, &mut problems);
         }
     }

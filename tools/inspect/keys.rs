@@ -62,7 +62,12 @@ pub fn escape_key(key: &[u8]) -> String {
         match b {
             b'\\' => out.push_str("\\\\"),
             0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\x{b:02x}")),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\x");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 15)]));
+            }
         }
     }
     out

@@ -14,10 +14,11 @@ mod export;
 mod info;
 mod keys;
 mod memory;
+mod progress;
 mod report;
 mod source;
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -175,6 +176,14 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let streams_lines = match &cli.command {
+        Command::Keys(_) | Command::Get(_) | Command::Export(_) => true,
+        Command::Aof(args) => args.list,
+        _ => false,
+    };
+    if streams_lines && io::stdout().is_terminal() {
+        progress::disable();
+    }
     let result = match &cli.command {
         Command::Info(args) => info::info(&args.path, info::InfoOptions { quick: args.quick }),
         Command::Keys(args) => return run_keys(args, cli.json),

@@ -20,6 +20,7 @@ use hozon::types::Value;
 use hozon::{Config, Engine};
 
 use crate::info::Input;
+use crate::progress::Progress;
 
 /// What an input is, found from its content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,7 +205,9 @@ impl Source {
             Format::Rdb => for_each_rdb(data, f),
             Format::Aof => {
                 let mut engine = aof_engine()?;
+                let replaying = Progress::spinner(data.len() as u64, "replaying the AOF");
                 let loaded = load_aof_file(&mut engine, data, Path::new(&self.name));
+                drop(replaying);
                 for_each_engine(&mut engine, f);
                 loaded
             }
@@ -213,6 +216,7 @@ impl Source {
                 let entries = aof::parse_redis_manifest(data)
                     .map_err(|e| Failure::Damaged(format!("{}: {e}", self.name)))?;
                 let mut loaded = Ok(());
+                let replaying = Progress::spinner(u64::MAX, "replaying the AOF files");
                 for (name, _) in entries {
                     let path = self.dir.join(&name);
                     let input = Input::open(&path).map_err(Failure::Io)?;
@@ -221,6 +225,7 @@ impl Source {
                         break;
                     }
                 }
+                drop(replaying);
                 for_each_engine(&mut engine, f);
                 loaded
             }
@@ -234,8 +239,11 @@ fn for_each_hoz(
 ) -> Result<(), Failure> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
     let mut stopped = false;
+    let total = snapshot::read_summary(data).map_or(0, |s| s.stats.keys);
+    let progress = Progress::keys(total, data.len() as u64, "reading");
     let result =
         snapshot::load_streaming(data, Config::default().limits, workers, i64::MIN, |keys| {
+            progress.inc(keys.len() as u64);
             for k in &keys {
                 let kv = KeyValue {
                     db: k.db,
@@ -269,6 +277,8 @@ fn for_each_rdb(
         now_ms: hozon::engine::now_ms(),
     };
     let mut stopped = false;
+    // The RDB reader does not say where it is: elapsed time only.
+    let _progress = Progress::spinner(data.len() as u64, "reading");
     let result = reader::load(data, &options, &mut |k| {
         if stopped {
             return Ok(());
@@ -397,7 +407,9 @@ impl Source {
         match self.format {
             Format::Rdb => {
                 let mut stopped = false;
+                let progress = Progress::bytes(data.len() as u64, "reading");
                 let result = reader::scan_keys(data, &mut |k| {
+                    progress.set(k.offset);
                     let facts = KeyFacts {
                         db: k.db,
                         key: &k.key,
@@ -432,12 +444,16 @@ impl Source {
             Format::Hoz => {
                 let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
                 let mut block_offsets: Option<Vec<u64>> = None;
+                let progress = Progress::bytes(data.len() as u64, "reading");
                 let result = snapshot::scan_keys(data, workers, &mut |k| {
                     let offsets = block_offsets.get_or_insert_with(|| {
                         snapshot::read_summary(data)
                             .map(|s| s.blocks.iter().map(|b| b.offset).collect())
                             .unwrap_or_default()
                     });
+                    if let Some(&at) = offsets.get(k.block as usize) {
+                        progress.set(at);
+                    }
                     let facts = KeyFacts {
                         db: k.db,
                         key: &k.key,
