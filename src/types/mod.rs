@@ -51,6 +51,19 @@ impl Value {
         }
     }
 
+    /// What the type's length command reports: STRLEN, LLEN, HLEN, SCARD,
+    /// ZCARD, XLEN.
+    pub fn length(&self) -> usize {
+        match self {
+            Value::Str(s) => s.len(),
+            Value::List(l) => l.len(),
+            Value::Hash(h) => h.len(),
+            Value::Set(s) => s.len(),
+            Value::ZSet(z) => z.len(),
+            Value::Stream(s) => s.len(),
+        }
+    }
+
     /// The name OBJECT ENCODING reports, following Redis 7.0's rules.
     pub fn encoding(&self) -> &'static str {
         match self {

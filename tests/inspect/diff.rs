@@ -512,25 +512,10 @@ fn diff_into_a_closed_pipe_ends_quietly() {
             (0, "key:1".into(), "added".into())
         ]
     );
-    for json in [false, true] {
-        let mut command = Command::new(super::BIN);
-        command.arg("diff").arg(&empty).arg(&many);
-        if json {
-            command.arg("--json");
-        }
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        // Close the read end before the inspector writes.
-        drop(child.stdout.take());
-        let out = child.wait_with_output().expect("wait");
-        assert_eq!(out.status.code(), Some(0), "{out:?}");
-        assert!(
-            out.stderr.is_empty(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    let (a, b) = (
+        empty.to_str().expect("UTF-8"),
+        many.to_str().expect("UTF-8"),
+    );
+    super::assert_quiet_on_a_closed_pipe(&["diff", a, b]);
+    super::assert_quiet_on_a_closed_pipe(&["diff", a, b, "--json"]);
 }

@@ -816,21 +816,8 @@ fn conversion_refuses_the_input_and_existing_files_and_keeps_damage_out() {
 fn a_closed_pipe_ends_export_quietly() {
     let path = fixtures().join("strings.rdb");
     for format in ["text", "jsonl", "json", "resp"] {
-        let mut child = Command::new(BIN)
-            .args(["export", "--format", format])
-            .arg(&path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        drop(child.stdout.take());
-        let out = child.wait_with_output().expect("wait");
-        assert_eq!(out.status.code(), Some(0), "{format}: {out:?}");
-        assert!(
-            out.stderr.is_empty(),
-            "{format}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let p = path.to_str().expect("UTF-8");
+        super::assert_quiet_on_a_closed_pipe(&["export", "--format", format, p]);
     }
 }
 

@@ -354,7 +354,7 @@ fn read_a(a: &Source, stream_times: bool, counts: &mut Counts) -> Result<SeenMap
             digest: digest(kv.value, stream_times),
             // A real expiry is never i64::MIN (year -292 million).
             expire_ms: kv.expire_ms.unwrap_or(NO_EXPIRY),
-            length: length(kv.value),
+            length: kv.value.length() as u64,
             kind: Kind::of(kv.value),
             matched: false,
         };
@@ -396,7 +396,7 @@ fn classify_b(
         counts.keys_b += 1;
         let side_b = Side {
             kind: Kind::of(kv.value),
-            length: length(kv.value),
+            length: kv.value.length() as u64,
             expire_ms: kv.expire_ms,
         };
         if let Err(e) = db_key(kv.db, kv.key, &mut probe) {
@@ -459,19 +459,6 @@ fn expiry_equal(a: Option<i64>, b: Option<i64>, tolerance_ms: u64) -> bool {
         (Some(x), Some(y)) => x.abs_diff(y) <= tolerance_ms,
         _ => false,
     }
-}
-
-/// What the type's length command reports: STRLEN, LLEN, HLEN, SCARD,
-/// ZCARD, XLEN.
-fn length(value: &Value) -> u64 {
-    (match value {
-        Value::Str(s) => s.len(),
-        Value::List(l) => l.len(),
-        Value::Hash(h) => h.len(),
-        Value::Set(s) => s.len(),
-        Value::ZSet(z) => z.len(),
-        Value::Stream(s) => s.len(),
-    }) as u64
 }
 
 // ---------------------------------------------------------------------------

@@ -77,6 +77,18 @@ pub struct KeyValue<'a> {
     pub expire_ms: Option<i64>,
 }
 
+impl<'a> KeyValue<'a> {
+    /// A key as the dump readers return it.
+    fn of(k: &'a snapshot::LoadedKey) -> KeyValue<'a> {
+        KeyValue {
+            db: k.db,
+            key: &k.key,
+            value: &k.value,
+            expire_ms: k.expire_ms,
+        }
+    }
+}
+
 /// The bytes of an input: a mapped file, or what stdin held.
 enum Bytes {
     Mapped(Input),
@@ -245,13 +257,7 @@ fn for_each_hoz(
         snapshot::load_streaming(data, Config::default().limits, workers, i64::MIN, |keys| {
             progress.inc(keys.len() as u64);
             for k in &keys {
-                let kv = KeyValue {
-                    db: k.db,
-                    key: &k.key,
-                    value: &k.value,
-                    expire_ms: k.expire_ms,
-                };
-                if f(kv).is_break() {
+                if f(KeyValue::of(k)).is_break() {
                     stopped = true;
                     // Any error ends the load; this one is not reported.
                     return Err(snapshot::SnapshotError::Mismatch("stopped".into()));
@@ -283,13 +289,7 @@ fn for_each_rdb(
         if stopped {
             return Ok(());
         }
-        let kv = KeyValue {
-            db: k.db,
-            key: &k.key,
-            value: &k.value,
-            expire_ms: k.expire_ms,
-        };
-        if f(kv).is_break() {
+        if f(KeyValue::of(&k)).is_break() {
             stopped = true;
             return Err("stopped".into());
         }
@@ -489,7 +489,8 @@ impl Source {
                         encoding: Cow::Borrowed(kv.value.encoding()),
                         offset: None,
                         bytes: record.len() as u64,
-                        elements: value_elements(kv.value),
+                        elements: (!matches!(kv.value, Value::Str(_)))
+                            .then(|| kv.value.length() as u64),
                         expire_ms: kv.expire_ms,
                     };
                     f(&facts)
@@ -498,17 +499,4 @@ impl Source {
             }
         }
     }
-}
-
-/// A collection's element count (None for strings).
-fn value_elements(value: &Value) -> Option<u64> {
-    let n = match value {
-        Value::Str(_) => return None,
-        Value::List(l) => l.len(),
-        Value::Hash(h) => h.len(),
-        Value::Set(s) => s.len(),
-        Value::ZSet(z) => z.len(),
-        Value::Stream(s) => s.len(),
-    };
-    Some(n as u64)
 }
