@@ -608,6 +608,15 @@ fn aof_with_a_native_or_rdb_preamble_reports_the_preamble_keys() {
     assert_eq!(span.at("first_ms").u64(), 1_700_000_000_000);
     assert_eq!(span.at("last_ms").u64(), 1_700_000_060_000);
     assert_eq!(span.at("seconds").u64(), 60);
+    // keys replays such files: the preamble's keys, then the log (SET k,
+    // DEL k leaves the 30 keys of the image). The native one holds the
+    // known keyspace twice over, image and log, so its log cannot be
+    // replayed on its image (XADD of an ID the stream has): damage.
+    let (code, lines, err) = keys_json(&with_rdb, &[]);
+    assert_eq!((code, lines.len()), (0, 30), "{err}");
+    let (code, _, err) = keys_json(&native, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("XADD"), "{err}");
     // Corruption in the log part is reported at its file offset.
     let bad = dir.path().join("bad.aof");
     let mut bytes = [rdb.as_slice(), tail].concat();
@@ -1481,6 +1490,66 @@ fn memory_filters_separator_depth_and_prefix_count() {
         all.extend(bad.iter().copied());
         assert_eq!(inspect(&all).0, 2, "{bad:?}");
     }
+}
+
+#[test]
+fn memory_estimate_is_close_to_redis_memory_usage() {
+    // A data set with every encoding, small and large; Redis's own
+    // MEMORY USAGE (SAMPLES 0: every element) summed per type is the
+    // truth the estimate is held to.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let redis = Redis::start(dir.path(), &["--rdbcompression", "no"]);
+    let fill = "
+for i=1,2000 do
+  local m = i % 4
+  if m == 0 then redis.call('SET','s:'..i, tostring(i*7))
+  elseif m == 1 then redis.call('SET','s:'..i, string.rep('a', 10))
+  elseif m == 2 then redis.call('SET','s:'..i, string.rep('b', 100))
+  else redis.call('SET','s:'..i, string.rep('c', 5000)) end
+end
+for i=1,200 do for j=1,10 do redis.call('HSET','h:'..i,'field'..j,'value'..j) end end
+for i=1,20 do for j=1,1000 do redis.call('HSET','H:'..i,'field:'..j,'v'..j..'xxxxxx') end end
+for i=1,100 do for j=1,50 do redis.call('SADD','i:'..i,j*3) end end
+for i=1,20 do for j=1,1000 do redis.call('SADD','S:'..i,'member:'..j) end end
+for i=1,100 do for j=1,20 do redis.call('ZADD','z:'..i,j,'m'..j) end end
+for i=1,10 do for j=1,2000 do redis.call('ZADD','Z:'..i,j*1.5,'member:'..j) end end
+for i=1,100 do for j=1,50 do redis.call('RPUSH','l:'..i,'item'..j) end end
+for i=1,5 do for j=1,20000 do redis.call('RPUSH','L:'..i,'item-'..j) end end
+for i=1,5 do for j=1,500 do redis.call('XADD','x:'..i,j..'-1','f1','v'..j,'f2','w'..j) end end
+return 1";
+    assert_eq!(redis.cli(&["EVAL", fill, "0"]).trim(), "1");
+    let sum = "
+local cursor='0'; local t={}
+repeat local r=redis.call('SCAN',cursor,'COUNT',1000); cursor=r[1]
+  for _,k in ipairs(r[2]) do
+    local ty=redis.call('TYPE',k)['ok']
+    t[ty]=(t[ty] or 0)+redis.call('MEMORY','USAGE',k,'SAMPLES',0)
+  end
+until cursor=='0'
+local out={} for k,v in pairs(t) do table.insert(out,k..'='..v) end return out";
+    let truth: BTreeMap<String, f64> = redis
+        .cli(&["EVAL", sum, "0"])
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(t, v)| (t.to_string(), v.trim().parse().expect("a number")))
+        .collect();
+    assert_eq!(redis.cli(&["SAVE"]).trim(), "OK");
+    redis.stop();
+    let (code, doc, err) = memory_json(&dir.path().join("dump.rdb"), &[]);
+    assert_eq!(code, 0, "{err}");
+    for t in doc.at("types").arr() {
+        let name = t.at("type").str();
+        let estimate = t.at("estimated_memory_bytes").u64() as f64;
+        let actual = truth[name];
+        // Measured: within 1% for every type but streams (-19%: the
+        // listpack allocations of a stream are the least predictable).
+        let tolerance = if name == "stream" { 0.25 } else { 0.05 };
+        assert!(
+            (estimate - actual).abs() <= actual * tolerance,
+            "{name}: estimate {estimate}, MEMORY USAGE {actual}"
+        );
+    }
+    assert_eq!(doc.at("types").arr().len(), truth.len());
 }
 
 #[test]

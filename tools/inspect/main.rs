@@ -10,6 +10,7 @@
 
 mod aof;
 mod diff;
+mod estimate;
 mod export;
 mod info;
 mod keys;

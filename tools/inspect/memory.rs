@@ -13,6 +13,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::ops::ControlFlow;
 use std::path::Path;
 
+use crate::estimate;
 use crate::keys::escape_key;
 use crate::report::Node;
 use crate::source::{self, FactsError, KeyFacts};
@@ -51,6 +52,8 @@ struct Big {
     kind: &'static str,
     encoding: String,
     elements: Option<u64>,
+    /// Estimated server memory (estimate.rs).
+    memory: u64,
 }
 
 impl Big {
@@ -87,7 +90,7 @@ struct TopKeys {
 }
 
 impl TopKeys {
-    fn offer(&mut self, k: &KeyFacts<'_>, seq: u64) {
+    fn offer(&mut self, k: &KeyFacts<'_>, seq: u64, memory: u64) {
         if self.limit == 0 {
             return;
         }
@@ -110,6 +113,7 @@ impl TopKeys {
             kind: k.logical_type,
             encoding: k.encoding.to_string(),
             elements: k.elements,
+            memory,
         }));
     }
 
@@ -138,7 +142,9 @@ struct Prefixes {
     separator: Vec<u8>,
     depth: usize,
     cap: usize,
-    table: HashMap<Vec<u8>, Tally>,
+    /// foldhash: SipHash was a tenth of the walk; its seed is random, so
+    /// crafted keys cannot aim at it.
+    table: HashMap<Vec<u8>, Tally, foldhash::fast::RandomState>,
     folded: Tally,
     /// How many times the table was full and folded.
     folds: u64,
@@ -151,6 +157,17 @@ impl Prefixes {
     /// key when it has fewer.
     fn prefix_of<'k>(&self, key: &'k [u8]) -> &'k [u8] {
         let sep = &self.separator;
+        if let [byte] = sep[..] {
+            // The common case, one byte: find each with a fast scan.
+            let mut end = 0;
+            for _ in 0..self.depth {
+                match key[end..].iter().position(|&b| b == byte) {
+                    Some(at) => end += at + 1,
+                    None => return key,
+                }
+            }
+            return &key[..end];
+        }
         let mut seen = 0;
         let mut i = 0;
         while i + sep.len() <= key.len() {
@@ -206,6 +223,8 @@ impl Prefixes {
 struct TypeSizes {
     keys: u64,
     bytes: u64,
+    /// Estimated server memory (estimate.rs).
+    memory: u64,
     buckets: [Tally; 65],
 }
 
@@ -241,7 +260,7 @@ pub fn memory(path: &Path, options: &Options) -> Result<Node, String> {
         separator: options.separator.clone(),
         depth: options.depth,
         cap: options.prefix_cap.max(2),
-        table: HashMap::new(),
+        table: HashMap::default(),
         folded: Tally::default(),
         folds: 0,
         folded_prefixes: 0,
@@ -249,21 +268,31 @@ pub fn memory(path: &Path, options: &Options) -> Result<Node, String> {
     let empty = TypeSizes {
         keys: 0,
         bytes: 0,
+        memory: 0,
         buckets: [Tally::default(); 65],
     };
     // Indexed like TYPE_ORDER; anything else goes last.
     let mut types = vec![empty; TYPE_ORDER.len() + 1];
     let mut total = Tally::default();
     let mut seq = 0u64;
+    let mut total_memory = 0u64;
     let scanned = input.for_each_facts(&mut |k| {
         if options.db.is_some_and(|db| db != k.db)
             || options.kind.as_deref().is_some_and(|t| t != k.logical_type)
         {
             return ControlFlow::Continue(());
         }
+        let memory = estimate::memory_usage(
+            k.key.len() as u64,
+            k.logical_type,
+            &k.encoding,
+            k.elements,
+            k.bytes,
+        );
+        total_memory += memory;
         total.keys += 1;
         total.bytes += k.bytes;
-        top.offer(k, seq);
+        top.offer(k, seq, memory);
         seq += 1;
         prefixes.add(k.key, k.bytes);
         let t = TYPE_ORDER
@@ -273,6 +302,7 @@ pub fn memory(path: &Path, options: &Options) -> Result<Node, String> {
         let sizes = &mut types[t];
         sizes.keys += 1;
         sizes.bytes += k.bytes;
+        sizes.memory += memory;
         let b = &mut sizes.buckets[bucket_of(k.bytes)];
         b.keys += 1;
         b.bytes += k.bytes;
@@ -289,7 +319,8 @@ pub fn memory(path: &Path, options: &Options) -> Result<Node, String> {
         .with("status", if problems.is_empty() { "ok" } else { "damaged" })
         .with("format", input.format().name())
         .with("keys", total.keys)
-        .with("bytes", total.bytes);
+        .with("bytes", total.bytes)
+        .with("estimated_memory_bytes", total_memory);
     report.set("top_keys", top_rows(top.into_sorted()));
     report.set("prefixes", prefix_report(prefixes, options));
     let (type_rows, distribution) = type_rows(&types);
@@ -317,6 +348,7 @@ fn top_rows(keys: Vec<Big>) -> Vec<Node> {
                 .with("encoding", b.encoding)
                 .with("bytes", b.bytes)
                 .with("elements", b.elements)
+                .with("estimated_memory_bytes", b.memory)
                 .with("offset", b.offset)
         })
         .collect()
@@ -366,7 +398,8 @@ fn type_rows(types: &[TypeSizes]) -> (Vec<Node>, Vec<Node>) {
             Node::object()
                 .with("type", name)
                 .with("keys", t.keys)
-                .with("bytes", t.bytes),
+                .with("bytes", t.bytes)
+                .with("estimated_memory_bytes", t.memory),
         );
         for (b, tally) in t.buckets.iter().enumerate() {
             if tally.keys == 0 {
@@ -400,7 +433,7 @@ mod tests {
             separator: sep.as_bytes().to_vec(),
             depth,
             cap,
-            table: HashMap::new(),
+            table: HashMap::default(),
             folded: Tally::default(),
             folds: 0,
             folded_prefixes: 0,

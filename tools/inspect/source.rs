@@ -173,6 +173,13 @@ fn detect(data: &[u8]) -> Result<Format, Failure> {
         });
     }
     if reader::is_rdb(data) {
+        // An RDB file ends with the EOF opcode and 8 checksum bytes; an AOF
+        // with an RDB preamble ends with its log's CRLF. Only when the end
+        // does not say which is the image walked to find where it ends.
+        let ends_as_rdb = data.len() >= 9 && data[data.len() - 9] == 0xff;
+        if ends_as_rdb && !data.ends_with(b"\r\n") {
+            return Ok(Format::Rdb);
+        }
         return Ok(match reader::scan(data) {
             Ok(s) if s.len < data.len() && crate::info::looks_like_aof(&data[s.len..]) => {
                 Format::Aof
