@@ -875,7 +875,9 @@ impl Engine {
         .map_err(|e| {
             crate::Error::Corrupt(format!(
                 "cannot load the RDB file {}: {e}. Nothing was loaded and the file was not changed. \
-                 Run `hozon-repair check {}` to see every problem.",
+                 Run `hozon-repair check {}` to see every problem, then `hozon-repair salvage {}` \
+                 to see what a repair keeps (add --apply to write it).",
+                path.display(),
                 path.display(),
                 path.display()
             ))
@@ -1000,7 +1002,9 @@ impl Engine {
                 if !self.core.config.aof_load_truncated {
                     return Err(crate::Error::Corrupt(format!(
                         "{facts}; not loading because aof-load-truncated is no. \
-                         Inspect it with `hozon-repair check {}` or set aof-load-truncated yes to drop the torn tail",
+                         Run `hozon-repair check {}` to see every problem, then `hozon-repair fix {} --apply` to cut \
+                         the torn tail, or set aof-load-truncated yes to drop it on load",
+                        path.display(),
                         path.display()
                     )));
                 }
@@ -1083,7 +1087,7 @@ impl Engine {
             crate::Error::Corrupt(format!(
                 "Bad file format reading the append only file {}: its snapshot preamble is damaged: {e}. \
                  Nothing was loaded and the file was not changed. Run `hozon-repair check {}` to see every \
-                 problem, then `hozon-repair salvage {}` to keep all intact data.",
+                 problem, then `hozon-repair salvage {}` to see what is kept and add --apply to write it.",
                 path.display(),
                 path.display(),
                 path.display()
@@ -1166,7 +1170,7 @@ impl Engine {
             crate::Error::Corrupt(format!(
                 "Bad file format reading the append only file {} at offset {}: {}. Nothing was loaded and the file \
                  was not changed. Run `hozon-repair check {}` to see every problem, then `hozon-repair salvage {}` \
-                 to keep all intact data.",
+                 to see what is kept and add --apply to write it.",
                 path.display(),
                 c.offset + base_offset as u64,
                 c.reason,

@@ -261,6 +261,36 @@ fn parse_command(data: &[u8], pos: usize) -> Parsed {
     Parsed::Command(args, p)
 }
 
+/// One command read by [`command_at`] with the loader's rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandAt {
+    /// A complete command: its arguments' byte ranges (the name first)
+    /// and the offset after it.
+    Complete {
+        /// Byte ranges of the arguments in the data.
+        args: Vec<Range<usize>>,
+        /// Offset after the command's last CRLF.
+        end: usize,
+    },
+    /// The data ends inside the command (or `pos` is at its end).
+    Incomplete,
+    /// Not a command the loader accepts there, and why.
+    Malformed(&'static str),
+}
+
+/// Reads the RESP command at `pos` exactly as the loader does (same bounds
+/// on counts and lengths), for tools that resynchronise after damage.
+pub fn command_at(data: &[u8], pos: usize) -> CommandAt {
+    if pos >= data.len() {
+        return CommandAt::Incomplete;
+    }
+    match parse_command(data, pos) {
+        Parsed::Command(args, end) => CommandAt::Complete { args, end },
+        Parsed::Incomplete => CommandAt::Incomplete,
+        Parsed::Malformed(why) => CommandAt::Malformed(why),
+    }
+}
+
 /// The torn tail found (and dropped) while loading.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TornTail {
@@ -1158,6 +1188,24 @@ mod tests {
         bad.extend_from_slice(b"+OK\r\n");
         encode_command(&mut bad, &["SET", "c", "3"]);
         assert!(replay_all(&bad).is_err());
+    }
+
+    #[test]
+    fn command_at_reads_like_the_loader() {
+        let mut data = Vec::new();
+        encode_command(&mut data, &["SET", "k", "v"]);
+        let first = data.len();
+        data.extend_from_slice(b"*2\r\n$3\r\nGET");
+        match command_at(&data, 0) {
+            CommandAt::Complete { args, end } => {
+                assert_eq!(end, first);
+                assert_eq!(&data[args[1].clone()], b"k");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(command_at(&data, first), CommandAt::Incomplete);
+        assert_eq!(command_at(&data, data.len()), CommandAt::Incomplete);
+        assert!(matches!(command_at(b"+OK\r\n", 0), CommandAt::Malformed(_)));
     }
 
     #[test]

@@ -527,7 +527,7 @@ impl SnapshotError {
     }
 }
 
-const REPAIR_HINT: &str = "run `hozon-repair check <file>` to list the damage, then `hozon-repair salvage <file>` to keep every intact block";
+const REPAIR_HINT: &str = "run `hozon-repair check <file>` to list the damage, then `hozon-repair salvage <file>` to see what is kept (add --apply to write it)";
 
 impl fmt::Display for SnapshotError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -3596,6 +3596,39 @@ pub fn load_salvaging(
     threads: usize,
     now_ms: i64,
 ) -> (Loaded, Vec<Damage>) {
+    let mut loaded = Loaded::default();
+    let salvaged = salvage_streaming(data, limits, threads, now_ms, |keys| {
+        loaded.blocks.push(keys);
+    });
+    loaded.expired_skipped = salvaged.expired_skipped;
+    loaded.summary = salvaged.summary;
+    (loaded, salvaged.damages)
+}
+
+/// What [`salvage_streaming`] found besides the keys it delivered.
+#[derive(Debug, Default)]
+pub struct Salvaged {
+    /// The footer's summary, when it was usable.
+    pub summary: Option<Summary>,
+    /// Keys left out because their expiry had passed at `now_ms`.
+    pub expired_skipped: u64,
+    /// The damaged regions, in file order.
+    pub damages: Vec<Damage>,
+}
+
+/// [`load_salvaging`] as a stream: each block's intact keys (a split value
+/// with the block of its last part) go to `deliver` in file order as soon
+/// as they are decoded, so memory holds a few blocks and the value being
+/// stitched, not the keyspace (the repair tool rewrites files of any size
+/// this way). Blocks are decoded on `threads` workers (1 or 0: the caller
+/// decodes). Never fails: see [`load_salvaging`].
+pub fn salvage_streaming(
+    data: &[u8],
+    limits: EncodingLimits,
+    threads: usize,
+    now_ms: i64,
+    mut deliver: impl FnMut(Vec<LoadedKey>),
+) -> Salvaged {
     let mut damages = Vec::new();
     let file_len = data.len() as u64;
     let header = match read_header(data) {
@@ -3610,7 +3643,10 @@ pub fn load_salvaging(
                 keys_lost: None,
                 error: e,
             });
-            return (Loaded::default(), damages);
+            return Salvaged {
+                damages,
+                ..Salvaged::default()
+            };
         }
         Err(e) => {
             damages.push(Damage {
@@ -3676,7 +3712,6 @@ pub fn load_salvaging(
             &mut damages,
         ),
     };
-    let mut loaded = Loaded::default();
     let mut stitcher = Stitcher::new(limits, now_ms);
     let mut problems = Vec::new();
     let workers = if threads > 1 { threads } else { 0 };
@@ -3739,7 +3774,7 @@ pub fn load_salvaging(
                     );
                 }
             }
-            loaded.blocks.push(keys);
+            deliver(keys);
             ControlFlow::Continue(())
         },
     );
@@ -3769,9 +3804,11 @@ pub fn load_salvaging(
         });
     }
     damages.sort_by_key(|d| d.offset);
-    loaded.expired_skipped = stitcher.expired;
-    loaded.summary = summary;
-    (loaded, damages)
+    Salvaged {
+        summary,
+        expired_skipped: stitcher.expired,
+        damages,
+    }
 }
 
 /// Finds blocks by walking their headers from `start` (no usable index):
@@ -3866,6 +3903,61 @@ fn find_block_header(data: &[u8], from: u64, file_id: Option<u32>, min_seq: u32)
         at += 1;
     }
     None
+}
+
+/// The keys (database, key) that can still be read from the block whose
+/// header is at `offset`, checks or no checks: a damaged block's header
+/// lengths and payload are used as far as they go (bounded by the file),
+/// its payload decompressed despite a CRC mismatch, and its records
+/// decoded until the first that does not parse. For reports of what a
+/// damaged block held ("keys listed where readable"); a flipped byte may
+/// show in a key. Empty when not even the block magic is there.
+pub fn readable_keys(data: &[u8], offset: u64) -> Vec<(usize, Blob)> {
+    let Some(at) = usize::try_from(offset).ok() else {
+        return Vec::new();
+    };
+    let Some(h) = at
+        .checked_add(BLOCK_HEADER_LEN)
+        .and_then(|end| data.get(at..end))
+    else {
+        return Vec::new();
+    };
+    if h[0..4] != BLOCK_MAGIC {
+        return Vec::new();
+    }
+    let records = le_u32(h, 12);
+    let start = at + BLOCK_HEADER_LEN;
+    let available = (data.len() - start) as u64;
+    let stored_len = le_u64(h, 16).min(available) as usize;
+    let payload = &data[start..start + stored_len];
+    let mut scratch = Vec::new();
+    let raw: &[u8] = match h[4] {
+        CODEC_LZ4 => {
+            let bound = (stored_len as u64)
+                .saturating_mul(LZ4_MAX_EXPANSION)
+                .saturating_add(64);
+            let raw_len = le_u64(h, 24).min(bound) as usize;
+            scratch.resize(raw_len, 0);
+            // A damaged payload may stop decompressing part way; the bytes
+            // produced before the failure are unknown, so nothing is read.
+            match lz4_flex::block::decompress_into(payload, &mut scratch) {
+                Ok(n) => &scratch[..n],
+                Err(_) => return Vec::new(),
+            }
+        }
+        _ => payload,
+    };
+    let mut r = Reader::new(raw);
+    let limits = EncodingLimits::default();
+    let mut keys = Vec::new();
+    for _ in 0..records {
+        match decode_record(&mut r, &limits, i64::MIN) {
+            Ok(Item::Whole(k)) => keys.push((k.db, k.key)),
+            Ok(Item::Part { db, key, .. }) => keys.push((db, key)),
+            Ok(Item::Expired) | Err(_) => break,
+        }
+    }
+    keys
 }
 
 #[cfg(test)]
@@ -5212,6 +5304,58 @@ mod tests {
                 "block {victim}: kept a key it should not have"
             );
         }
+    }
+
+    #[test]
+    fn salvage_streaming_delivers_what_load_salvaging_returns() {
+        let (_, data, summary) = damaged_fixture();
+        let mut bad = data.clone();
+        let b = summary.blocks[1];
+        bad[(b.offset + BLOCK_HEADER_LEN as u64 + b.stored_len / 2) as usize] ^= 0x40;
+        let (loaded, damages) = load_salvaging(&bad, limits(), 2, NOW_MS);
+        let mut streamed = Loaded::default();
+        let salvaged = salvage_streaming(&bad, limits(), 1, NOW_MS, |keys| {
+            streamed.blocks.push(keys);
+        });
+        assert_eq!(dump_loaded(&streamed), dump_loaded(&loaded));
+        assert_eq!(salvaged.expired_skipped, loaded.expired_skipped);
+        assert!(salvaged.summary.is_some());
+        let offsets = |d: &[Damage]| {
+            d.iter()
+                .map(|d| (d.offset, d.keys_lost))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(offsets(&salvaged.damages), offsets(&damages));
+    }
+
+    #[test]
+    fn readable_keys_lists_a_damaged_blocks_keys() {
+        let (_, data, summary) = damaged_fixture();
+        let spans = key_spans(&data, &summary);
+        for (i, b) in summary.blocks.iter().enumerate() {
+            let mut want: Vec<(usize, Vec<u8>)> = spans
+                .iter()
+                .filter(|(_, (first, last))| (*first..=*last).contains(&i))
+                .map(|(k, _)| k.clone())
+                .collect();
+            want.sort();
+            let keys_of = |d: &[u8]| {
+                let mut got: Vec<(usize, Vec<u8>)> = readable_keys(d, b.offset)
+                    .into_iter()
+                    .map(|(db, k)| (db, k.to_vec()))
+                    .collect();
+                got.sort();
+                got
+            };
+            assert_eq!(keys_of(&data), want, "block {i}");
+            // A flipped header CRC and a flipped CRC field change nothing
+            // readable.
+            let mut bad = data.clone();
+            bad[b.offset as usize + 33] ^= 0x10;
+            assert_eq!(keys_of(&bad), want, "block {i}");
+        }
+        assert!(readable_keys(&data, 3).is_empty());
+        assert!(readable_keys(&data, data.len() as u64 + 10).is_empty());
     }
 
     #[test]

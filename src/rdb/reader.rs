@@ -2030,6 +2030,282 @@ fn quicklist_count(p: &mut Cursor<'_>, t: u8) -> Option<u64> {
     Some(total)
 }
 
+// ---------------------------------------------------------------------------
+// Salvage: reading past damage.
+
+/// Records that must decode in a row from an offset before [`salvage`]
+/// resumes reading there (docs/repair.md: an RDB has no framing, so a
+/// resynchronisation point is a guess that this many records confirm).
+pub const RESYNC_RECORDS: usize = 16;
+
+/// A region of an RDB file that [`salvage`] could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedRegion {
+    /// Offset of the record whose reading failed.
+    pub start: u64,
+    /// Where reading resumed (exclusive), or the end of the data.
+    pub end: u64,
+    /// Why the record at `start` did not decode (its `key`, when the
+    /// failure came after the key was read, names the key lost).
+    pub error: RdbError,
+    /// True when reading resumed at `end`; false when nothing after
+    /// `start` could be read (the region runs to the end of the data).
+    pub resumed: bool,
+}
+
+/// What [`salvage`] found besides the keys it handed on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SalvageReport {
+    /// The RDB version of the header.
+    pub version: u16,
+    /// The header was Valkey's.
+    pub valkey: bool,
+    /// AUX fields read, in file order.
+    pub aux: Vec<(Blob, Blob)>,
+    /// Function library sources (FUNCTION2) read, in file order.
+    pub functions: Vec<Blob>,
+    /// Keys handed to the sink.
+    pub keys: u64,
+    /// Keys skipped because their collection was empty.
+    pub empty_skipped: u64,
+    /// Module values and module AUX records skipped (their keys are not
+    /// loaded), with the module names.
+    pub modules_skipped: Vec<String>,
+    /// The regions that could not be read, in file order.
+    pub damaged: Vec<DamagedRegion>,
+    /// Offset of the EOF opcode, when reading reached it.
+    pub eof_at: Option<u64>,
+    /// The checksum after EOF: Ok when verified, unchecked or absent; Err
+    /// when it differs or is cut short. None when EOF was not reached.
+    pub checksum: Option<Result<Checksum, RdbError>>,
+    /// Where the image ends (after the checksum; the end of the data when
+    /// EOF was not reached). Bytes after it are trailing bytes.
+    pub len: u64,
+}
+
+/// One record read by [`next_record`].
+enum Record {
+    /// The EOF opcode.
+    Eof,
+    /// A key and its value.
+    Key(LoadedKey),
+    /// Anything else: an opcode, a skipped module value, an empty
+    /// collection.
+    Other,
+}
+
+/// Reads the record at the cursor (the same structure [`load`] reads,
+/// with `db` and `expire` the state opcodes carry to the next key).
+fn next_record(
+    c: &mut Cursor<'_>,
+    options: &Options,
+    summary: &mut SalvageReport,
+    db: &mut usize,
+    expire: &mut Option<i64>,
+) -> Result<Record, RdbError> {
+    let record_at = c.pos;
+    let t = c.u8("a record type")?;
+    match t {
+        opcode::EOF => return Ok(Record::Eof),
+        opcode::SELECTDB => {
+            let n = c.len("a database number")?;
+            if n >= options.databases as u64 {
+                return Err(RdbError::new(
+                    ErrorKind::Corrupt,
+                    record_at,
+                    format!(
+                        "the file selects database {n} but at most {} are accepted",
+                        options.databases
+                    ),
+                ));
+            }
+            *db = n as usize;
+        }
+        opcode::RESIZEDB => {
+            c.len("a RESIZEDB size")?;
+            c.len("a RESIZEDB size")?;
+        }
+        opcode::EXPIRETIME_MS => *expire = Some(c.ms_time("an expiry")?),
+        opcode::EXPIRETIME => {
+            let secs = i32::from_le_bytes(c.array("an expiry")?);
+            *expire = Some(i64::from(secs) * 1000);
+        }
+        opcode::AUX => {
+            let name = c.blob("an AUX field name")?;
+            let value = c.blob("an AUX field value")?;
+            summary.aux.push((name, value));
+        }
+        opcode::IDLE => {
+            c.len("an IDLE time")?;
+        }
+        opcode::FREQ => {
+            c.u8("an LFU frequency")?;
+        }
+        opcode::SLOT_INFO => {
+            for _ in 0..3 {
+                c.len("slot information")?;
+            }
+        }
+        opcode::FUNCTION2 => summary.functions.push(c.blob("a function library")?),
+        opcode::FUNCTION_PRE_GA => {
+            return Err(RdbError::new(
+                ErrorKind::Unsupported,
+                record_at,
+                "pre-release function format (Redis 7.0 release candidates) is not supported",
+            ))
+        }
+        opcode::MODULE_AUX => {
+            let module_id = c.len("a module id")?;
+            let name = module_name(module_id);
+            read_module_aux_when(c, &name)?;
+            skip_module_value(c, &name)?;
+            summary.modules_skipped.push(name);
+        }
+        value_type => {
+            let key = c.blob("a key")?;
+            let key_expire = expire.take();
+            let at_db = *db;
+            let attach = |mut e: RdbError| {
+                e.key = Some((at_db, key.clone()));
+                e
+            };
+            if value_type == kind::MODULE_2 {
+                let module_id = c.len("a module id").map_err(attach)?;
+                let name = module_name(module_id);
+                skip_module_value(c, &name).map_err(attach)?;
+                summary.modules_skipped.push(name);
+                return Ok(Record::Other);
+            }
+            let mut scratch = Summary::default();
+            let value = read_value(c, value_type, options, &mut scratch).map_err(attach)?;
+            let Some(value) = value else {
+                summary.empty_skipped += 1;
+                return Ok(Record::Other);
+            };
+            return Ok(Record::Key(LoadedKey {
+                db: at_db,
+                key,
+                value,
+                expire_ms: key_expire,
+            }));
+        }
+    }
+    Ok(Record::Other)
+}
+
+/// True when reading from `at` (with database `db` selected) decodes
+/// [`RESYNC_RECORDS`] records in a row, or decodes every record up to an
+/// EOF opcode that ends the image where a whole file ends (only the
+/// checksum after it, `checksum_len` bytes).
+fn resyncs_at(data: &[u8], at: usize, options: &Options, db: usize, checksum_len: usize) -> bool {
+    let mut c = Cursor::new(data, at);
+    let mut trial = SalvageReport::default();
+    let (mut db, mut expire) = (db, None);
+    for _ in 0..RESYNC_RECORDS {
+        match next_record(&mut c, options, &mut trial, &mut db, &mut expire) {
+            Ok(Record::Eof) => return c.remaining() == checksum_len,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Reads every record of the RDB file in `data` that can be read, as
+/// `hozon-repair salvage` does (docs/repair.md): keys go to `sink` with
+/// the offset of their record, in file order. When a record does not
+/// decode, each later offset is tried as a record start, and reading
+/// resumes at the first from which [`RESYNC_RECORDS`] records (or all
+/// records up to the EOF opcode at the end of the file) decode; the
+/// region between is reported. Values are built with `options.limits`;
+/// `options.databases` bounds SELECTDB (a larger number is damage);
+/// `skip_expired_before_ms` is ignored (every key is handed on) and hash
+/// fields whose TTL passed before `options.now_ms` are dropped as in
+/// [`load`]. Err only when the header cannot be read (not an RDB, an
+/// unsupported version) or `sink` refuses a key (its message, kind
+/// [`ErrorKind::Rejected`]). Memory: one value at a time.
+pub fn salvage(
+    data: &[u8],
+    options: &Options,
+    sink: &mut dyn FnMut(u64, LoadedKey) -> SinkResult,
+) -> Result<SalvageReport, RdbError> {
+    let (version, valkey, header_len) = read_header(data)?;
+    let mut report = SalvageReport {
+        version,
+        valkey,
+        len: data.len() as u64,
+        ..SalvageReport::default()
+    };
+    let checksum_len = if version >= 5 { 8 } else { 0 };
+    let mut c = Cursor::new(data, header_len);
+    let mut db = 0usize;
+    let mut expire: Option<i64> = None;
+    loop {
+        let record_at = c.pos;
+        match next_record(&mut c, options, &mut report, &mut db, &mut expire) {
+            Ok(Record::Eof) => {
+                report.eof_at = Some(record_at as u64);
+                break;
+            }
+            Ok(Record::Other) => {}
+            Ok(Record::Key(key)) => {
+                let ident = (key.db, key.key.clone());
+                sink(record_at as u64, key).map_err(|message| RdbError {
+                    kind: ErrorKind::Rejected,
+                    offset: record_at as u64,
+                    message,
+                    key: Some(ident),
+                })?;
+                report.keys += 1;
+            }
+            Err(error) => {
+                expire = None;
+                let resume = (record_at + 1..data.len())
+                    .find(|&at| resyncs_at(data, at, options, db, checksum_len));
+                report.damaged.push(DamagedRegion {
+                    start: record_at as u64,
+                    end: resume.unwrap_or(data.len()) as u64,
+                    error,
+                    resumed: resume.is_some(),
+                });
+                match resume {
+                    Some(at) => c.pos = at,
+                    None => return Ok(report),
+                }
+            }
+        }
+    }
+    if version < 5 {
+        report.checksum = Some(Ok(Checksum::Absent));
+        report.len = c.pos as u64;
+        return Ok(report);
+    }
+    let covered = c.pos;
+    let checked = match c.array::<8>("the checksum") {
+        Err(e) => Err(e),
+        Ok(stored) => {
+            let stored = u64::from_le_bytes(stored);
+            let computed = super::crc64(&data[..covered]);
+            if stored == 0 {
+                Ok(Checksum::Unchecked)
+            } else if stored == computed {
+                Ok(Checksum::Verified)
+            } else {
+                Err(RdbError::new(
+                    ErrorKind::Checksum,
+                    covered,
+                    format!(
+                        "checksum mismatch: the file says {stored:016x}, the data gives {computed:016x}"
+                    ),
+                ))
+            }
+        }
+    };
+    report.checksum = Some(checked);
+    report.len = c.pos as u64;
+    Ok(report)
+}
+
 #[cfg(test)]
 mod tests {
     use std::ops::ControlFlow;
@@ -2199,5 +2475,167 @@ mod tests {
         let (seen, result) = collect(&flipped);
         assert_eq!(seen.len(), 7);
         assert_eq!(result.expect_err("a bad CRC").kind, ErrorKind::Checksum);
+    }
+
+    /// 40 small hashes (listpacks) in db 0 and 3, keyed `h:<i>`.
+    fn hashes() -> Vec<u8> {
+        let limits = EncodingLimits::default();
+        let keys: Vec<(usize, Blob, Value)> = (0..40)
+            .map(|i| {
+                let mut h = Hash::new();
+                for f in 0..3 {
+                    h.set(
+                        format!("field{f}").as_bytes(),
+                        Blob::from(format!("value {i}/{f}").as_bytes()),
+                        &limits,
+                    );
+                }
+                let db = if i < 20 { 0 } else { 3 };
+                (
+                    db,
+                    Blob::from(format!("h:{i}").as_bytes()),
+                    Value::Hash(Box::new(h)),
+                )
+            })
+            .collect();
+        encode_file(
+            &Encoder::default(),
+            1_700_000_000_000,
+            keys.iter().map(|(db, k, v)| (*db, k, v, None)),
+        )
+    }
+
+    fn salvage_options() -> Options {
+        Options {
+            limits: EncodingLimits::default(),
+            databases: 16,
+            skip_expired_before_ms: None,
+            now_ms: 0,
+        }
+    }
+
+    fn salvaged(data: &[u8]) -> (Vec<(usize, Vec<u8>)>, SalvageReport) {
+        let mut keys = Vec::new();
+        let report = salvage(data, &salvage_options(), &mut |_, k| {
+            keys.push((k.db, k.key.to_vec()));
+            Ok(())
+        })
+        .expect("the header is intact");
+        (keys, report)
+    }
+
+    fn record_offsets(data: &[u8]) -> Vec<(u64, (usize, Vec<u8>))> {
+        let (seen, result) = collect(data);
+        result.expect("a valid file");
+        seen.iter()
+            .map(|k| (k.offset, (k.db, k.key.to_vec())))
+            .collect()
+    }
+
+    #[test]
+    fn salvage_of_an_intact_file_reads_what_load_reads() {
+        let data = sample();
+        let (keys, report) = salvaged(&data);
+        let want: Vec<_> = record_offsets(&data).into_iter().map(|(_, k)| k).collect();
+        assert_eq!(keys, want);
+        assert!(report.damaged.is_empty());
+        assert_eq!(report.checksum, Some(Ok(Checksum::Verified)));
+        assert_eq!(report.len, data.len() as u64);
+        assert_eq!(report.eof_at, Some(data.len() as u64 - 9));
+    }
+
+    #[test]
+    fn salvage_resynchronises_after_a_damaged_record() {
+        let data = hashes();
+        let records = record_offsets(&data);
+        for victim in [0usize, 10, 25, 39] {
+            let (start, _) = records[victim];
+            let mut bad = data.clone();
+            // The listpack's total-bytes field, just after the key and the
+            // string length of the listpack: the record no longer decodes.
+            let key_len = 1 + format!("h:{victim}").len();
+            bad[start as usize + 1 + key_len + 1] ^= 0x5a;
+            let (keys, report) = salvaged(&bad);
+            let want: Vec<_> = records
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != victim)
+                .map(|(_, (_, k))| k.clone())
+                .collect();
+            assert_eq!(keys, want, "victim {victim}");
+            assert_eq!(report.damaged.len(), 1, "{:?}", report.damaged);
+            let region = &report.damaged[0];
+            assert_eq!(region.start, start);
+            assert!(region.resumed);
+            let next = records
+                .get(victim + 1)
+                .map_or(data.len() as u64 - 9, |r| r.0);
+            // Resumed at the next record (a SELECTDB may come first).
+            assert!(region.end <= next && region.end > start, "{region:?}");
+            assert_eq!(
+                region.error.key.as_ref().map(|(_, k)| k.to_vec()),
+                Some(format!("h:{victim}").into_bytes())
+            );
+            assert!(matches!(report.checksum, Some(Err(_))));
+        }
+    }
+
+    #[test]
+    fn salvage_of_a_truncated_file_keeps_the_records_before_the_cut() {
+        let data = hashes();
+        let records = record_offsets(&data);
+        let cut = records[30].0 as usize + 7;
+        let (keys, report) = salvaged(&data[..cut]);
+        let want: Vec<_> = records[..30].iter().map(|(_, k)| k.clone()).collect();
+        assert_eq!(keys, want);
+        assert_eq!(report.damaged.len(), 1);
+        assert_eq!(report.damaged[0].start, records[30].0);
+        assert_eq!(report.damaged[0].end, cut as u64);
+        assert!(!report.damaged[0].resumed);
+        assert_eq!(report.checksum, None);
+        // Cut inside the checksum.
+        let (keys, report) = salvaged(&data[..data.len() - 3]);
+        assert_eq!(keys.len(), 40);
+        assert!(report.damaged.is_empty());
+        assert!(matches!(report.checksum, Some(Err(ref e)) if e.kind == ErrorKind::Truncated));
+    }
+
+    #[test]
+    fn salvage_reports_a_wrong_checksum_and_keeps_every_key() {
+        let mut data = hashes();
+        let n = data.len();
+        data[n - 2] ^= 1;
+        let (keys, report) = salvaged(&data);
+        assert_eq!(keys.len(), 40);
+        assert!(report.damaged.is_empty());
+        assert!(matches!(report.checksum, Some(Err(ref e)) if e.kind == ErrorKind::Checksum));
+        // Trailing bytes are left to the caller: `len` is where the image ends.
+        let mut longer = hashes();
+        longer.extend_from_slice(b"junk");
+        let (_, report) = salvaged(&longer);
+        assert_eq!(report.len, longer.len() as u64 - 4);
+        assert_eq!(report.checksum, Some(Ok(Checksum::Verified)));
+    }
+
+    #[test]
+    fn salvage_never_panics_on_damaged_files() {
+        let data = hashes();
+        let mut rng = crate::rand::Rng::with_seed(7);
+        for round in 0..300 {
+            let mut bad = data.clone();
+            for _ in 0..1 + round % 3 {
+                let at = 9 + (rng.next_u64() as usize) % (bad.len() - 9);
+                bad[at] = rng.next_u64() as u8;
+            }
+            if round % 4 == 0 {
+                let cut = 9 + (rng.next_u64() as usize) % (bad.len() - 9);
+                bad.truncate(cut);
+            }
+            let (keys, report) = salvaged(&bad);
+            assert!(keys.len() <= 41, "round {round}");
+            for r in &report.damaged {
+                assert!(r.start < r.end || r.end == bad.len() as u64, "{r:?}");
+            }
+        }
     }
 }
