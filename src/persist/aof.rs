@@ -342,230 +342,33 @@ pub struct LoadReport {
 /// file corrupt at that command. MULTI … EXEC blocks are applied only once
 /// their EXEC is read.
 pub fn replay(data: &[u8], apply: &mut ApplyFn<'_>) -> Result<LoadReport, Corruption> {
-    let mut checksummed = data.starts_with(FILE_HEADER);
-    let mut report = LoadReport {
-        checksummed,
-        ..LoadReport::default()
-    };
-    let mut pos = if checksummed { FILE_HEADER.len() } else { 0 };
-    // Start of the current batch body (checksummed files).
-    let mut batch_start = pos;
-    // Commands read since `batch_start` (checksummed) or since MULTI.
-    let mut pending: Vec<(usize, Vec<Range<usize>>)> = Vec::new();
-    // For plain files: position of an open MULTI.
-    let mut multi_at: Option<usize> = None;
-    let mut valid_len = pos;
-
-    let corrupt = |offset: usize, reason: String| Corruption {
-        offset: offset as u64,
-        reason,
-    };
-
-    loop {
-        if pos >= data.len() {
-            break;
-        }
-        if data[pos] == b'#' {
-            let (line, next) = match read_line(data, pos, ANNOTATION_MAX_BYTES) {
-                Some(Ok(x)) => x,
-                // An annotation cut by the end of the file: torn.
-                None => break,
-                Some(Err(())) => {
-                    return Err(corrupt(
-                        pos,
-                        "annotation line longer than 1024 bytes".into(),
-                    ));
-                }
-            };
-            if line.starts_with(b"#hz") && !line.starts_with(ANNOTATION_PREFIX) {
-                return Err(corrupt(
-                    pos,
-                    format!(
-                        "unknown annotation version '{}' (written by a newer hozon?)",
-                        String::from_utf8_lossy(&line[..line.len().min(16)])
-                    ),
-                ));
-            }
-            if !checksummed && line == &FILE_HEADER[..FILE_HEADER.len() - 2] {
-                // hozon appended to a file it did not create: checksummed
-                // batches start here (everything before was applied).
-                if multi_at.is_some() {
-                    return Err(corrupt(
-                        pos,
-                        "checksummed section starts inside MULTI".into(),
-                    ));
-                }
-                checksummed = true;
-                report.checksummed = true;
-                pos = next;
-                batch_start = pos;
-                valid_len = pos;
-                continue;
-            }
-            if !checksummed && line.starts_with(ANNOTATION_PREFIX) {
-                return Err(corrupt(
-                    pos,
-                    "checksum annotation in a file whose hozon header is missing or damaged".into(),
-                ));
-            }
-            if checksummed && line.starts_with(ANNOTATION_PREFIX) {
-                let body = &data[batch_start..pos];
-                let verified = match parse_annotation(line) {
-                    Some(a) if a.verifies(body, line) => Some(a),
-                    _ => None,
-                };
-                let Some(annotation) = verified else {
-                    let why = format!("checksum mismatch in the batch at offset {batch_start}");
-                    return tail_or_corruption(data, batch_start, valid_len, &why, report);
-                };
-                // The batch is intact: apply its commands.
-                for (at, args) in pending.drain(..) {
-                    apply_one(data, at, &args, apply, &mut report, &mut multi_at)?;
-                }
-                if multi_at.is_some() {
-                    return Err(corrupt(
-                        batch_start,
-                        "a verified batch ends inside MULTI".into(),
-                    ));
-                }
-                report.batches += 1;
-                report.first_ts_ms.get_or_insert(annotation.ts_ms);
-                report.last_ts_ms = Some(annotation.ts_ms);
-                pos = next;
-                batch_start = pos;
-                valid_len = pos;
-                continue;
-            }
-            if let Some(ts) = line.strip_prefix(b"#TS:") {
-                if let Some(secs) = crate::types::num::parse_i64(ts) {
-                    report.first_ts_ms.get_or_insert(secs.saturating_mul(1000));
-                    report.last_ts_ms = Some(secs.saturating_mul(1000));
-                }
-            }
-            pos = next;
-            if !checksummed && multi_at.is_none() {
-                valid_len = pos;
-            }
-            continue;
-        }
-        match parse_command(data, pos) {
-            Parsed::Command(args, next) => {
-                if checksummed {
-                    pending.push((pos, args));
-                } else {
-                    let at = pos;
-                    apply_plain(
-                        data,
-                        at,
-                        args,
-                        apply,
-                        &mut report,
-                        &mut multi_at,
-                        &mut pending,
-                    )?;
-                    if multi_at.is_none() {
-                        valid_len = next;
-                    }
-                }
-                pos = next;
-            }
-            Parsed::Incomplete => break,
-            Parsed::Malformed(why) => {
-                if checksummed {
-                    let why = format!("malformed command at offset {pos}: {why}");
-                    return tail_or_corruption(data, batch_start, valid_len, &why, report);
-                }
-                return Err(corrupt(pos, format!("malformed command: {why}")));
-            }
-        }
-    }
-    // End of data. Whatever follows the valid prefix is a torn tail.
-    if valid_len < data.len() {
-        let reason = if checksummed {
-            "the last batch has no valid annotation (incomplete write)".to_string()
-        } else if multi_at.is_some() {
-            "unfinished MULTI at the end of the file".to_string()
-        } else {
-            "the last command is incomplete".to_string()
+    // `walk` hands on exactly the commands to apply, in order: a
+    // checksummed batch's once it verified, a MULTI block's once its EXEC
+    // was read. MULTI and EXEC themselves are not applied.
+    let mut failure: Option<Corruption> = None;
+    let report = walk(data, &mut |event| {
+        let WalkEvent::Command(c) = event else {
+            return std::ops::ControlFlow::Continue(());
         };
-        report.torn = Some(TornTail {
-            valid_len: valid_len as u64,
-            dropped_bytes: (data.len() - valid_len) as u64,
-            dropped_commands: count_commands(data, valid_len),
-            reason,
-        });
-    }
-    report.valid_len = valid_len as u64;
-    Ok(report)
-}
-
-fn apply_plain(
-    data: &[u8],
-    at: usize,
-    args: Vec<Range<usize>>,
-    apply: &mut ApplyFn<'_>,
-    report: &mut LoadReport,
-    multi_at: &mut Option<usize>,
-    queued: &mut Vec<(usize, Vec<Range<usize>>)>,
-) -> Result<(), Corruption> {
-    let name = &data[args[0].clone()];
-    if name.eq_ignore_ascii_case(b"MULTI") {
-        if multi_at.is_some() {
-            return Err(Corruption {
-                offset: at as u64,
-                reason: "MULTI inside MULTI".into(),
-            });
+        let name = c.argv[0];
+        if name.eq_ignore_ascii_case(b"MULTI") || name.eq_ignore_ascii_case(b"EXEC") {
+            return std::ops::ControlFlow::Continue(());
         }
-        *multi_at = Some(at);
-        return Ok(());
-    }
-    if multi_at.is_some() {
-        if name.eq_ignore_ascii_case(b"EXEC") {
-            *multi_at = None;
-            for (qat, qargs) in queued.drain(..) {
-                let mut none = None;
-                apply_one(data, qat, &qargs, apply, report, &mut none)?;
+        match apply(c.argv) {
+            Ok(()) => std::ops::ControlFlow::Continue(()),
+            Err(reason) => {
+                failure = Some(Corruption {
+                    offset: c.offset,
+                    reason,
+                });
+                std::ops::ControlFlow::Break(())
             }
-        } else {
-            queued.push((at, args));
         }
-        return Ok(());
-    }
-    let mut none = None;
-    apply_one(data, at, &args, apply, report, &mut none)
-}
-
-/// Applies one command of a verified batch, handling MULTI/EXEC by
-/// queueing (the batch is already verified, so the queue never spans a
-/// batch boundary).
-fn apply_one(
-    data: &[u8],
-    at: usize,
-    args: &[Range<usize>],
-    apply: &mut ApplyFn<'_>,
-    report: &mut LoadReport,
-    multi_at: &mut Option<usize>,
-) -> Result<(), Corruption> {
-    let argv: Vec<&[u8]> = args.iter().map(|r| &data[r.clone()]).collect();
-    let name = argv[0];
-    if name.eq_ignore_ascii_case(b"MULTI") || name.eq_ignore_ascii_case(b"EXEC") {
-        // In checksummed batches a MULTI block is whole (verified), so its
-        // commands can be applied as they come.
-        *multi_at = if name.eq_ignore_ascii_case(b"MULTI") {
-            Some(at)
-        } else {
-            None
-        };
-        return Ok(());
-    }
-    apply(&argv).map_err(|reason| Corruption {
-        offset: at as u64,
-        reason,
     })?;
-    if !name.eq_ignore_ascii_case(b"SELECT") {
-        report.commands += 1;
+    match failure {
+        Some(c) => Err(c),
+        None => Ok(report),
     }
-    Ok(())
 }
 
 /// A bad batch starting at `batch_start`: a torn tail when no intact batch
@@ -894,6 +697,13 @@ pub fn walk(
                 }
                 valid_len = next;
             }
+            // In a checksummed section a command running past the end may
+            // be a damaged length in the middle of the file: intact batches
+            // after it make it corruption, not a torn tail to cut away.
+            Parsed::Incomplete if checksummed => {
+                let why = format!("a command at offset {pos} runs past the end of the file");
+                return tail_or_corruption(data, batch_start, valid_len, &why, report);
+            }
             Parsed::Incomplete => break,
             Parsed::Malformed(why) => {
                 if checksummed {
@@ -1141,6 +951,54 @@ mod tests {
                 assert!(report.torn.is_some(), "cut {cut}");
             }
         }
+    }
+
+    #[test]
+    fn a_damaged_length_mid_file_is_corruption_not_a_torn_tail() {
+        let units: Vec<Vec<Effect>> = (0..4)
+            .map(|i| vec![effect(0, &["SET", &format!("k{i}"), "value"])])
+            .collect();
+        let data = file_of(&units);
+        // Batch bodies start after the header and after each annotation.
+        let mut starts = vec![FILE_HEADER.len()];
+        let mut at = FILE_HEADER.len();
+        while let Some(p) = data[at..].windows(5).position(|w| w == b"#hz1 ") {
+            let line_end = at
+                + p
+                + data[at + p..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .expect("eol");
+            at = line_end + 1;
+            if at < data.len() {
+                starts.push(at);
+            }
+        }
+        assert_eq!(starts.len(), 4);
+        // A batch's `$5` (the value's length) made a length past the end
+        // of the file.
+        let damage = |batch: usize| {
+            let from = starts[batch];
+            let len_at = from
+                + data[from..]
+                    .windows(4)
+                    .position(|w| w == b"$5\r\n")
+                    .expect("the value's length");
+            let mut damaged = data.clone();
+            damaged.splice(len_at..len_at + 2, b"$99999".iter().copied());
+            damaged
+        };
+        // Mid-file: the batches after it are intact, so nothing may be
+        // dropped as a torn tail.
+        let err = replay_all(&damage(1)).unwrap_err();
+        assert!(err.reason.contains("past the end"), "{err:?}");
+        assert_eq!(err.offset, starts[1] as u64);
+        let walked = walk(&damage(1), &mut |_| std::ops::ControlFlow::Continue(()));
+        assert_eq!(walked.unwrap_err().offset, starts[1] as u64);
+        // In the last batch: a torn tail.
+        let (report, _) = replay_all(&damage(3)).unwrap();
+        assert!(report.torn.is_some());
+        assert_eq!(report.batches, 3);
     }
 
     #[test]
