@@ -67,12 +67,37 @@ impl Input {
         // exchange for reading files larger than memory without copying.
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| format!("{}: cannot map: {e}", path.display()))?;
+        // Every subcommand reads front to back: ask for aggressive
+        // read-ahead. Advice is a hint; refusing it changes nothing.
+        let _ = map.advise(memmap2::Advice::Sequential);
         Ok(Input { map: Some(map) })
     }
 
     /// The file's bytes.
     pub fn bytes(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
+    }
+
+    /// Gives back the memory of the pages in `start..end` (rounded inwards
+    /// to whole pages): a walk that has passed them calls this so that its
+    /// resident set does not grow with the file. The bytes stay readable:
+    /// a later read faults them in again from the file.
+    pub fn release(&self, start: usize, end: usize) {
+        const PAGE: usize = 4096;
+        let Some(map) = &self.map else { return };
+        let start = start.div_ceil(PAGE) * PAGE;
+        let end = end.min(map.len()) / PAGE * PAGE;
+        if start >= end {
+            return;
+        }
+        // SAFETY: MADV_DONTNEED on a private, read-only file mapping only
+        // drops the page cache's mapping of those pages; their contents
+        // are the file's and come back unchanged on the next access, so
+        // slices borrowed from the map stay valid and keep their bytes.
+        // Failure (an old kernel) only means the pages stay resident.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+        };
     }
 }
 

@@ -104,6 +104,38 @@ impl Bytes {
     }
 }
 
+/// Gives back the pages a walk has passed, in steps, so that the walk's
+/// resident set stays small however large the mapped file is.
+struct Releaser<'a> {
+    bytes: &'a Bytes,
+    /// Everything before this was given back.
+    done: usize,
+}
+
+impl Releaser<'_> {
+    /// Pages are given back this far behind the walk (blocks decoded
+    /// ahead, a running CRC and the current record may still use them).
+    const LAG: usize = 8 << 20;
+    /// ... and in steps of this size.
+    const STEP: usize = 32 << 20;
+
+    fn new(bytes: &Bytes) -> Releaser<'_> {
+        Releaser { bytes, done: 0 }
+    }
+
+    /// The walk has reached `pos`.
+    fn reached(&mut self, pos: u64) {
+        let Bytes::Mapped(input) = self.bytes else {
+            return;
+        };
+        let upto = (pos as usize).saturating_sub(Self::LAG);
+        if upto >= self.done + Self::STEP {
+            input.release(self.done, upto);
+            self.done = upto;
+        }
+    }
+}
+
 /// An opened input.
 pub struct Source {
     /// The name to print (the path, or `-`).
@@ -415,8 +447,10 @@ impl Source {
             Format::Rdb => {
                 let mut stopped = false;
                 let progress = Progress::bytes(data.len() as u64, "reading");
+                let mut releaser = Releaser::new(&self.bytes);
                 let result = reader::scan_keys(data, &mut |k| {
                     progress.set(k.offset);
+                    releaser.reached(k.offset);
                     let facts = KeyFacts {
                         db: k.db,
                         key: &k.key,
@@ -452,6 +486,7 @@ impl Source {
                 let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
                 let mut block_offsets: Option<Vec<u64>> = None;
                 let progress = Progress::bytes(data.len() as u64, "reading");
+                let mut releaser = Releaser::new(&self.bytes);
                 let result = snapshot::scan_keys(data, workers, &mut |k| {
                     let offsets = block_offsets.get_or_insert_with(|| {
                         snapshot::read_summary(data)
@@ -460,6 +495,7 @@ impl Source {
                     });
                     if let Some(&at) = offsets.get(k.block as usize) {
                         progress.set(at);
+                        releaser.reached(at);
                     }
                     let facts = KeyFacts {
                         db: k.db,
