@@ -1870,6 +1870,104 @@ pub fn scan_keys(
     data: &[u8],
     visit: &mut dyn FnMut(&KeyInfo<'_>) -> std::ops::ControlFlow<()>,
 ) -> Result<ScanSummary, RdbError> {
+    // The CRC runs behind the walk over the bytes it has passed: no second
+    // pass over the file at the end, and a caller may give back the pages
+    // the walk has passed (the CRC trails it by a few MiB at most). With a
+    // second core the CRC runs there, else inline in steps.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if data.len() < PARALLEL_MIN_BYTES || cores < 2 {
+        let mut crc = super::Crc64::default();
+        let mut crc_pos = 0usize;
+        let crc = std::cell::RefCell::new((&mut crc, &mut crc_pos));
+        return scan_keys_with(
+            data,
+            visit,
+            &mut |pos| {
+                let mut guard = crc.borrow_mut();
+                let (digest, done) = &mut *guard;
+                if pos - **done >= CRC_STEP_BYTES {
+                    digest.update(&data[**done..pos]);
+                    **done = pos;
+                }
+            },
+            &mut |covered| {
+                let mut guard = crc.borrow_mut();
+                let (digest, done) = &mut *guard;
+                if covered < **done {
+                    return super::crc64(&data[..covered]);
+                }
+                digest.update(&data[**done..covered]);
+                digest.value()
+            },
+        );
+    }
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    // The walk publishes how far it got; the CRC thread follows. `end`
+    // set means the walk is over: the CRC covers exactly `reached` then.
+    let reached = AtomicUsize::new(0);
+    let end = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let follower = scope.spawn(|| {
+            let mut digest = super::Crc64::default();
+            let mut pos = 0usize;
+            loop {
+                let over = end.load(Ordering::Acquire);
+                let upto = reached.load(Ordering::Acquire);
+                if upto > pos {
+                    digest.update(&data[pos..upto]);
+                    pos = upto;
+                } else if over {
+                    return (digest.value(), pos);
+                } else {
+                    std::thread::park_timeout(std::time::Duration::from_micros(200));
+                }
+            }
+        });
+        /// Ends the follower whichever way the walk ends.
+        struct Over<'a>(&'a AtomicBool);
+        impl Drop for Over<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Release);
+            }
+        }
+        let over = Over(&end);
+        let published = std::cell::Cell::new(0usize);
+        let mut follower = Some(follower);
+        let result = scan_keys_with(
+            data,
+            visit,
+            &mut |pos| {
+                if pos - published.get() >= CRC_PUBLISH_BYTES {
+                    published.set(pos);
+                    reached.store(pos, Ordering::Release);
+                }
+            },
+            &mut |covered| {
+                if covered < published.get() {
+                    return super::crc64(&data[..covered]);
+                }
+                reached.store(covered, Ordering::Release);
+                end.store(true, Ordering::Release);
+                match follower.take().map(|f| {
+                    f.thread().unpark();
+                    f.join()
+                }) {
+                    Some(Ok((crc, pos))) if pos == covered => crc,
+                    _ => super::crc64(&data[..covered]),
+                }
+            },
+        );
+        drop(over);
+        result
+    })
+}
+
+fn scan_keys_with(
+    data: &[u8],
+    visit: &mut dyn FnMut(&KeyInfo<'_>) -> std::ops::ControlFlow<()>,
+    passed: &mut dyn FnMut(usize),
+    crc_of: &mut dyn FnMut(usize) -> u64,
+) -> Result<ScanSummary, RdbError> {
     let (version, valkey, header_len) = read_header(data)?;
     let mut out = ScanSummary {
         version,
@@ -1880,16 +1978,8 @@ pub fn scan_keys(
     let mut c = Cursor::new(data, header_len);
     let mut db = 0usize;
     let mut expire_ms: Option<i64> = None;
-    // The CRC runs behind the walk, a few MiB at a time, while those bytes
-    // are still in cache: no second pass over the file at the end (and a
-    // caller may give back the pages it has passed).
-    let mut crc = super::Crc64::default();
-    let mut crc_pos = 0usize;
     loop {
-        if c.pos - crc_pos >= CRC_STEP_BYTES {
-            crc.update(&data[crc_pos..c.pos]);
-            crc_pos = c.pos;
-        }
+        passed(c.pos);
         let record_at = c.pos;
         match c.u8("a record type")? {
             opcode::EOF => break,
@@ -1927,19 +2017,15 @@ pub fn scan_keys(
             }
         }
     }
-    out.checksum = Some(verify_checksum(data, &mut c, version, &mut |covered| {
-        if covered < crc_pos {
-            return super::crc64(&data[..covered]);
-        }
-        crc.update(&data[crc_pos..covered]);
-        crc.value()
-    })?);
+    out.checksum = Some(verify_checksum(data, &mut c, version, crc_of)?);
     out.len = c.pos;
     Ok(out)
 }
 
-/// How far [`scan_keys`]'s running CRC trails the walk at most.
+/// How far [`scan_keys`]'s inline running CRC trails the walk at most.
 const CRC_STEP_BYTES: usize = 4 << 20;
+/// How often the walk tells [`scan_keys`]'s CRC thread where it is.
+const CRC_PUBLISH_BYTES: usize = 1 << 20;
 
 /// The element count of the value at `c` (which is not moved), when the
 /// encoding states it up front; damage is left for [`skip_value`] to find.
@@ -2471,6 +2557,11 @@ mod tests {
         assert_eq!(seen[6].type_byte, kind::SET);
         // The same totals as the skip pass, byte for byte.
         let plain = scan(&data).expect("a valid file");
+        // (Each walk reads the clock for its own "expired".)
+        let summary = ScanSummary {
+            scanned_at_ms: plain.scanned_at_ms,
+            ..summary
+        };
         assert_eq!(summary, plain);
         let bytes: u64 = seen.iter().map(|k| k.record_bytes).sum();
         assert_eq!(bytes, plain.types.values().map(|t| t.bytes).sum::<u64>());
