@@ -1476,42 +1476,20 @@ fn keys_range(
     }
 }
 
-/// The command (or subcommand) `cmd_argv` names, with its parent's name
-/// for a subcommand.
-fn resolve(cmd_argv: &[&[u8]]) -> Option<(&'static CommandSpec, Option<&'static str>)> {
-    let base = super::lookup(cmd_argv[0])?;
-    let subs = subcommands_of(base);
-    if subs.is_empty() || cmd_argv.len() < 2 {
-        Some((base, None))
-    } else {
-        subs.iter()
-            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(cmd_argv[1]))
-            .map(|s| (s, Some(base.name)))
-    }
-}
-
-/// The positions of the key arguments of the full command `argv` (name
-/// first), found through its key specs as COMMAND GETKEYS finds them
-/// (movable keys such as EVAL's or ZUNIONSTORE's included); empty for an
-/// unknown command, one without keys, or arguments that do not fit. The
-/// inspector and the repair tool use it to name the keys a logged command
-/// touches.
-pub fn key_positions(argv: &[&[u8]]) -> Vec<usize> {
-    let Some((spec, parent)) = argv.first().and_then(|_| resolve(argv)) else {
-        return Vec::new();
-    };
-    if !spec.arity_ok(argv.len()) {
-        return Vec::new();
-    }
-    docs::lookup(&full_name(spec, parent))
-        .and_then(|doc| keys_from_specs(doc, argv))
-        .map(|keys| keys.into_iter().map(|(pos, _)| pos).collect())
-        .unwrap_or_default()
-}
-
 fn getkeys(argv: &[&[u8]], with_flags: bool) -> CmdResult {
     let cmd_argv = &argv[2..];
-    let Some((spec, parent)) = resolve(cmd_argv) else {
+    let base = super::lookup(cmd_argv[0]);
+    let found = base.and_then(|base| {
+        let subs = subcommands_of(base);
+        if subs.is_empty() || cmd_argv.len() < 2 {
+            Some((base, None))
+        } else {
+            subs.iter()
+                .find(|s| s.name.as_bytes().eq_ignore_ascii_case(cmd_argv[1]))
+                .map(|s| (s, Some(base.name)))
+        }
+    });
+    let Some((spec, parent)) = found else {
         return Err(Reply::err("ERR Invalid command specified"));
     };
     let doc = docs::lookup(&full_name(spec, parent));

@@ -255,11 +255,77 @@ impl Selection {
 // ---------------------------------------------------------------------------
 // Keys of a command.
 
-/// Calls `f` with each key argument of `argv`, as COMMAND GETKEYS finds
-/// them (the command's key specs).
+/// Calls `f` with each key argument of `argv`, from hozon's command table
+/// (first key, last key, step; for a container command, its
+/// subcommand's), with the key counts of EVAL/EVALSHA/FCALL (and their
+/// _RO forms) and ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE read from the
+/// arguments.
 fn for_each_key(argv: &[&[u8]], f: &mut dyn FnMut(&[u8])) {
-    for pos in hozon::command::server::key_positions(argv) {
-        f(argv[pos]);
+    let name = argv[0];
+    let numkeys_at = |first: usize| -> Option<usize> {
+        let n: usize = std::str::from_utf8(argv.get(first - 1)?)
+            .ok()?
+            .parse()
+            .ok()?;
+        Some(n.min(argv.len().saturating_sub(first)))
+    };
+    let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
+    if [
+        "eval",
+        "evalsha",
+        "eval_ro",
+        "evalsha_ro",
+        "fcall",
+        "fcall_ro",
+    ]
+    .iter()
+    .any(|n| is(n))
+    {
+        for key in argv.get(3..3 + numkeys_at(3).unwrap_or(0)).unwrap_or(&[]) {
+            f(key);
+        }
+        return;
+    }
+    if ["zunionstore", "zinterstore", "zdiffstore"]
+        .iter()
+        .any(|n| is(n))
+    {
+        if let Some(dest) = argv.get(1) {
+            f(dest);
+        }
+        for key in argv.get(3..3 + numkeys_at(3).unwrap_or(0)).unwrap_or(&[]) {
+            f(key);
+        }
+        return;
+    }
+    let Some(mut spec) = hozon::command::lookup(name) else {
+        return;
+    };
+    if !spec.subcommands.is_empty() {
+        let Some(sub) = argv.get(1).and_then(|s| {
+            spec.subcommands
+                .iter()
+                .find(|c| c.name.as_bytes().eq_ignore_ascii_case(s))
+        }) else {
+            return;
+        };
+        spec = sub;
+    }
+    if spec.first_key <= 0 {
+        return;
+    }
+    let argc = argv.len() as i64;
+    let first = i64::from(spec.first_key);
+    let last = if spec.last_key < 0 {
+        argc + i64::from(spec.last_key)
+    } else {
+        i64::from(spec.last_key)
+    };
+    let step = i64::from(spec.key_step.max(1));
+    let mut i = first;
+    while i <= last && i < argc {
+        f(argv[i as usize]);
+        i += step;
     }
 }
 
