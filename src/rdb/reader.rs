@@ -2278,7 +2278,12 @@ fn next_record(
                 summary.modules_skipped.push(name);
                 return Ok(Record::Other);
             }
-            let mut scratch = Summary::default();
+            // Type 21 means another encoding in a Valkey file: the value
+            // reader needs to know whose file it reads, as in `load`.
+            let mut scratch = Summary {
+                valkey: summary.valkey,
+                ..Summary::default()
+            };
             let value = read_value(c, value_type, options, &mut scratch).map_err(attach)?;
             let Some(value) = value else {
                 summary.empty_skipped += 1;
@@ -2299,9 +2304,18 @@ fn next_record(
 /// [`RESYNC_RECORDS`] records in a row, or decodes every record up to an
 /// EOF opcode that ends the image where a whole file ends (only the
 /// checksum after it, `checksum_len` bytes).
-fn resyncs_at(data: &[u8], at: usize, options: &Options, db: usize, checksum_len: usize) -> bool {
+fn resyncs_at(
+    data: &[u8],
+    at: usize,
+    options: &Options,
+    (db, valkey): (usize, bool),
+    checksum_len: usize,
+) -> bool {
     let mut c = Cursor::new(data, at);
-    let mut trial = SalvageReport::default();
+    let mut trial = SalvageReport {
+        valkey,
+        ..SalvageReport::default()
+    };
     let (mut db, mut expire) = (db, None);
     for _ in 0..RESYNC_RECORDS {
         match next_record(&mut c, options, &mut trial, &mut db, &mut expire) {
@@ -2363,7 +2377,7 @@ pub fn salvage(
             Err(error) => {
                 expire = None;
                 let resume = (record_at + 1..data.len())
-                    .find(|&at| resyncs_at(data, at, options, db, checksum_len));
+                    .find(|&at| resyncs_at(data, at, options, (db, valkey), checksum_len));
                 report.damaged.push(DamagedRegion {
                     start: record_at as u64,
                     end: resume.unwrap_or(data.len()) as u64,
@@ -2680,6 +2694,25 @@ mod tests {
         assert_eq!(report.checksum, Some(Ok(Checksum::Verified)));
         assert_eq!(report.len, data.len() as u64);
         assert_eq!(report.eof_at, Some(data.len() as u64 - 9));
+    }
+
+    /// Found by the `repair_salvage` fuzz target: salvage read a Valkey
+    /// file's type 21 (a hash with field TTLs) as Redis 7.4-rc's type 21,
+    /// so an intact Valkey 9 file came out with its hash as damage.
+    #[test]
+    fn salvage_of_an_intact_valkey_file_reads_what_load_reads() {
+        let data = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/rdb/valkey9.rdb"))
+            .expect("the valkey9.rdb fixture");
+        let mut loaded = Vec::new();
+        load(&data, &salvage_options(), &mut |k| {
+            loaded.push((k.db, k.key.to_vec()));
+            Ok(())
+        })
+        .expect("the fixture loads");
+        let (keys, report) = salvaged(&data);
+        assert!(report.damaged.is_empty(), "{:?}", report.damaged);
+        assert!(loaded.contains(&(0, b"hash:hfe".to_vec())), "{loaded:?}");
+        assert_eq!(keys, loaded);
     }
 
     #[test]
