@@ -2701,8 +2701,11 @@ mod tests {
     /// so an intact Valkey 9 file came out with its hash as damage.
     #[test]
     fn salvage_of_an_intact_valkey_file_reads_what_load_reads() {
-        let data = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/rdb/valkey9.rdb"))
-            .expect("the valkey9.rdb fixture");
+        let data = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/rdb/valkey9.rdb"
+        ))
+        .expect("the valkey9.rdb fixture");
         let mut loaded = Vec::new();
         load(&data, &salvage_options(), &mut |k| {
             loaded.push((k.db, k.key.to_vec()));
