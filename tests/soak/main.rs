@@ -25,6 +25,7 @@
 //! ordinary temp directory, `HOZON_SOAK_SERVER` for another server binary.
 //! See docs/soak.md.
 
+mod enospc;
 mod model;
 mod resp;
 

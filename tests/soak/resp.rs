@@ -127,6 +127,13 @@ impl Client {
         })
     }
 
+    /// Changes how long a reply may take.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.stream
+            .set_read_timeout(Some(timeout))
+            .expect("set the read timeout");
+    }
+
     /// Sends commands in one write (pipelined).
     pub fn send(&mut self, cmds: &[Vec<Vec<u8>>]) -> io::Result<()> {
         let mut out = Vec::new();
