@@ -148,3 +148,98 @@ fn full_disk_holds_the_reply_refuses_writes_and_recovers() {
     );
     server.kill();
 }
+
+/// Polls INFO persistence until `field` is 0; returns the INFO text.
+fn wait_idle(conn: &mut Client, field: &str) -> String {
+    for _ in 0..2000 {
+        let info =
+            String::from_utf8_lossy(&conn.must(&[b"INFO", b"persistence"]).bytes()).into_owned();
+        if info.contains(&format!("{field}:0")) {
+            return info;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{field} never went back to 0");
+}
+
+/// The names of the files in `dir` that start with `temp`.
+fn temp_files(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("read the data dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("temp"))
+        .collect()
+}
+
+#[test]
+fn full_disk_fails_rewrite_and_save_cleanly_and_save_errors_stop_writes() {
+    let data = DataDir::new(4);
+    if !data.tmpfs {
+        eprintln!("full-disk test skipped: no tmpfs could be mounted");
+        return;
+    }
+    let logs = tempfile::tempdir().expect("log dir");
+    let log = logs.path().join("server.log");
+    // A save point, so a failed BGSAVE stops writes (Redis's
+    // stop-writes-on-bgsave-error applies only with save points).
+    let mut a = args();
+    a[5] = "3600 1".into();
+    let server = Server::start(data.path(), &log, &a);
+    let mut conn = Client::connect(server.port, Duration::from_secs(20)).expect("connect");
+    // Enough data that neither image fits in the last free page.
+    for i in 0..2000u64 {
+        let key = format!("w{i}");
+        assert_eq!(conn.must(&[b"SET", key.as_bytes(), &value(i)]), ok());
+    }
+    let acked: Vec<u64> = (0..2000).collect();
+    data.fill();
+
+    // The rewrite fails, leaves no temporary file, and the old AOF goes on.
+    assert_eq!(
+        conn.must(&[b"BGREWRITEAOF"]),
+        V::Simple("Background append only file rewriting started".into())
+    );
+    let info = wait_idle(&mut conn, "aof_rewrite_in_progress");
+    assert!(info.contains("aof_last_bgrewrite_status:err"), "{info}");
+    assert_eq!(temp_files(data.path()), Vec::<String>::new());
+
+    // The save fails, leaves no temporary file, and stops writes with
+    // Redis's text; reads go on.
+    assert_eq!(
+        conn.must(&[b"BGSAVE"]),
+        V::Simple("Background saving started".into())
+    );
+    let info = wait_idle(&mut conn, "rdb_bgsave_in_progress");
+    assert!(info.contains("rdb_last_bgsave_status:err"), "{info}");
+    assert_eq!(temp_files(data.path()), Vec::<String>::new());
+    let refused = conn.must(&[b"SET", b"c", b"3"]);
+    assert!(
+        matches!(&refused, V::Err(e) if e.starts_with(
+            "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to \
+             persist to disk. Commands that may modify the data set are disabled")),
+        "{refused:?}"
+    );
+    assert_eq!(conn.must(&[b"GET", b"w7"]), V::Bulk(value(7)));
+
+    // Room again: a save succeeds and writes resume; so does a rewrite.
+    data.unfill();
+    assert_eq!(
+        conn.must(&[b"BGSAVE"]),
+        V::Simple("Background saving started".into())
+    );
+    let info = wait_idle(&mut conn, "rdb_bgsave_in_progress");
+    assert!(info.contains("rdb_last_bgsave_status:ok"), "{info}");
+    assert_eq!(conn.must(&[b"SET", b"d", b"4"]), ok());
+    assert_eq!(
+        conn.must(&[b"BGREWRITEAOF"]),
+        V::Simple("Background append only file rewriting started".into())
+    );
+    let info = wait_idle(&mut conn, "aof_rewrite_in_progress");
+    assert!(info.contains("aof_last_bgrewrite_status:ok"), "{info}");
+    server.kill();
+
+    let server = Server::start(data.path(), &log, &args());
+    let mut conn = Client::connect(server.port, Duration::from_secs(20)).expect("connect");
+    check(&mut conn, &acked, &[(b"d", b"4")]);
+    server.kill();
+}

@@ -239,7 +239,8 @@ struct Stats {
     units: u64,
     commands: u64,
     multi: u64,
-    refused: u64,
+    refused_aof: u64,
+    refused_save: u64,
     in_doubt_applied: u64,
     in_doubt_absent: u64,
     acked_by_policy: [u64; 3],
@@ -250,7 +251,8 @@ impl Stats {
         self.units += o.units;
         self.commands += o.commands;
         self.multi += o.multi;
-        self.refused += o.refused;
+        self.refused_aof += o.refused_aof;
+        self.refused_save += o.refused_save;
         self.in_doubt_applied += o.in_doubt_applied;
         self.in_doubt_absent += o.in_doubt_absent;
         for i in 0..3 {
@@ -482,16 +484,15 @@ impl ClientState {
                     && replies[1..]
                         .iter()
                         .all(|r| *r == V::Simple("QUEUED".into()));
+                let queued_refusal = replies[1..].iter().find_map(|r| match r {
+                    V::Err(q) if refusal(q) => Some(q.clone()),
+                    _ => None,
+                });
                 match exec {
-                    V::Arr(items) if queued_ok => Some(V::Arr(items)),
-                    V::Err(e)
-                        if refusal(&e)
-                            || (e.starts_with("EXECABORT")
-                                && replies[1..]
-                                    .iter()
-                                    .any(|r| matches!(r, V::Err(q) if refusal(q)))) =>
-                    {
-                        None
+                    V::Arr(items) if queued_ok => Ok(V::Arr(items)),
+                    V::Err(e) if refusal(&e) => Err(e),
+                    V::Err(e) if e.starts_with("EXECABORT") && queued_refusal.is_some() => {
+                        Err(queued_refusal.expect("checked"))
                     }
                     other => {
                         return Err(format!(
@@ -502,18 +503,22 @@ impl ClientState {
                 }
             } else {
                 match replies.pop().expect("reply") {
-                    V::Err(e) if refusal(&e) => None,
-                    other => Some(other),
+                    V::Err(e) if refusal(&e) => Err(e),
+                    other => Ok(other),
                 }
             };
             self.pending = None;
             match result {
-                None => {
-                    self.stats.refused += 1;
+                Err(text) => {
+                    if text.starts_with("MISCONF Errors writing to the AOF") {
+                        self.stats.refused_aof += 1;
+                    } else {
+                        self.stats.refused_save += 1;
+                    }
                     // The disk is full: do not spin.
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                Some(got) => {
+                Ok(got) => {
                     let want = if multi {
                         V::Arr(expected)
                     } else {
@@ -848,13 +853,16 @@ fn soak(name: &str, mixed: bool) -> Report {
             policy = rng.index(POLICIES.len());
         }
         let preamble = ["native", "none", "rdb"][rng.index(3)];
+        // With save points a failed BGSAVE stops writes until one succeeds;
+        // `1 1` also saves by itself every second.
+        let save = ["", "3600 1", "1 1"][rng.index(3)];
         let args: Vec<String> = [
             "--appendonly",
             "yes",
             "--appendfsync",
             POLICIES[policy],
             "--save",
-            "",
+            save,
             "--aof-preamble",
             preamble,
             "--auto-aof-rewrite-min-size",
@@ -995,7 +1003,7 @@ fn soak(name: &str, mixed: bool) -> Report {
     eprintln!(
         "soak {name} (seed {seed}): {} rounds in {:.0} s, {} restarts after SIGKILL, \
          {} clients: {} units acknowledged ({} commands, {} MULTI/EXEC; by policy in force: \
-         always {}, everysec {}, no {}), {} refused with MISCONF, in doubt at the kill: {} \
+         always {}, everysec {}, no {}), refused with MISCONF: {} (AOF write failed) + {} (BGSAVE failed), in doubt at the kill: {} \
          applied / {} not; BGSAVE {} (+{} refused), BGREWRITEAOF {} (+{} refused), \
          {} appendfsync changes, {} disk-full episodes (tmpfs: {}); kills: {} right after \
          BGREWRITEAOF, {} during a rewrite, {} during a BGSAVE, {} with the disk full; \
@@ -1010,7 +1018,8 @@ fn soak(name: &str, mixed: bool) -> Report {
         s.acked_by_policy[0],
         s.acked_by_policy[1],
         s.acked_by_policy[2],
-        s.refused,
+        s.refused_aof,
+        s.refused_save,
         s.in_doubt_applied,
         s.in_doubt_absent,
         report.bgsave,
