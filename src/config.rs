@@ -163,6 +163,104 @@ pub struct Config {
     /// `client-output-buffer-limit pubsub …` (32mb 8mb 60): a subscriber
     /// whose unread messages exceed it is disconnected.
     pub pubsub_output_limit: OutputLimit,
+    /// `rename-command` lines of the configuration file: the names clients
+    /// reach commands by (configuration file and flags only, as in Redis).
+    pub command_renames: CommandRenames,
+}
+
+/// What `rename-command` did to the names clients use (Redis edits its
+/// command table; hozon keeps the table and translates names at the door,
+/// so the AOF, replay and the command metadata keep the real names).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandRenames {
+    /// Lower-case client-visible name → the command it reaches (`Some`)
+    /// or nothing (`None`: renamed away, or renamed to `""`). Names not
+    /// listed reach the command of that name.
+    names: Vec<(Vec<u8>, Option<&'static str>)>,
+}
+
+/// How a client's command name resolves under `rename-command`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandName {
+    /// Not renamed: the name is looked up as usual.
+    Unchanged,
+    /// A new name: it stands for this command (its real, lower-case name).
+    Renamed(&'static str),
+    /// The command was renamed away or disabled: unknown to clients.
+    Removed,
+}
+
+impl CommandRenames {
+    /// True when no command was renamed (the common case, checked first on
+    /// every command).
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// What `name` stands for.
+    pub fn resolve(&self, name: &[u8]) -> CommandName {
+        match self
+            .names
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            None => CommandName::Unchanged,
+            Some((_, Some(real))) => CommandName::Renamed(real),
+            Some((_, None)) => CommandName::Removed,
+        }
+    }
+
+    /// The real command `name` reaches, if any (renames applied).
+    fn target(&self, name: &[u8]) -> Option<&'static str> {
+        match self.resolve(name) {
+            CommandName::Renamed(real) => Some(real),
+            CommandName::Removed => None,
+            CommandName::Unchanged => crate::command::lookup(name).map(|spec| spec.name),
+        }
+    }
+
+    /// Redis's `rename-command <from> <to>`: the command `from` reaches is
+    /// reached by `to` instead (by no name when `to` is empty). Renames
+    /// chain (`a b` then `b c`). The errors are Redis's. A Redis 7.0
+    /// command hozon does not have (DEBUG, MODULE, ACL, …) is unknown
+    /// under any name already: renaming it is accepted and changes
+    /// nothing, so a redis.conf that disables it loads.
+    pub fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), String> {
+        let Some(real) = self.target(from) else {
+            let lower = String::from_utf8_lossy(from).to_ascii_lowercase();
+            let redis_only = self.resolve(from) == CommandName::Unchanged
+                && !lower.contains('|')
+                && crate::command::docs::lookup(&lower).is_some();
+            if redis_only {
+                return Ok(());
+            }
+            return Err("No such command in rename-command".into());
+        };
+        if !to.is_empty() && self.target(to).is_some() {
+            return Err("Target command name already exists".into());
+        }
+        self.set(from, None);
+        if !to.is_empty() {
+            self.set(to, Some(real));
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, name: &[u8], target: Option<&'static str>) {
+        let name = name.to_ascii_lowercase();
+        match self.names.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 = target,
+            None => self.names.push((name, target)),
+        }
+    }
+
+    /// True when clients reach the command named `real` by some name
+    /// (COMMAND COUNT, COMMAND LIST and COMMAND without arguments show
+    /// only those).
+    pub fn reachable(&self, real: &str) -> bool {
+        self.resolve(real.as_bytes()) == CommandName::Unchanged
+            || self.names.iter().any(|(_, t)| *t == Some(real))
+    }
 }
 
 /// One class of `client-output-buffer-limit`.
@@ -220,6 +318,7 @@ impl Default for Config {
             normal_output_limit: OutputLimit::default(),
             replica_output_limit: OutputLimit::default(),
             pubsub_output_limit: OutputLimit::default(),
+            command_renames: CommandRenames::default(),
         };
         for param in PARAMS {
             let args = default_args(param);
@@ -738,7 +837,7 @@ const REDIS_ONLY_PARAMS: &[&str] = &[
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes", "stream-node-max-bytes", "hll-sparse-max-bytes",
     "tracking-table-max-keys", "maxmemory-clients", "repl-backlog-ttl",
     "oom-score-adj-values", "notify-keyspace-events", "replicaof", "slaveof",
-    "latency-tracking-info-percentiles", "tls-port", "rename-command", "user", "loadmodule",
+    "latency-tracking-info-percentiles", "tls-port", "user", "loadmodule",
 ];
 
 /// Directives Redis still accepts and ignores (with their argument count).
@@ -1162,6 +1261,12 @@ impl Config {
             if DEPRECATED.iter().any(|d| d.as_bytes() == name.as_slice()) && args.len() == 2 {
                 continue;
             }
+            if name == b"rename-command" && args.len() == 3 {
+                self.command_renames
+                    .rename(&args[1], &args[2])
+                    .map_err(at)?;
+                continue;
+            }
             if name == b"include" && args.len() == 2 {
                 if depth >= MAX_INCLUDE_DEPTH {
                     return Err(at("include nesting is too deep".into()));
@@ -1408,7 +1513,9 @@ fn cat_repr(out: &mut Vec<u8>, s: &[u8]) {
 
 impl PartialEq for Config {
     fn eq(&self, other: &Config) -> bool {
-        PARAMS.iter().all(|p| p.get(self) == p.get(other)) && self.config_file == other.config_file
+        PARAMS.iter().all(|p| p.get(self) == p.get(other))
+            && self.config_file == other.config_file
+            && self.command_renames == other.command_renames
     }
 }
 
@@ -1417,6 +1524,53 @@ impl Eq for Config {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rename_command_renames_disables_and_chains_like_redis() {
+        let mut c = Config::default();
+        c.apply_text(b"rename-command FLUSHALL f1u5h\nrename-command CONFIG \"\"\nrename-command get g1\nrename-command G1 g2\nrename-command DEBUG \"\"\n")
+            .unwrap();
+        let r = &c.command_renames;
+        assert_eq!(r.resolve(b"F1U5H"), CommandName::Renamed("flushall"));
+        assert_eq!(r.resolve(b"flushall"), CommandName::Removed);
+        assert_eq!(r.resolve(b"config"), CommandName::Removed);
+        assert_eq!(r.resolve(b"g1"), CommandName::Removed);
+        assert_eq!(r.resolve(b"g2"), CommandName::Renamed("get"));
+        assert_eq!(r.resolve(b"set"), CommandName::Unchanged);
+        assert!(r.reachable("flushall") && r.reachable("get") && r.reachable("set"));
+        assert!(!r.reachable("config"));
+        let error = |text: &str| Config::default().apply_text(text.as_bytes()).unwrap_err();
+        assert_eq!(
+            error("rename-command nosuch x").message,
+            "No such command in rename-command"
+        );
+        assert_eq!(
+            error("rename-command get set").message,
+            "Target command name already exists"
+        );
+        assert_eq!(
+            error("rename-command get x\nrename-command get y").message,
+            "No such command in rename-command"
+        );
+        assert_eq!(
+            error("rename-command get").message,
+            "Bad directive or wrong number of arguments"
+        );
+        assert_eq!(
+            error("rename-command config|get x").message,
+            "No such command in rename-command"
+        );
+        // A renamed-away name can be taken by another command.
+        let mut c = Config::default();
+        c.apply_text(b"rename-command get tmp\nrename-command set get\n")
+            .unwrap();
+        assert_eq!(
+            c.command_renames.resolve(b"get"),
+            CommandName::Renamed("set")
+        );
+        assert_eq!(c.command_renames.resolve(b"set"), CommandName::Removed);
+        assert!(c.command_renames.reachable("get") && c.command_renames.reachable("set"));
+    }
 
     fn run(args: &[&str]) -> Result<Config, ConfigError> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();

@@ -17,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::command::{
     self, flags, BlockKind, BlockState, CommandSpec, Ctx, Effect, Host, NullHost, Session,
 };
-use crate::config::Config;
+use crate::config::{CommandName, Config};
 use crate::keyspace::Keyspace;
 use crate::persist::aof::{self, LoadReport};
 use crate::persist::io::{Io, RealIo};
@@ -1261,6 +1261,31 @@ impl Engine {
             && now - self.core.last_cron_ms >= i64::from(1000 / self.core.config.hz.max(1))
         {
             self.cron_at(now);
+        }
+        // rename-command: the client's name for the command becomes its
+        // real name, so everything after (errors, MULTI's queue, the AOF)
+        // sees the real command. Replay uses real names already.
+        let renamed: Vec<&[u8]>;
+        let mut argv = argv;
+        if !self.core.loading && !self.core.config.command_renames.is_empty() {
+            if let Some(name) = argv.first() {
+                match self.core.config.command_renames.resolve(name) {
+                    CommandName::Unchanged => {}
+                    CommandName::Renamed(real) => {
+                        renamed = std::iter::once(real.as_bytes())
+                            .chain(argv[1..].iter().copied())
+                            .collect();
+                        argv = &renamed;
+                    }
+                    CommandName::Removed => {
+                        session.last_command = "NULL";
+                        if let Some(multi) = session.multi.as_mut() {
+                            multi.failed = true;
+                        }
+                        return command::unknown_command_error(argv);
+                    }
+                }
+            }
         }
         let (top, spec) = match self.admit(session, argv) {
             Ok(specs) => specs,

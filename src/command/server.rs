@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::ctx::Connection;
 use super::docs::{self, BeginSearch, Doc, FindKeys};
 use super::{flags::*, is, CmdResult, CommandSpec, Ctx, Session};
-use crate::config::{self, Config, LoadState};
+use crate::config::{self, CommandName, CommandRenames, Config, LoadState};
 use crate::reply::Reply;
 
 /// The Redis version hozon is compatible with, reported to clients.
@@ -918,7 +918,7 @@ const COMMAND_HELP: &[&str] = &[
 fn command(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if argv.len() == 1 {
         return Ok(Reply::Array(
-            sorted_commands()
+            sorted_commands(&ctx.core.config.command_renames)
                 .map(|spec| command_info_reply(spec, None))
                 .collect(),
         ));
@@ -932,20 +932,39 @@ fn command(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     (sub.handler)(ctx, argv)
 }
 
-/// The top-level commands, by name (Redis's order is its hash table's,
-/// which differs from run to run: any fixed order is as good).
-fn sorted_commands() -> impl Iterator<Item = &'static CommandSpec> {
-    let mut all: Vec<&'static CommandSpec> = super::table().values().copied().collect();
+/// The top-level commands clients can reach (rename-command may have
+/// disabled some), by name (Redis's order is its hash table's, which
+/// differs from run to run: any fixed order is as good).
+fn sorted_commands(renames: &CommandRenames) -> impl Iterator<Item = &'static CommandSpec> {
+    let mut all: Vec<&'static CommandSpec> = super::table()
+        .values()
+        .copied()
+        .filter(|spec| renames.is_empty() || renames.reachable(spec.name))
+        .collect();
     all.sort_by_key(|s| s.name);
     all.into_iter()
 }
 
+/// The top-level command a client reaches by `name`, rename-command
+/// applied (Redis looks names up in its renamed table).
+fn lookup_renamed(renames: &CommandRenames, name: &[u8]) -> Option<&'static CommandSpec> {
+    match renames.resolve(name) {
+        CommandName::Unchanged => super::lookup(name),
+        CommandName::Renamed(real) => super::lookup(real.as_bytes()),
+        CommandName::Removed => None,
+    }
+}
+
 /// A command or subcommand by full name (`get`, `config|get`), as Redis's
-/// `lookupCommandBySds` finds it. Returns the spec and its parent's name.
-fn lookup_full_name(name: &[u8]) -> Option<(&'static CommandSpec, Option<&'static str>)> {
+/// `lookupCommandBySds` finds it (under its rename-command name, if
+/// any). Returns the spec and its parent's name.
+fn lookup_full_name(
+    renames: &CommandRenames,
+    name: &[u8],
+) -> Option<(&'static CommandSpec, Option<&'static str>)> {
     let mut parts = name.split(|&b| b == b'|');
     let first = parts.next()?;
-    let base = super::lookup(first)?;
+    let base = lookup_renamed(renames, first)?;
     match (parts.next(), parts.next()) {
         (None, _) => Some((base, None)),
         (Some(sub), None) => {
@@ -1271,18 +1290,21 @@ fn command_docs_reply(spec: &CommandSpec, parent: Option<&str>) -> Reply {
     Reply::Map(map)
 }
 
-fn command_count(_ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
-    Ok(Reply::Int(super::table().len() as i64))
+fn command_count(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
+    Ok(Reply::Int(
+        sorted_commands(&ctx.core.config.command_renames).count() as i64,
+    ))
 }
 
 fn command_help(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     Ok(help_reply(argv, COMMAND_HELP))
 }
 
-fn command_info(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+fn command_info(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let renames = &ctx.core.config.command_renames;
     if argv.len() == 2 {
         return Ok(Reply::Array(
-            sorted_commands()
+            sorted_commands(renames)
                 .map(|spec| command_info_reply(spec, None))
                 .collect(),
         ));
@@ -1290,7 +1312,7 @@ fn command_info(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     Ok(Reply::Array(
         argv[2..]
             .iter()
-            .map(|name| match lookup_full_name(name) {
+            .map(|name| match lookup_full_name(renames, name) {
                 Some((spec, parent)) => command_info_reply(spec, parent),
                 None => Reply::Null,
             })
@@ -1298,15 +1320,16 @@ fn command_info(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     ))
 }
 
-fn command_docs(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+fn command_docs(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let renames = &ctx.core.config.command_renames;
     let entries: Vec<(Reply, Reply)> = if argv.len() == 2 {
-        sorted_commands()
+        sorted_commands(renames)
             .map(|spec| (bulk_str(spec.name), command_docs_reply(spec, None)))
             .collect()
     } else {
         argv[2..]
             .iter()
-            .filter_map(|name| lookup_full_name(name))
+            .filter_map(|name| lookup_full_name(renames, name))
             .map(|(spec, parent)| {
                 (
                     Reply::Bulk(full_name(spec, parent).into_bytes()),
@@ -1318,7 +1341,7 @@ fn command_docs(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     Ok(Reply::Map(entries))
 }
 
-fn command_list(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+fn command_list(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     enum Filter<'a> {
         All,
         Module,
@@ -1365,7 +1388,7 @@ fn command_list(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             names.push(Reply::Bulk(name.into_bytes()));
         }
     };
-    for spec in sorted_commands() {
+    for spec in sorted_commands(&ctx.core.config.command_renames) {
         consider(spec, None);
         for sub in subcommands_of(spec) {
             consider(sub, Some(spec.name));
@@ -1476,9 +1499,9 @@ fn keys_range(
     }
 }
 
-fn getkeys(argv: &[&[u8]], with_flags: bool) -> CmdResult {
+fn getkeys(renames: &CommandRenames, argv: &[&[u8]], with_flags: bool) -> CmdResult {
     let cmd_argv = &argv[2..];
-    let base = super::lookup(cmd_argv[0]);
+    let base = lookup_renamed(renames, cmd_argv[0]);
     let found = base.and_then(|base| {
         let subs = subcommands_of(base);
         if subs.is_empty() || cmd_argv.len() < 2 {
@@ -1580,12 +1603,12 @@ fn variable_key_flags(name: &str, argv: &[&[u8]]) -> Option<u16> {
     }
 }
 
-fn command_getkeys(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    getkeys(argv, false)
+fn command_getkeys(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    getkeys(&ctx.core.config.command_renames, argv, false)
 }
 
-fn command_getkeysandflags(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    getkeys(argv, true)
+fn command_getkeysandflags(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    getkeys(&ctx.core.config.command_renames, argv, true)
 }
 
 // ---------------------------------------------------------------------------

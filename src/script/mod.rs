@@ -1013,6 +1013,23 @@ fn call(
     state: &mut RunState,
     refs: &[&[u8]],
 ) -> Result<Reply, String> {
+    // rename-command applies to scripts too (Redis looks their commands
+    // up in the same renamed table): the new name runs the command, the
+    // old one is unknown.
+    let renamed: Vec<&[u8]>;
+    let mut refs = refs;
+    match ctx.core.config.command_renames.resolve(refs[0]) {
+        crate::config::CommandName::Unchanged => {}
+        crate::config::CommandName::Renamed(real) => {
+            renamed = std::iter::once(real.as_bytes())
+                .chain(refs[1..].iter().copied())
+                .collect();
+            refs = &renamed;
+        }
+        crate::config::CommandName::Removed => {
+            return Err("ERR Unknown Redis command called from script".into());
+        }
+    }
     let spec = match command::resolve(refs) {
         Ok((_, spec)) => spec,
         Err(_) => {

@@ -314,8 +314,14 @@ local safe_setmetatable = wrap(function(t, mt)
   return true, setmetatable(t, mt)
 end)
 
+-- The strings' shared metatable, as scripts see it: read-only (as in
+-- Redis 7.0), so no script can change how every other script's strings
+-- behave. Set below, once the string library is protected.
+local string_mt_view
+
 local function safe_getmetatable(t)
   if proxies[t] ~= nil then return fake_metatables[t] end
+  if type(t) == 'string' and string_mt_view ~= nil then return string_mt_view end
   return getmetatable(t)
 end
 
@@ -362,7 +368,10 @@ end
 real._G = G
 
 local string_mt = getmetatable('')
-if string_mt then string_mt.__index = real.string end
+if string_mt then
+  string_mt.__index = real.string
+  string_mt_view = protect(string_mt)
+end
 
 local function missing_global(_, k)
   local t = type(k)

@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 
 use crate::command::ctx::{BusyAction, BusyScript, Connection, MemoryUse};
 use crate::command::{self, flags, Ctx, Host, Session};
-use crate::config::{Config, LogLevel};
+use crate::config::{CommandName, Config, LogLevel};
 use crate::engine::Core;
 use crate::reply::Reply;
 use crate::script;
@@ -275,8 +275,21 @@ fn answer_while_busy(client: &mut Client, busy: &BusyScript, core: &mut Core) ->
                 break;
             }
         };
-        let argv = request.argv(&client.inbuf);
-        let reply = match command::resolve(&argv) {
+        let mut argv = request.argv(&client.inbuf);
+        let reachable = match core.config.command_renames.resolve(argv[0]) {
+            CommandName::Unchanged => true,
+            CommandName::Renamed(real) => {
+                argv[0] = real.as_bytes();
+                true
+            }
+            CommandName::Removed => false,
+        };
+        let resolved = if reachable {
+            command::resolve(&argv)
+        } else {
+            Err(command::unknown_command_error(&argv))
+        };
+        let reply = match resolved {
             Err(reply) => reply,
             Ok((top, spec)) => {
                 if !client.session.authenticated && !spec.has(flags::NO_AUTH) {

@@ -34,6 +34,17 @@ use log::Level;
 const READ_CHUNK_BYTES: usize = 16 * 1024;
 /// Output buffers above this size are released once flushed.
 const OUTPUT_KEEP_BYTES: usize = 64 * 1024;
+/// Most bytes read from one client in one loop turn: a client sending
+/// faster than the server reads must not keep the turn (and every other
+/// client) waiting, nor fill its query buffer in one go. The rest is read
+/// in the next turn.
+const READ_TURN_MAX_BYTES: usize = 1024 * 1024;
+/// A client whose unsent output reaches this many bytes stops having its
+/// further input read and executed until the output drains below half of
+/// it (backpressure; see docs/security.md "Clients that do not read"). A
+/// configured `client-output-buffer-limit normal` above it raises it, so
+/// that limit disconnects as in Redis.
+const OUTPUT_PAUSE_BYTES: u64 = 1024 * 1024;
 /// Longest slice of background work (BGSAVE, AOF rewrite) between two
 /// turns of client requests: what a client can wait for because of it.
 /// Short, because a request arriving during a slice waits for its end; a
@@ -109,6 +120,9 @@ pub struct Client {
     overflowed: bool,
     /// Since when the output has been over the soft limit (Unix ms).
     soft_limit_since_ms: Option<i64>,
+    /// Input is not read nor executed until the unsent output drains
+    /// (backpressure on a client that does not read its replies).
+    paused: bool,
 }
 
 impl Client {
@@ -136,12 +150,24 @@ impl Client {
             awaiting_log: false,
             overflowed: false,
             soft_limit_since_ms: None,
+            paused: false,
         }
     }
 
     /// Bytes of input received and not yet executed.
     pub fn query_buffer_len(&self) -> usize {
-        self.inbuf.len()
+        self.inbuf.len() - self.parser.consumed()
+    }
+
+    /// Drops the written part of the output buffer once it is at least
+    /// half of it, so a client that reads slowly but steadily does not
+    /// keep every byte it was ever sent (amortised: each byte moves at
+    /// most once per halving).
+    fn compact_output(&mut self) {
+        if self.out_pos > 0 && self.out_pos >= self.out.len() - self.out_pos {
+            self.out.drain(..self.out_pos);
+            self.out_pos = 0;
+        }
     }
 
     /// Bytes of output not yet written.
@@ -157,7 +183,7 @@ impl Client {
             local_addr: self.local_addr,
             fd: i64::from(self.stream.as_raw_fd()),
             last_interaction_ms: self.last_interaction_ms,
-            query_buffer_bytes: self.inbuf.len(),
+            query_buffer_bytes: self.query_buffer_len(),
             query_buffer_free_bytes: self.inbuf.capacity() - self.inbuf.len(),
             output_bytes: self.output_len(),
             total_bytes: self.inbuf.capacity() + self.out.capacity(),
@@ -170,8 +196,8 @@ impl Client {
         self.facts().connection()
     }
 
-    /// Redis's checkClientOutputBufferLimits for a subscriber: over the
-    /// hard limit, or over the soft limit for longer than its time.
+    /// Redis's checkClientOutputBufferLimits: over the hard limit, or over
+    /// the soft limit for longer than its time.
     fn output_over_limit(&mut self, limits: &crate::config::OutputLimit, now_ms: i64) -> bool {
         let used = self.output_len() as u64;
         if limits.hard_bytes > 0 && used >= limits.hard_bytes {
@@ -184,6 +210,36 @@ impl Client {
         self.soft_limit_since_ms = None;
         false
     }
+
+    /// The output limit of the client's class (Redis's getClientType: a
+    /// client with subscriptions is `pubsub`, any other `normal`).
+    fn output_limit(&self, config: &crate::config::Config) -> crate::config::OutputLimit {
+        if self.session.subscribed() {
+            config.pubsub_output_limit
+        } else {
+            config.normal_output_limit
+        }
+    }
+}
+
+/// The unsent output at which a client's input is paused (see
+/// [`OUTPUT_PAUSE_BYTES`]).
+fn output_pause_bytes(config: &crate::config::Config) -> u64 {
+    let normal = config.normal_output_limit;
+    OUTPUT_PAUSE_BYTES
+        .max(normal.hard_bytes)
+        .max(normal.soft_bytes)
+}
+
+/// Logs Redis's line for a client closed over its output limit.
+fn log_overflow(client: &Client) {
+    log::log(
+        Level::Warning,
+        &format!(
+            "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+            client.session.id, client.addr
+        ),
+    );
 }
 
 /// Connected clients by token (hashed with foldhash: tokens are ours, so
@@ -222,6 +278,11 @@ pub struct Server {
     shutdown_by_command: bool,
     /// Connections accepted while a script was busy, taken in after it.
     parked: Vec<Client>,
+    /// Clients whose input is paused until their output drains.
+    paused: TokenQueue,
+    /// Clients to read (and process) again in the next turn: their socket
+    /// may hold more than one turn reads, or they were just resumed.
+    reread: TokenQueue,
 }
 
 impl Server {
@@ -252,6 +313,8 @@ impl Server {
             overflowed: Vec::new(),
             shutdown_by_command: false,
             parked: Vec::new(),
+            paused: TokenQueue::default(),
+            reread: TokenQueue::default(),
         })
     }
 
@@ -289,12 +352,19 @@ impl Server {
                 let wait_ms = (deadline - now_ms()).max(0) as u64;
                 tick = tick.min(Duration::from_millis(wait_ms));
             }
+            if !self.reread.order.is_empty() {
+                // Input already waiting: look for events without sleeping.
+                tick = Duration::ZERO;
+            }
             match self.poll.poll(&mut events, Some(tick)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(io_error("waiting for events", e)),
             }
-            clients_active = !events.is_empty();
+            clients_active = !events.is_empty() || !self.reread.order.is_empty();
+            for token in self.reread.take() {
+                self.read_client(token);
+            }
             for event in events.iter() {
                 let token = event.token().0;
                 if token < FIRST_CLIENT_TOKEN {
@@ -313,6 +383,7 @@ impl Server {
             self.close_overflowed();
             self.commit_log();
             self.flush_pending();
+            self.check_paused();
             self.engine.cron();
             if !self.engine.log_pending() {
                 // A batch that failed earlier was written by a retry.
@@ -478,7 +549,18 @@ impl Server {
         let Some(mut client) = self.clients.remove(&token) else {
             return;
         };
+        if client.paused {
+            // Backpressure: the socket keeps what the client sends (and
+            // TCP slows the client down) until its output drains; then
+            // `check_paused` reads it again. A write is tried, so a peer
+            // that went away is noticed (the write fails).
+            self.clients.insert(token, client);
+            self.pending.push(token);
+            return;
+        }
+        let query_limit = self.engine.config().client_query_buffer_limit;
         let mut eof = false;
+        let mut read_bytes = 0usize;
         loop {
             // Read into the server's one scratch buffer and copy what came:
             // growing the client's buffer by a zero-filled chunk on every
@@ -498,8 +580,15 @@ impl Server {
                         // brings the rest without an extra failing read.
                         break;
                     }
-                    if client.inbuf.len() as u64 > self.engine.config().client_query_buffer_limit {
+                    if client.query_buffer_len() as u64 > query_limit {
                         break; // checked and refused below
+                    }
+                    read_bytes += n;
+                    if read_bytes >= READ_TURN_MAX_BYTES {
+                        // The socket may hold more: the next turn reads
+                        // on, after the other clients had theirs.
+                        self.reread.push(token);
+                        break;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -511,12 +600,12 @@ impl Server {
             }
         }
         client.last_interaction_ms = now_ms();
-        if client.inbuf.len() as u64 > self.engine.config().client_query_buffer_limit {
+        if client.query_buffer_len() as u64 > query_limit {
             log::log(
                 Level::Warning,
                 &format!(
                     "Closing client that reached max query buffer length (qbuf={})",
-                    client.inbuf.len()
+                    client.query_buffer_len()
                 ),
             );
             self.close(token, client);
@@ -536,6 +625,14 @@ impl Server {
         if client.closing && client.output_len() == 0 {
             self.close(token, client);
             return;
+        }
+        if client.overflowed {
+            // Closed before this turn's replies are written (a second
+            // entry for the same client is harmless).
+            self.overflowed.push(token);
+        }
+        if client.paused {
+            self.paused.push(token);
         }
         if client.awaiting_log {
             self.held.push(token);
@@ -653,13 +750,7 @@ impl Server {
             if client.output_over_limit(&limits, now) {
                 client.overflowed = true;
                 self.overflowed.push(token);
-                log::log(
-                    Level::Warning,
-                    &format!(
-                        "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                        client.session.id, client.addr
-                    ),
-                );
+                log_overflow(client);
             }
         }
     }
@@ -675,7 +766,16 @@ impl Server {
     }
 
     fn process_input(&mut self, client: &mut Client) {
-        while !client.closing && client.session.blocked.is_none() {
+        client.compact_output();
+        let pause_bytes = output_pause_bytes(self.engine.config());
+        while !client.closing && !client.overflowed && client.session.blocked.is_none() {
+            if client.output_len() as u64 >= pause_bytes {
+                // The client is not reading its replies: execute nothing
+                // more for it until they drain (memory stays bounded by
+                // this threshold plus one reply).
+                client.paused = true;
+                break;
+            }
             let request = match client
                 .parser
                 .next(&client.inbuf, client.session.authenticated)
@@ -741,6 +841,15 @@ impl Server {
             if client.session.close_after_reply {
                 client.closing = true;
             }
+            let limit = client.output_limit(self.engine.config());
+            if (limit.hard_bytes > 0 || limit.soft_bytes > 0)
+                && client.output_over_limit(&limit, now_ms())
+            {
+                // Redis's closeClientOnOutputBufferLimitReached: closed at
+                // the end of the turn, what it had not read dropped.
+                client.overflowed = true;
+                log_overflow(client);
+            }
             for (token, with_error) in unblock_requests {
                 if let Some(id) = self.clients.get(&token).map(|c| c.session.id) {
                     self.end_wait(id, with_error);
@@ -751,13 +860,56 @@ impl Server {
             }
         }
         let consumed = client.parser.consumed();
-        if consumed > 0 {
+        let unparsed = client.inbuf.len() - consumed;
+        // Executed bytes go once they are at least what is left (or what
+        // is left is small): a paused client with a long pipeline waiting
+        // resumes many times, and moving the rest each time would be
+        // quadratic.
+        if consumed > 0 && (consumed >= unparsed || unparsed <= OUTPUT_KEEP_BYTES) {
             client.inbuf.drain(..consumed);
             client.parser.consume(consumed);
         }
         if client.inbuf.is_empty() && client.inbuf.capacity() > OUTPUT_KEEP_BYTES {
             client.inbuf = Vec::new();
         }
+    }
+
+    /// Resumes paused clients whose output drained (their input is read
+    /// and executed in the next turn), and closes those over a soft output
+    /// limit for too long (nothing is added to a paused client's output,
+    /// so the check would not run otherwise).
+    fn check_paused(&mut self) {
+        if self.paused.order.is_empty() {
+            return;
+        }
+        let config = self.engine.config();
+        let resume_bytes = output_pause_bytes(config) / 2;
+        let now = now_ms();
+        let mut closing = Vec::new();
+        let mut resumed = Vec::new();
+        for token in self.paused.order.iter().copied() {
+            let Some(client) = self.clients.get_mut(&token) else {
+                continue;
+            };
+            if client.output_len() as u64 <= resume_bytes {
+                client.paused = false;
+                resumed.push(token);
+                continue;
+            }
+            let limit = client.output_limit(config);
+            if !client.overflowed && client.output_over_limit(&limit, now) {
+                client.overflowed = true;
+                log_overflow(client);
+                closing.push(token);
+            }
+        }
+        let clients = &self.clients;
+        self.paused
+            .retain(|t| clients.get(t).is_some_and(|c| c.paused && !c.overflowed));
+        for token in resumed {
+            self.reread.push(token);
+        }
+        self.overflowed.extend(closing);
     }
 
     /// Writes the turn's logged effects (one write(2), fsync per policy).

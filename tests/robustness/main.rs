@@ -3,3 +3,10 @@
 //! never read their replies, more clients than `maxclients`) and the
 //! security settings (AUTH, protected mode, rename-command, immutable
 //! paths, the Lua sandbox).
+
+mod common;
+#[path = "../diff/harness.rs"]
+mod harness;
+
+mod abusive;
+mod security;
