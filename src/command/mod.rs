@@ -271,17 +271,58 @@ pub fn full_name(top: &CommandSpec, spec: &CommandSpec) -> String {
     }
 }
 
+/// An open-addressing index over the command names, hashed
+/// case-insensitively straight from the request's bytes: a lookup makes no
+/// lower-cased copy and no UTF-8 check (it runs once per command served,
+/// replayed or checked, millions of times a second in a file walk).
+struct NameIndex {
+    slots: Box<[Option<&'static CommandSpec>]>,
+    mask: usize,
+}
+
+/// FNV-1a over the bytes with the ASCII case bit set, so `GET`, `get` and
+/// `GeT` hash alike (other bytes that alias are told apart by the final
+/// comparison).
+fn name_hash(name: &[u8]) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ name.len() as u64;
+    for &b in name {
+        h = (h ^ u64::from(b | 0x20)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h ^ (h >> 29)) as usize
+}
+
+fn name_index() -> &'static NameIndex {
+    static INDEX: OnceLock<NameIndex> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let specs = table();
+        let size = (specs.len() * 4).next_power_of_two();
+        let mut slots = vec![None; size].into_boxed_slice();
+        let mask = size - 1;
+        for spec in specs.values() {
+            let mut i = name_hash(spec.name.as_bytes()) & mask;
+            while slots[i].is_some() {
+                i = (i + 1) & mask;
+            }
+            slots[i] = Some(*spec);
+        }
+        NameIndex { slots, mask }
+    })
+}
+
 /// Finds a command by name, case-insensitively.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    let mut buf = [0u8; 32];
-    if name.len() > buf.len() {
+    if name.len() > 32 {
         return None;
     }
-    let lower = &mut buf[..name.len()];
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    let name = std::str::from_utf8(lower).ok()?;
-    table().get(name).copied()
+    let index = name_index();
+    let mut i = name_hash(name) & index.mask;
+    loop {
+        match index.slots[i] {
+            None => return None,
+            Some(spec) if spec.name.as_bytes().eq_ignore_ascii_case(name) => return Some(spec),
+            Some(_) => i = (i + 1) & index.mask,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -371,4 +412,53 @@ pub fn unknown_subcommand_error(command: &str, sub: &[u8]) -> Reply {
     msg.extend_from_slice(command.to_ascii_uppercase().as_bytes());
     msg.extend_from_slice(b" HELP.");
     Reply::error(error_text(&msg))
+}
+
+#[cfg(test)]
+mod lookup_tests {
+    use super::{lookup, table};
+
+    #[test]
+    fn every_command_is_found_in_any_case_and_nothing_else_is() {
+        for (name, spec) in table() {
+            let upper = name.to_ascii_uppercase();
+            let mixed: String = name
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i % 2 == 0 {
+                        c.to_ascii_uppercase()
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            for form in [name.to_string(), upper, mixed] {
+                let found = lookup(form.as_bytes()).map(|s| s.name);
+                assert_eq!(found, Some(spec.name), "{form}");
+            }
+            // One byte more, one byte less, and a byte whose case bit
+            // aliases ('_' and DEL, '@' and '`') find nothing.
+            let longer = format!("{name}x");
+            assert!(
+                lookup(longer.as_bytes()).is_none_or(|s| s.name == longer),
+                "{longer}"
+            );
+            let shorter = &name[..name.len() - 1];
+            assert!(
+                lookup(shorter.as_bytes()).is_none_or(|s| s.name == shorter),
+                "{shorter}"
+            );
+            let aliased: Vec<u8> = name
+                .bytes()
+                .map(|b| if b == b'_' { 0x7f } else { b })
+                .collect();
+            if aliased != name.as_bytes() {
+                assert!(lookup(&aliased).is_none(), "{name} with DEL for '_'");
+            }
+        }
+        assert!(lookup(b"").is_none());
+        assert!(lookup(&[b'a'; 33]).is_none());
+        assert!(lookup(b"g\xffet").is_none());
+    }
 }

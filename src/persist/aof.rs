@@ -189,8 +189,9 @@ pub fn parse_annotation(line: &[u8]) -> Option<Annotation> {
 
 /// Outcome of parsing one command at a position.
 enum Parsed {
-    /// A command: argument ranges and the position after it.
-    Command(Vec<Range<usize>>, usize),
+    /// A command (its argument ranges in the caller's buffer) and the
+    /// position after it.
+    Command(usize),
     /// The file ends inside the command.
     Incomplete,
     /// Not a valid command.
@@ -206,18 +207,56 @@ fn read_line(data: &[u8], pos: usize, max: usize) -> Option<Result<(&[u8], usize
     }
 }
 
-fn parse_command(data: &[u8], pos: usize) -> Parsed {
+/// The `*<n>\r\n` or `$<n>\r\n` line at `pos` (its first byte already
+/// checked): the number and the offset after the line. The common case
+/// (plain digits, no leading zero, CRLF within the loader's 32 bytes) is
+/// read in one pass; anything else goes through [`read_line`] and
+/// `parse_i64`, which decide exactly as before.
+#[inline]
+fn count_line(data: &[u8], pos: usize) -> Option<Result<(i64, usize), ()>> {
+    const MAX: usize = 32;
+    let mut p = pos + 1;
+    let mut value: i64 = 0;
+    let limit = data.len().min(pos + 19);
+    while p < limit {
+        let c = data[p];
+        if c.is_ascii_digit() {
+            value = value * 10 + i64::from(c - b'0');
+            p += 1;
+            continue;
+        }
+        let digits = p - pos - 1;
+        if c == b'\r'
+            && data.get(p + 1) == Some(&b'\n')
+            && digits > 0
+            && (data[pos + 1] != b'0' || digits == 1)
+        {
+            return Some(Ok((value, p + 2)));
+        }
+        break;
+    }
+    match read_line(data, pos, MAX)? {
+        Err(()) => Some(Err(())),
+        Ok((line, next)) => match crate::types::num::parse_i64(&line[1..]) {
+            Some(n) => Some(Ok((n, next))),
+            None => Some(Err(())),
+        },
+    }
+}
+
+/// Parses the command at `pos` (`data[pos]` exists), leaving its
+/// argument ranges in `args` (cleared first; reused across calls so a
+/// walk allocates nothing per command).
+fn parse_command(data: &[u8], pos: usize, args: &mut Vec<Range<usize>>) -> Parsed {
+    args.clear();
     if data[pos] != b'*' {
         return Parsed::Malformed("expected '*' at the start of a command");
     }
-    let (line, mut p) = match read_line(data, pos, 32) {
+    let (argc, mut p) = match count_line(data, pos) {
         None => return Parsed::Incomplete,
         Some(Err(())) => return Parsed::Malformed("invalid multibulk count"),
-        Some(Ok(x)) => x,
-    };
-    let argc = match crate::types::num::parse_i64(&line[1..]) {
-        Some(n) if n >= 1 => n as usize,
-        _ => return Parsed::Malformed("invalid multibulk count"),
+        Some(Ok((n, next))) if n >= 1 => (n as usize, next),
+        Some(Ok(_)) => return Parsed::Malformed("invalid multibulk count"),
     };
     // Every argument takes at least 6 bytes ("$0\r\n\r\n"): a count the
     // file cannot hold is answered without allocating for it.
@@ -228,7 +267,7 @@ fn parse_command(data: &[u8], pos: usize) -> Parsed {
             Parsed::Malformed("invalid multibulk count")
         };
     }
-    let mut args = Vec::with_capacity(argc.min(1024));
+    args.reserve(argc.min(1024));
     for _ in 0..argc {
         if p >= data.len() {
             return Parsed::Incomplete;
@@ -236,14 +275,11 @@ fn parse_command(data: &[u8], pos: usize) -> Parsed {
         if data[p] != b'$' {
             return Parsed::Malformed("expected '$' before an argument");
         }
-        let (line, next) = match read_line(data, p, 32) {
+        let (len, next) = match count_line(data, p) {
             None => return Parsed::Incomplete,
             Some(Err(())) => return Parsed::Malformed("invalid bulk length"),
-            Some(Ok(x)) => x,
-        };
-        let len = match crate::types::num::parse_i64(&line[1..]) {
-            Some(n) if n >= 0 => n as usize,
-            _ => return Parsed::Malformed("invalid bulk length"),
+            Some(Ok((n, next))) if n >= 0 => (n as usize, next),
+            Some(Ok(_)) => return Parsed::Malformed("invalid bulk length"),
         };
         let end = match next.checked_add(len) {
             Some(e) => e,
@@ -258,7 +294,7 @@ fn parse_command(data: &[u8], pos: usize) -> Parsed {
         args.push(next..end);
         p = end + 2;
     }
-    Parsed::Command(args, p)
+    Parsed::Command(p)
 }
 
 /// One command read by [`command_at`] with the loader's rules.
@@ -284,10 +320,30 @@ pub fn command_at(data: &[u8], pos: usize) -> CommandAt {
     if pos >= data.len() {
         return CommandAt::Incomplete;
     }
-    match parse_command(data, pos) {
-        Parsed::Command(args, end) => CommandAt::Complete { args, end },
+    let mut args = Vec::new();
+    match parse_command(data, pos, &mut args) {
+        Parsed::Command(end) => CommandAt::Complete { args, end },
         Parsed::Incomplete => CommandAt::Incomplete,
         Parsed::Malformed(why) => CommandAt::Malformed(why),
+    }
+}
+
+/// [`command_at`] into a buffer the caller reuses: `Ok(end)` with the
+/// arguments' byte ranges in `args`, or the same `Incomplete`/`Malformed`
+/// outcomes (`Err`), without allocating per command.
+pub fn command_at_into(
+    data: &[u8],
+    pos: usize,
+    args: &mut Vec<Range<usize>>,
+) -> Result<usize, CommandAt> {
+    if pos >= data.len() {
+        args.clear();
+        return Err(CommandAt::Incomplete);
+    }
+    match parse_command(data, pos, args) {
+        Parsed::Command(end) => Ok(end),
+        Parsed::Incomplete => Err(CommandAt::Incomplete),
+        Parsed::Malformed(why) => Err(CommandAt::Malformed(why)),
     }
 }
 
@@ -424,6 +480,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 pub fn count_commands(data: &[u8], from: usize) -> u64 {
     let mut pos = from;
     let mut n = 0;
+    let mut args = Vec::new();
     while pos < data.len() {
         if data[pos] == b'#' {
             match read_line(data, pos, ANNOTATION_MAX_BYTES) {
@@ -434,8 +491,8 @@ pub fn count_commands(data: &[u8], from: usize) -> u64 {
                 _ => break,
             }
         }
-        match parse_command(data, pos) {
-            Parsed::Command(_, next) => {
+        match parse_command(data, pos, &mut args) {
+            Parsed::Command(next) => {
                 n += 1;
                 pos = next;
             }
@@ -473,6 +530,10 @@ pub struct WalkCommand<'e> {
     pub ts_ms: Option<i64>,
     /// True from MULTI to EXEC, both included.
     pub in_multi: bool,
+    /// True for a command of a checksummed batch (sent once the batch
+    /// verified, before its [`WalkEvent::BatchEnd`]); false in a plain
+    /// section.
+    pub batched: bool,
 }
 
 /// A verified batch seen by [`walk`].
@@ -502,18 +563,46 @@ pub fn walk(
 ) -> Result<LoadReport, Corruption> {
     use std::ops::ControlFlow;
 
-    /// A command read but not yet sent: offset, end, arguments, time.
-    type Held = (usize, usize, Vec<Range<usize>>, Option<i64>);
+    /// A command read but not yet sent: offset, end, its arguments (a
+    /// range of `Pending::args`), time.
+    type Held = (usize, usize, Range<usize>, Option<i64>);
 
-    fn send(
-        data: &[u8],
+    /// Commands read but not yet sent, their argument ranges in one
+    /// buffer (no allocation per command once the buffers have grown).
+    #[derive(Default)]
+    struct Pending {
+        held: Vec<Held>,
+        args: Vec<Range<usize>>,
+    }
+
+    impl Pending {
+        fn hold(&mut self, at: usize, end: usize, args: &[Range<usize>], ts: Option<i64>) -> Held {
+            let from = self.args.len();
+            self.args.extend_from_slice(args);
+            (at, end, from..self.args.len(), ts)
+        }
+
+        fn clear(&mut self) {
+            self.held.clear();
+            self.args.clear();
+        }
+    }
+
+    /// Sends one command; `argv` is a scratch buffer reused across calls.
+    #[allow(clippy::too_many_arguments)]
+    fn send<'d>(
+        data: &'d [u8],
         held: &Held,
+        args: &[Range<usize>],
+        argv: &mut Vec<&'d [u8]>,
         in_multi: bool,
+        batched: bool,
         report: &mut LoadReport,
         visit: &mut dyn FnMut(WalkEvent<'_>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let (at, end, args, ts_ms) = held;
-        let argv: Vec<&[u8]> = args.iter().map(|r| &data[r.clone()]).collect();
+        let (at, end, _, ts_ms) = held;
+        argv.clear();
+        argv.extend(args.iter().map(|r| &data[r.clone()]));
         let name = argv[0];
         if !name.eq_ignore_ascii_case(b"SELECT")
             && !name.eq_ignore_ascii_case(b"MULTI")
@@ -524,9 +613,10 @@ pub fn walk(
         visit(WalkEvent::Command(WalkCommand {
             offset: *at as u64,
             len: (end - at) as u64,
-            argv: &argv,
+            argv,
             ts_ms: *ts_ms,
             in_multi,
+            batched,
         }))
     }
 
@@ -539,8 +629,10 @@ pub fn walk(
     let mut batch_start = pos;
     // Checksummed: the commands of the current batch. Plain: the
     // commands of an open MULTI block (the MULTI itself in `multi`).
-    let mut held: Vec<Held> = Vec::new();
+    let mut pending = Pending::default();
     let mut multi: Option<Held> = None;
+    let mut args: Vec<Range<usize>> = Vec::new();
+    let mut argv: Vec<&[u8]> = Vec::new();
     let mut last_ts_line: Option<i64> = None;
     let mut valid_len = pos;
     let corrupt = |offset: usize, reason: String| Corruption {
@@ -608,15 +700,19 @@ pub fn walk(
                     return tail_or_corruption(data, batch_start, valid_len, &why, report);
                 };
                 let mut in_multi = false;
-                let commands = held.len() as u64;
-                for h in held.drain(..) {
-                    let name = &data[h.2[0].clone()];
+                let commands = pending.held.len() as u64;
+                for h in &pending.held {
+                    let h_args = &pending.args[h.2.clone()];
+                    let name = &data[h_args[0].clone()];
                     let opens = name.eq_ignore_ascii_case(b"MULTI");
                     let closes = name.eq_ignore_ascii_case(b"EXEC");
                     let flow = send(
                         data,
-                        &(h.0, h.1, h.2, Some(annotation.ts_ms)),
+                        &(h.0, h.1, 0..0, Some(annotation.ts_ms)),
+                        h_args,
+                        &mut argv,
                         in_multi || opens,
+                        true,
                         &mut report,
                         visit,
                     );
@@ -627,6 +723,7 @@ pub fn walk(
                         in_multi = false;
                     }
                 }
+                pending.clear();
                 if in_multi {
                     return Err(corrupt(
                         batch_start,
@@ -663,37 +760,76 @@ pub fn walk(
             }
             continue;
         }
-        match parse_command(data, pos) {
-            Parsed::Command(args, next) => {
+        match parse_command(data, pos, &mut args) {
+            Parsed::Command(next) => {
                 let at = pos;
                 pos = next;
                 if checksummed {
-                    held.push((at, next, args, None));
+                    let h = pending.hold(at, next, &args, None);
+                    pending.held.push(h);
                     continue;
                 }
                 let name = &data[args[0].clone()];
-                let command = (at, next, args, last_ts_line);
                 if name.eq_ignore_ascii_case(b"MULTI") {
                     if multi.is_some() {
                         return Err(corrupt(at, "MULTI inside MULTI".into()));
                     }
-                    multi = Some(command);
+                    multi = Some(pending.hold(at, next, &args, last_ts_line));
                     continue;
                 }
                 match multi.take() {
                     Some(opened) if name.eq_ignore_ascii_case(b"EXEC") => {
-                        sent!(send(data, &opened, true, &mut report, visit), opened.1);
-                        for h in held.drain(..) {
-                            sent!(send(data, &h, true, &mut report, visit), h.1);
+                        let flow = send(
+                            data,
+                            &opened,
+                            &pending.args[opened.2.clone()],
+                            &mut argv,
+                            true,
+                            false,
+                            &mut report,
+                            visit,
+                        );
+                        sent!(flow, opened.1);
+                        for h in &pending.held {
+                            let h_args = &pending.args[h.2.clone()];
+                            let flow =
+                                send(data, h, h_args, &mut argv, true, false, &mut report, visit);
+                            sent!(flow, h.1);
                         }
-                        sent!(send(data, &command, true, &mut report, visit), next);
+                        pending.clear();
+                        let command = (at, next, 0..0, last_ts_line);
+                        let flow = send(
+                            data,
+                            &command,
+                            &args,
+                            &mut argv,
+                            true,
+                            false,
+                            &mut report,
+                            visit,
+                        );
+                        sent!(flow, next);
                     }
                     Some(opened) => {
                         multi = Some(opened);
-                        held.push(command);
+                        let h = pending.hold(at, next, &args, last_ts_line);
+                        pending.held.push(h);
                         continue;
                     }
-                    None => sent!(send(data, &command, false, &mut report, visit), next),
+                    None => {
+                        let command = (at, next, 0..0, last_ts_line);
+                        let flow = send(
+                            data,
+                            &command,
+                            &args,
+                            &mut argv,
+                            false,
+                            false,
+                            &mut report,
+                            visit,
+                        );
+                        sent!(flow, next);
+                    }
                 }
                 valid_len = next;
             }

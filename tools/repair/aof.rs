@@ -26,7 +26,15 @@ const LINE_MAX_BYTES: usize = 1024;
 /// Every problem in the AOF `data` (the whole file: may start with a
 /// dump.hoz or RDB preamble), named `file`, in file order.
 pub fn check(file: &Path, data: &[u8]) -> Vec<Problem> {
-    let analysis = analyse(data);
+    let analysis = match fast_walk(data) {
+        FastWalk::Clean => return Vec::new(),
+        FastWalk::AnalyseFrom(restart) => analyse_from(data, false, restart),
+    };
+    problems_of(&analysis, file)
+}
+
+/// The problems of an analysis, in file order.
+fn problems_of(analysis: &Analysis, file: &Path) -> Vec<Problem> {
     let mut problems: Vec<Problem> = analysis
         .preamble_damage
         .iter()
@@ -41,7 +49,7 @@ pub fn check(file: &Path, data: &[u8]) -> Vec<Problem> {
 /// content when there is nothing to cut; a refusal naming `salvage` when
 /// there is damage before the tail.
 pub fn plan_fix(file: &Path, data: &[u8]) -> Result<Plan, Refusal> {
-    let analysis = analyse(data);
+    let analysis = analyse(data, true);
     if let Some(p) = &analysis.preamble_damage {
         return Err(preamble_refusal(file, p));
     }
@@ -86,7 +94,7 @@ pub fn plan_salvage(
     data: &[u8],
     allow_partial_transactions: bool,
 ) -> Result<Plan, Refusal> {
-    let analysis = analyse(data);
+    let analysis = analyse(data, true);
     if let Some(p) = &analysis.preamble_damage {
         return Err(preamble_refusal(file, p));
     }
@@ -215,7 +223,7 @@ pub fn plan_salvage(
 /// always kept. Refused for a file without timestamps, and when damage
 /// lies before the cut (salvage first).
 pub fn plan_truncate(file: &Path, data: &[u8], before_ms: i64) -> Result<Plan, Refusal> {
-    let analysis = analyse(data);
+    let analysis = analyse(data, true);
     if let Some(p) = &analysis.preamble_damage {
         return Err(preamble_refusal(file, p));
     }
@@ -398,20 +406,20 @@ struct Cmd {
 
 impl Cmd {
     fn new(data: &[u8], start: usize, end: usize, args: &[Range<usize>]) -> Cmd {
-        let argv: Vec<&[u8]> = args.iter().map(|r| &data[r.clone()]).collect();
-        let select = if argv[0].eq_ignore_ascii_case(b"select") && argv.len() == 2 {
-            std::str::from_utf8(argv[1])
-                .ok()
-                .and_then(|t| t.parse().ok())
-        } else {
-            None
+        let name = &data[args[0].clone()];
+        let arg1 = args.get(1).map(|r| &data[r.clone()]);
+        let select = match arg1 {
+            Some(db) if name.eq_ignore_ascii_case(b"select") && args.len() == 2 => {
+                std::str::from_utf8(db).ok().and_then(|t| t.parse().ok())
+            }
+            _ => None,
         };
         Cmd {
             start,
             end,
             name: args[0].clone(),
             select,
-            bad: command_valid(&argv).err(),
+            bad: command_valid(name, args.len(), arg1).err(),
         }
     }
 
@@ -559,13 +567,19 @@ struct Scanner<'d> {
     data: &'d [u8],
     out: Analysis,
     txn: Option<OpenTxn>,
+    /// Whether units outside transactions are kept (the plans need them;
+    /// `check` needs only the regions, and a large file holds millions).
+    keep_units: bool,
+    /// Argument ranges of the command being read (reused).
+    args: Vec<Range<usize>>,
 }
 
 impl<'d> Scanner<'d> {
     fn push_unit(&mut self, unit: Unit) {
         match self.txn.as_mut() {
             Some(t) => t.units.push(unit),
-            None => self.out.units.push(unit),
+            None if self.keep_units => self.out.units.push(unit),
+            None => {}
         }
     }
 
@@ -636,7 +650,7 @@ impl<'d> Scanner<'d> {
                 },
                 other => other,
             };
-            self.out.units.push(unit);
+            self.push_unit(unit);
         }
     }
 
@@ -645,7 +659,7 @@ impl<'d> Scanner<'d> {
         let exec_end = exec.end;
         let base = self.out.regions.len();
         let multi_start = t.multi.start;
-        self.out.units.push(Unit::Plain { cmd: t.multi });
+        self.push_unit(Unit::Plain { cmd: t.multi });
         for unit in t.units {
             let unit = match unit {
                 Unit::Region(i) => Unit::Region(base + i),
@@ -656,23 +670,117 @@ impl<'d> Scanner<'d> {
                 },
                 other => other,
             };
-            self.out.units.push(unit);
+            self.push_unit(unit);
         }
         for mut r in t.regions {
             r.txn = Some((multi_start, exec_end));
             self.out.regions.push(r);
         }
-        self.out.units.push(Unit::Plain { cmd: exec });
+        self.push_unit(Unit::Plain { cmd: exec });
+    }
+}
+
+/// Where the full analysis of `check` can start: a position after
+/// which nothing before matters to it (the end of a verified batch, or of
+/// a plain command outside MULTI), and whether a checksummed section
+/// goes on there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Restart {
+    at: usize,
+    checksummed: bool,
+}
+
+/// What the fast walk of `check` found.
+#[derive(Debug, PartialEq, Eq)]
+enum FastWalk {
+    /// Nothing for [`analyse`] to report.
+    Clean,
+    /// Something may be wrong: analyse from this point (None: from the
+    /// start of the file, preamble included).
+    AnalyseFrom(Option<Restart>),
+}
+
+/// The fast path of `check`: the loader's own walk ([`aof::walk`]) over
+/// the log after an intact preamble, every command checked with
+/// [`command_valid`]. Every region [`analyse`] reports is one of the
+/// walk's failures (damaged preamble; torn tail, checksum mismatch,
+/// malformed RESP, a bad annotation or an unfinished MULTI, which the walk
+/// refuses or cuts) or a command `command_valid` refuses, so a walk that
+/// reads the whole log means `analyse` finds nothing. Otherwise the full
+/// analysis starts at the last point the walk passed where its state is
+/// empty, so the intact part before the damage is read once, by the walk,
+/// which keeps no record per command (on a large file, most of the full
+/// analysis's cost). The tests check both on every damaged file they
+/// build.
+fn fast_walk(data: &[u8]) -> FastWalk {
+    use std::ops::ControlFlow;
+    let mut scratch = Analysis::default();
+    let log_start = preamble(data, &mut scratch);
+    if scratch.preamble_damage.is_some() {
+        return FastWalk::AnalyseFrom(None);
+    }
+    if damaged_header(data, log_start).is_some() {
+        // The walk reads such a log as a plain one, the analysis as
+        // checksummed batches: no restart point of the walk holds.
+        return FastWalk::AnalyseFrom(None);
+    }
+    let log = &data[log_start..];
+    let mut commands_ok = true;
+    let mut restart = None;
+    let walked = aof::walk(log, &mut |event| {
+        match event {
+            aof::WalkEvent::Command(c) => {
+                if command_valid(c.argv[0], c.argv.len(), c.argv.get(1).copied()).is_err() {
+                    commands_ok = false;
+                    return ControlFlow::Break(());
+                }
+                let closes = !c.in_multi || c.argv[0].eq_ignore_ascii_case(b"exec");
+                if !c.batched && closes {
+                    restart = Some(Restart {
+                        at: log_start + (c.offset + c.len) as usize,
+                        checksummed: false,
+                    });
+                }
+            }
+            aof::WalkEvent::BatchEnd(b) => {
+                restart = Some(Restart {
+                    at: log_start + b.end as usize,
+                    checksummed: true,
+                });
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    let clean = matches!(walked, Ok(r) if r.torn.is_none() && r.valid_len == log.len() as u64);
+    if commands_ok && clean {
+        FastWalk::Clean
+    } else {
+        FastWalk::AnalyseFrom(restart)
     }
 }
 
 /// Splits `data` into units and damaged regions.
-fn analyse(data: &[u8]) -> Analysis {
+fn analyse(data: &[u8], keep_units: bool) -> Analysis {
+    analyse_from(data, keep_units, None)
+}
+
+/// [`analyse`], from `restart` when given (the regions after it; no units
+/// before it). Without `keep_units` only the regions are kept (and the
+/// units of a transaction while it is open).
+fn analyse_from(data: &[u8], keep_units: bool, restart: Option<Restart>) -> Analysis {
     let mut scanner = Scanner {
         data,
         out: Analysis::default(),
         txn: None,
+        keep_units,
+        args: Vec::new(),
     };
+    if let Some(r) = restart {
+        if r.checksummed {
+            scanner.out.checksummed_from.push(r.at);
+        }
+        return scan_log(scanner, r.at, r.checksummed, usize::MAX);
+    }
     let log_start = preamble(data, &mut scanner.out);
     let mut pos = log_start;
     let mut checksummed = false;
@@ -702,6 +810,19 @@ fn analyse(data: &[u8]) -> Analysis {
         checksummed = true;
         pos = end;
     }
+    scan_log(scanner, pos, checksummed, log_start)
+}
+
+/// The rest of [`analyse_from`]: units and regions from `pos` to the end.
+/// `log_start` is where the log after the preamble starts (`usize::MAX`
+/// when the analysis restarted past it).
+fn scan_log(
+    mut scanner: Scanner<'_>,
+    mut pos: usize,
+    mut checksummed: bool,
+    log_start: usize,
+) -> Analysis {
+    let data = scanner.data;
     while pos < data.len() {
         pos = if checksummed {
             scan_batch(&mut scanner, pos)
@@ -870,17 +991,17 @@ fn scan_batch(s: &mut Scanner<'_>, start: usize) -> usize {
                 }
             }
         }
-        match aof::command_at(data, p) {
-            CommandAt::Complete { args, end } => {
-                cmds.push(Cmd::new(data, p, end, &args));
+        match aof::command_at_into(data, p, &mut s.args) {
+            Ok(end) => {
+                cmds.push(Cmd::new(data, p, end, &s.args));
                 p = end;
             }
-            CommandAt::Incomplete => {
-                why = format!("the command at byte {p} is incomplete");
+            Err(CommandAt::Malformed(m)) => {
+                why = format!("malformed command at byte {p}: {m}");
                 break;
             }
-            CommandAt::Malformed(m) => {
-                why = format!("malformed command at byte {p}: {m}");
+            Err(_) => {
+                why = format!("the command at byte {p} is incomplete");
                 break;
             }
         }
@@ -1038,9 +1159,9 @@ fn scan_plain(s: &mut Scanner<'_>, pos: usize) -> (usize, bool) {
             }
         }
     }
-    match aof::command_at(data, pos) {
-        CommandAt::Complete { args, end } => {
-            let cmd = Cmd::new(data, pos, end, &args);
+    match aof::command_at_into(data, pos, &mut s.args) {
+        Ok(end) => {
+            let cmd = Cmd::new(data, pos, end, &s.args);
             if let Some(why) = cmd.bad.clone() {
                 let mut region = Region::new(data, pos..end, ProblemKind::UnknownCommand, why);
                 region.commands = Some(1);
@@ -1059,12 +1180,12 @@ fn scan_plain(s: &mut Scanner<'_>, pos: usize) -> (usize, bool) {
             }
             (end, false)
         }
-        CommandAt::Incomplete => (
-            plain_damage(s, pos, format!("the command at byte {pos} is incomplete")),
+        Err(CommandAt::Malformed(m)) => (
+            plain_damage(s, pos, format!("malformed command at byte {pos}: {m}")),
             false,
         ),
-        CommandAt::Malformed(m) => (
-            plain_damage(s, pos, format!("malformed command at byte {pos}: {m}")),
+        Err(_) => (
+            plain_damage(s, pos, format!("the command at byte {pos} is incomplete")),
             false,
         ),
     }
@@ -1130,24 +1251,24 @@ fn resumes_at(data: &[u8], at: usize) -> bool {
 fn command_ok(data: &[u8], at: usize) -> bool {
     match aof::command_at(data, at) {
         CommandAt::Complete { args, .. } => {
-            let argv: Vec<&[u8]> = args.iter().map(|r| &data[r.clone()]).collect();
-            command_valid(&argv).is_ok()
+            let arg1 = args.get(1).map(|r| &data[r.clone()]);
+            command_valid(&data[args[0].clone()], args.len(), arg1).is_ok()
         }
         _ => false,
     }
 }
 
-/// Whether the loader can replay `argv` as far as the file alone tells:
-/// a known command with its arity (a SELECT with a database number).
-fn command_valid(argv: &[&[u8]]) -> Result<(), String> {
-    let name = argv[0];
+/// Whether the loader can replay a command (its name, its number of
+/// arguments with the name, its first argument) as far as the file alone
+/// tells: a known command with its arity (a SELECT with a database number).
+fn command_valid(name: &[u8], argc: usize, arg1: Option<&[u8]>) -> Result<(), String> {
     let Some(spec) = hozon::command::lookup(name) else {
         return Err(format!(
             "unknown command '{}'",
             String::from_utf8_lossy(&name[..name.len().min(64)]).escape_debug()
         ));
     };
-    let argc = argv.len() as i64;
+    let argc = argc as i64;
     let arity = i64::from(spec.arity);
     if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
         return Err(format!(
@@ -1156,8 +1277,8 @@ fn command_valid(argv: &[&[u8]]) -> Result<(), String> {
         ));
     }
     if spec.name == "select" {
-        let ok = std::str::from_utf8(argv[1])
-            .ok()
+        let ok = arg1
+            .and_then(|db| std::str::from_utf8(db).ok())
             .and_then(|t| t.parse::<usize>().ok())
             .is_some();
         if !ok {
@@ -1335,6 +1456,17 @@ mod tests {
     use hozon::{Config, Engine, Reply};
     use std::collections::BTreeMap;
     use std::sync::Arc;
+
+    /// `check` as the tool runs it (the fast walk, then the analysis from
+    /// its restart point), asserted equal to the full analysis from the
+    /// start of the file: every test that checks a file checks that the
+    /// fast path changes nothing.
+    fn check(file: &Path, data: &[u8]) -> Vec<Problem> {
+        let fast = super::check(file, data);
+        let full = problems_of(&analyse(data, true), file);
+        assert_eq!(fast, full, "fast check differs from the full analysis");
+        fast
+    }
 
     /// Every key of every database with its DUMP payload.
     type State = BTreeMap<(usize, Vec<u8>), Vec<u8>>;
