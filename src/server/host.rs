@@ -546,6 +546,95 @@ fn rebind(
 }
 
 // ---------------------------------------------------------------------------
+// Open files
+
+/// File descriptors kept for everything but clients (listeners, the AOF,
+/// snapshots, logs): Redis's CONFIG_MIN_RESERVED_FDS.
+const RESERVED_FDS: u64 = 32;
+
+/// Redis's adjustOpenFilesLimit: raises the open-files limit to
+/// `maxclients` + 32 where the system allows, else lowers `maxclients` to
+/// what the limit leaves (with Redis's warnings), so that a client over
+/// the limit is told `max number of clients reached` instead of waiting
+/// in the listen queue for an accept that fails. Err when the limit is
+/// too low to start.
+pub fn adjust_open_files_limit(config: &mut Config) -> Result<(), String> {
+    let wanted = config.maxclients.saturating_add(RESERVED_FDS);
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct passed, which lives here.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        log::log(
+            Level::Warning,
+            &format!(
+                "Unable to obtain the current NOFILE limit ({}), assuming 1024 and setting the max clients configuration accordingly.",
+                crate::config::os_error_text(&std::io::Error::last_os_error())
+            ),
+        );
+        config.maxclients = 1024 - RESERVED_FDS;
+        return Ok(());
+    }
+    let old: u64 = limit.rlim_cur;
+    if old >= wanted {
+        return Ok(());
+    }
+    // The highest limit at or below `wanted` the system grants, trying
+    // down in steps of 16 as Redis does.
+    let mut best = wanted;
+    let mut error = None;
+    while best > old {
+        let attempt = libc::rlimit {
+            rlim_cur: best,
+            rlim_max: limit.rlim_max.max(best),
+        };
+        // SAFETY: setrlimit only reads the struct passed.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &attempt) } == 0 {
+            break;
+        }
+        error = Some(std::io::Error::last_os_error());
+        if best < 16 {
+            best = old;
+            break;
+        }
+        best -= 16;
+    }
+    best = best.max(old);
+    if best >= wanted {
+        log::log(
+            Level::Notice,
+            &format!("Increased maximum number of open files to {wanted} (it was originally set to {old})."),
+        );
+        return Ok(());
+    }
+    if best <= RESERVED_FDS {
+        return Err(format!(
+            "Your current 'ulimit -n' of {old} is not enough for the server to start. Please increase your open file limit to at least {wanted}. Exiting."
+        ));
+    }
+    let requested = config.maxclients;
+    config.maxclients = best - RESERVED_FDS;
+    log::log(
+        Level::Warning,
+        &format!("You requested maxclients of {requested} requiring at least {wanted} max file descriptors."),
+    );
+    let why = error.map_or_else(String::new, |e| crate::config::os_error_text(&e));
+    log::log(
+        Level::Warning,
+        &format!("Server can't set maximum open files to {wanted} because of OS error: {why}."),
+    );
+    log::log(
+        Level::Warning,
+        &format!(
+            "Current maximum open files is {best}. maxclients has been reduced to {} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.",
+            config.maxclients
+        ),
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
 // Protected mode
 
 /// Redis's protected-mode decision: with `protected-mode yes` and no

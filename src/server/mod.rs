@@ -291,6 +291,7 @@ impl Server {
     pub fn bind(mut engine: Engine, shutdown: Arc<AtomicBool>) -> Result<Server, crate::Error> {
         engine.set_group_commit(true);
         engine.set_capture_effects(false);
+        host::adjust_open_files_limit(&mut engine.core().config).map_err(crate::Error::Config)?;
         let poll = Poll::new().map_err(|e| io_error("creating the event loop", e))?;
         let mut listeners = host::open_listeners(engine.config()).map_err(crate::Error::Config)?;
         host::register_listeners(poll.registry(), &mut listeners)

@@ -9,7 +9,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    closed_within, flood_without_reading, peak_rss_kb, reset_peak_rss, rss_kb, Probe, LIVENESS,
+    closed_within, flood_without_reading, peak_rss_kb, reset_peak_rss, rss_kb,
+    spawn_with_open_files, Probe, LIVENESS,
 };
 use crate::harness::{encode_command, show, start_hozon, start_redis, Conn, Pair};
 
@@ -256,6 +257,42 @@ fn more_connections_than_maxclients_are_refused_like_redis() {
         outcomes[1].0.iter().map(|r| show(r)).collect::<Vec<_>>()
     );
     assert_eq!(outcomes[0].1, outcomes[1].1);
+}
+
+#[test]
+fn a_low_open_files_limit_lowers_maxclients_and_refuses_the_excess_like_redis() {
+    // Under `ulimit -n 64` both servers lower maxclients to 64 - 32: a
+    // client over it is told so, rather than waiting in the listen queue
+    // for an accept that fails for want of descriptors.
+    let redis = spawn_with_open_files(&crate::harness::redis_server_path(), 64, &[]);
+    let hozon = spawn_with_open_files(env!("CARGO_BIN_EXE_hozon-server"), 64, &[]);
+    let mut outcomes = Vec::new();
+    for port in [redis.port, hozon.port] {
+        let mut probe = Probe::connect(port);
+        let maxclients = probe.call_inline("CONFIG GET maxclients");
+        let mut kept: Vec<Conn> = (1..32).map(|_| Conn::connect(port)).collect();
+        for conn in &mut kept {
+            assert_eq!(conn.call(&[b"PING"]), b"+PONG\r\n");
+        }
+        let mut refusals: Vec<Vec<u8>> = (0..40)
+            .map(|_| Conn::connect(port).read_until_close())
+            .collect();
+        refusals.dedup();
+        probe.ping();
+        outcomes.push((
+            show(&maxclients),
+            refusals.iter().map(|r| show(r)).collect::<Vec<_>>(),
+        ));
+    }
+    assert_eq!(
+        outcomes[0].0,
+        "*2\\r\\n$10\\r\\nmaxclients\\r\\n$2\\r\\n32\\r\\n"
+    );
+    assert_eq!(
+        outcomes[0].1,
+        vec!["-ERR max number of clients reached\\r\\n".to_string()]
+    );
+    assert_eq!(outcomes[0], outcomes[1]);
 }
 
 /// `GET v` for a 1 KiB value: 22 bytes in, 1 KiB out.

@@ -223,3 +223,64 @@ pub fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
         }
     }
 }
+
+/// A server process started by a test under a shell `ulimit -n`, killed
+/// when dropped.
+pub struct Spawned {
+    child: std::process::Child,
+    /// The port it listens on.
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `binary` (persistence off, a private data directory, a free
+/// port on 127.0.0.1, then `args`) with its open-files limit set to
+/// `open_files` (soft and hard), and waits until it answers PING.
+pub fn spawn_with_open_files(binary: &str, open_files: u32, args: &[&str]) -> Spawned {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("ephemeral port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port_arg = port.to_string();
+    let dir_arg = dir.path().to_string_lossy().into_owned();
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("ulimit -n {open_files} && exec \"$0\" \"$@\""))
+        .arg(binary)
+        .args(["--port", &port_arg, "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--dir", &dir_arg])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = command.spawn().expect("spawn the server");
+    let mut server = Spawned {
+        child,
+        port,
+        _dir: dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut reply = [0u8; 7];
+            if s.write_all(b"*1\r\n$4\r\nPING\r\n").is_ok() && s.read_exact(&mut reply).is_ok() {
+                return server;
+            }
+        }
+        if let Ok(Some(status)) = server.child.try_wait() {
+            panic!("{binary} exited during startup: {status}");
+        }
+        assert!(Instant::now() < deadline, "{binary} did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
