@@ -22,7 +22,8 @@
 //! for a run of at least that long; `HOZON_SOAK_CLIENTS` (8),
 //! `HOZON_SOAK_BULK` (2000 static keys that make rewrites and saves take
 //! some time), `HOZON_SOAK_SEED`, `HOZON_SOAK_TMPFS=0` to run on the
-//! ordinary temp directory, `HOZON_SOAK_SERVER` for another server binary.
+//! ordinary temp directory, `HOZON_SOAK_SERVER` for another server binary,
+//! `HOZON_SOAK_TIMEOUT_SECS` (60) before a silent server counts as hung.
 //! See docs/soak.md.
 
 mod enospc;
@@ -52,6 +53,13 @@ const HISTORY: usize = 32;
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// How long a reply (or a start) may take before the server counts as
+/// hung: `HOZON_SOAK_TIMEOUT_SECS`, default 60 (a run at `nice -n 19` on a
+/// busy machine may need more).
+fn reply_timeout() -> Duration {
+    Duration::from_secs(env_u64("HOZON_SOAK_TIMEOUT_SECS").unwrap_or(60))
 }
 
 fn now_ms() -> i64 {
@@ -91,7 +99,7 @@ impl Server {
                 .stderr(logfile)
                 .spawn()
                 .expect("spawn hozon-server");
-            let deadline = Instant::now() + Duration::from_secs(60);
+            let deadline = Instant::now() + reply_timeout();
             loop {
                 if let Ok(Some(status)) = child.try_wait() {
                     if status.code() == Some(1) && port_taken(port) {
@@ -114,6 +122,39 @@ impl Server {
             }
         }
         panic!("could not start hozon-server");
+    }
+
+    /// What a hung or failing server was doing: every thread's stack (when
+    /// gdb is installed) and the end of its log.
+    fn diagnose(&self, log: &Path) -> String {
+        let stacks = Command::new("gdb")
+            .args(["-p", &self.child.id().to_string(), "-batch", "-ex"])
+            .arg("thread apply all bt")
+            .stdin(Stdio::null())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_else(|e| format!("(no gdb: {e})"));
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(40).collect();
+        format!(
+            "server threads:\n{stacks}\nserver log (last lines, newest first):\n{}",
+            tail.join("\n")
+        )
+    }
+
+    /// A command on the control connection; a failure (a server that does
+    /// not answer in time) panics with what the server was doing.
+    fn must(&self, ctl: &mut Client, log: &Path, args: &[&[u8]]) -> V {
+        match ctl.call(args) {
+            Ok(v) => v,
+            Err(e) => panic!(
+                "{:?}: {e}\n{}",
+                args.iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>(),
+                self.diagnose(log)
+            ),
+        }
     }
 
     /// SIGKILL, then reap.
@@ -434,7 +475,7 @@ impl ClientState {
                 ))
             }
         };
-        let mut conn = match Client::connect(port, Duration::from_secs(60)) {
+        let mut conn = match Client::connect(port, reply_timeout()) {
             Ok(c) => c,
             Err(e) => return fail(format!("connect: {e}")),
         };
@@ -868,14 +909,14 @@ fn soak(name: &str, mixed: bool) -> Report {
             "--auto-aof-rewrite-min-size",
             "2mb",
             "--loglevel",
-            "warning",
+            "notice",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
         data.unfill();
         let server = Server::start(data.path(), &log, &args);
-        let mut ctl = Client::connect(server.port, Duration::from_secs(60)).expect("connect");
+        let mut ctl = Client::connect(server.port, reply_timeout()).expect("connect");
         if first {
             for start in (0..bulk).step_by(500) {
                 let items: Vec<(Vec<u8>, Vec<u8>)> = (start..bulk.min(start + 500))
@@ -926,20 +967,23 @@ fn soak(name: &str, mixed: bool) -> Report {
         while Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5 + rng.below(60)));
             match rng.below(100) {
-                0..=24 => match ctl.must(&[b"BGSAVE"]) {
+                0..=24 => match server.must(&mut ctl, &log, &[b"BGSAVE"]) {
                     V::Simple(_) => report.bgsave += 1,
                     V::Err(e) if e.starts_with("ERR ") => report.bgsave_refused += 1,
                     other => panic!("BGSAVE: {other:?}"),
                 },
-                25..=49 => match ctl.must(&[b"BGREWRITEAOF"]) {
+                25..=49 => match server.must(&mut ctl, &log, &[b"BGREWRITEAOF"]) {
                     V::Simple(_) => report.rewrites += 1,
                     V::Err(e) if e.starts_with("ERR ") => report.rewrites_refused += 1,
                     other => panic!("BGREWRITEAOF: {other:?}"),
                 },
                 50..=59 if mixed => {
                     let p = rng.index(POLICIES.len());
-                    let reply =
-                        ctl.must(&[b"CONFIG", b"SET", b"appendfsync", POLICIES[p].as_bytes()]);
+                    let reply = server.must(
+                        &mut ctl,
+                        &log,
+                        &[b"CONFIG", b"SET", b"appendfsync", POLICIES[p].as_bytes()],
+                    );
                     assert_eq!(reply, V::Simple("OK".into()), "CONFIG SET appendfsync");
                     policy = p;
                     shared.policy.store(p as u8, Ordering::SeqCst);
@@ -959,13 +1003,13 @@ fn soak(name: &str, mixed: bool) -> Report {
         }
         if rng.below(4) == 0 {
             // Aim the kill at a rewrite.
-            if let V::Simple(_) = ctl.must(&[b"BGREWRITEAOF"]) {
+            if let V::Simple(_) = server.must(&mut ctl, &log, &[b"BGREWRITEAOF"]) {
                 report.rewrites += 1;
                 report.kills_after_rewrite += 1;
             }
             std::thread::sleep(Duration::from_millis(rng.below(40)));
         }
-        let info = ctl.must(&[b"INFO", b"persistence"]);
+        let info = server.must(&mut ctl, &log, &[b"INFO", b"persistence"]);
         report.kills_during_rewrite +=
             u64::from(info_field(&info, "aof_rewrite_in_progress").as_deref() == Some("1"));
         report.kills_during_bgsave +=
@@ -990,7 +1034,7 @@ fn soak(name: &str, mixed: bool) -> Report {
         &log,
         &["--appendonly", "yes", "--save", ""].map(String::from),
     );
-    let mut ctl = Client::connect(server.port, Duration::from_secs(60)).expect("connect");
+    let mut ctl = Client::connect(server.port, reply_timeout()).expect("connect");
     report.restarts += 1;
     if let Err(e) = verify(&mut ctl, &mut clients, bulk, seed, POLICIES[policy]) {
         panic!("soak {name} (seed {seed}) at the final restart: {e}");
