@@ -1207,6 +1207,15 @@ impl Engine {
         self.core.aof.as_ref().map_or(0, AofWriter::batch_bytes)
     }
 
+    /// A counter that grows whenever a command's effects are logged: a
+    /// command whose execution grew it has a reply that must wait for its
+    /// batch. (The batch's size cannot tell: a command that only flushes,
+    /// like BGREWRITEAOF, shrinks it, or moves it aside when the write
+    /// fails.)
+    pub fn log_appended(&self) -> u64 {
+        self.core.aof.as_ref().map_or(0, AofWriter::logged_count)
+    }
+
     /// True when logged effects wait to be written.
     pub fn log_pending(&self) -> bool {
         self.core.aof.as_ref().is_some_and(AofWriter::has_pending)

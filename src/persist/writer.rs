@@ -111,6 +111,9 @@ pub struct AofWriter {
     selected_db: Option<usize>,
     policy: FsyncPolicy,
     builder: BatchBuilder,
+    /// Commands (or units) ever added to a batch: tells whether a command
+    /// logged anything, whatever a flush meanwhile did to the batch.
+    logged_count: u64,
     /// A batch whose write failed, to retry before anything else.
     failed_batch: Option<Vec<u8>>,
     write_error: Option<String>,
@@ -167,6 +170,7 @@ impl AofWriter {
             selected_db: None,
             policy,
             builder: BatchBuilder::new(),
+            logged_count: 0,
             failed_batch: None,
             write_error: None,
             poisoned: None,
@@ -215,13 +219,24 @@ impl AofWriter {
 
     /// Adds the effects of one command execution to the pending batch.
     pub fn push_unit(&mut self, effects: &[Effect]) {
+        let before = self.builder.len();
         self.builder.push_unit(effects, &mut self.selected_db);
+        if self.builder.len() != before {
+            self.logged_count += 1;
+        }
     }
 
     /// Adds one command, logged as received in database `db` (the common
     /// case, without building an [`Effect`]).
     pub fn push_command(&mut self, db: usize, argv: &[&[u8]]) {
         self.builder.push_command(db, argv, &mut self.selected_db);
+        self.logged_count += 1;
+    }
+
+    /// How many commands (or units) were ever added to a batch; a command
+    /// logged something when this grew while it ran.
+    pub fn logged_count(&self) -> u64 {
+        self.logged_count
     }
 
     /// Bytes in the batch being built.

@@ -708,12 +708,12 @@ impl Server {
                     let Some(client) = self.clients.get_mut(&token) else {
                         continue;
                     };
-                    let batch_before = self.engine.log_batch_bytes();
+                    let logged_before = self.engine.log_appended();
                     let Some(reply) = self.engine.serve_blocked(&mut client.session, db, &key)
                     else {
                         continue;
                     };
-                    if self.engine.log_batch_bytes() != batch_before {
+                    if self.engine.log_appended() != logged_before {
                         client.awaiting_log = true;
                         self.held.push(token);
                     }
@@ -796,7 +796,7 @@ impl Server {
                 }
             };
             let argv = request.argv(&client.inbuf);
-            let batch_before = self.engine.log_batch_bytes();
+            let logged_before = self.engine.log_appended();
             let mut host = host::ServerHost::new(
                 &mut self.clients,
                 &self.shutdown,
@@ -821,7 +821,7 @@ impl Server {
             if !self.parked.is_empty() {
                 self.adopt_parked();
             }
-            if self.engine.log_batch_bytes() != batch_before {
+            if self.engine.log_appended() != logged_before {
                 client.awaiting_log = true;
             }
             if shutdown {

@@ -243,3 +243,46 @@ fn full_disk_fails_rewrite_and_save_cleanly_and_save_errors_stop_writes() {
     check(&mut conn, &acked, &[(b"d", b"4")]);
     server.kill();
 }
+
+/// BGREWRITEAOF writes the pending batch first; when that write fails on
+/// the full disk, the batch's clients wait, but BGREWRITEAOF itself logs
+/// nothing and must answer at once (it was held until the disk had room:
+/// a client that had to free the disk, like this test, waited forever).
+/// Whether another client's write shares its event-loop turn is up to
+/// timing, so this tries several times.
+#[test]
+fn full_disk_does_not_hold_the_reply_of_bgrewriteaof() {
+    let data = DataDir::new(4);
+    if !data.tmpfs {
+        eprintln!("full-disk test skipped: no tmpfs could be mounted");
+        return;
+    }
+    let logs = tempfile::tempdir().expect("log dir");
+    let log = logs.path().join("server.log");
+    let server = Server::start(data.path(), &log, &args());
+    let mut writer = Client::connect(server.port, Duration::from_secs(20)).expect("connect");
+    let mut admin = Client::connect(server.port, Duration::from_secs(5)).expect("connect");
+    // Larger than the free space left in the AOF's last page.
+    let big = vec![b'v'; 1 << 16];
+    for i in 0..20u64 {
+        let key = format!("big{i}");
+        data.fill();
+        let set = crate::resp::cmd(&[b"SET", key.as_bytes(), &big]);
+        writer.send(&[set]).expect("send");
+        admin
+            .send(&[crate::resp::cmd(&[b"BGREWRITEAOF"])])
+            .expect("send");
+        let reply = admin.read().unwrap_or_else(|e| {
+            panic!("attempt {i}: no reply to BGREWRITEAOF on a full disk: {e}")
+        });
+        assert!(
+            matches!(&reply, V::Simple(_) | V::Err(_)),
+            "attempt {i}: {reply:?}"
+        );
+        // Room again: the held SET is answered; wait for a running rewrite.
+        data.unfill();
+        assert_eq!(writer.read().expect("the held SET"), ok(), "attempt {i}");
+        wait_idle(&mut admin, "aof_rewrite_in_progress");
+    }
+    server.kill();
+}
