@@ -159,6 +159,25 @@ impl Annotation {
     }
 }
 
+/// The pair assertion of the AOF writer, run on a batch right before its
+/// write(2): true when `batch` is a body of RESP commands (it starts with
+/// `*` and ends with CRLF) closed by an annotation line that verifies it,
+/// which is exactly what the loader will check when it reads it back.
+/// A CRC over bytes about to be written, cheap next to the write itself.
+pub fn batch_verifies(batch: &[u8]) -> bool {
+    let Some(without_crlf) = batch.strip_suffix(b"\r\n") else {
+        return false;
+    };
+    let line_start = match without_crlf.iter().rposition(|&b| b == b'\n') {
+        Some(i) => i + 1,
+        None => 0,
+    };
+    let (body, line) = (&batch[..line_start], &without_crlf[line_start..]);
+    body.first() == Some(&b'*')
+        && body.ends_with(b"\r\n")
+        && parse_annotation(line).is_some_and(|a| a.verifies(body, line))
+}
+
 /// Parses an annotation line (without its CRLF).
 pub fn parse_annotation(line: &[u8]) -> Option<Annotation> {
     let rest = line.strip_prefix(ANNOTATION_PREFIX)?;
@@ -1182,6 +1201,30 @@ mod tests {
         bad.extend_from_slice(b"+OK\r\n");
         encode_command(&mut bad, &["SET", "c", "3"]);
         assert!(replay_all(&bad).is_err());
+    }
+
+    #[test]
+    fn batch_verifies_accepts_what_finish_builds_and_nothing_damaged() {
+        let mut b = BatchBuilder::new();
+        let mut db = None;
+        b.push_command(3, &[b"SET", b"k", b"line\r\nbreak\n"], &mut db);
+        b.push_command(3, &[b"INCR", b"n"], &mut db);
+        let batch = b.finish(1_700_000_000_000);
+        assert!(batch_verifies(&batch));
+        for i in 0..batch.len() {
+            let mut bad = batch.clone();
+            bad[i] ^= 0x01;
+            assert!(!batch_verifies(&bad), "flip at {i}");
+        }
+        for cut in 0..batch.len() {
+            assert!(!batch_verifies(&batch[..cut]), "cut at {cut}");
+        }
+        // An annotation alone, or one over something that is not a
+        // command, is refused too.
+        assert!(!batch_verifies(&annotation_line(b"", 5)));
+        let mut junk = b"+OK\r\n".to_vec();
+        junk.extend_from_slice(&annotation_line(b"+OK\r\n", 5));
+        assert!(!batch_verifies(&junk));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::aof::{BatchBuilder, FILE_HEADER};
+use super::aof::{self, BatchBuilder, FILE_HEADER};
 use super::io::{AppendFile, Io, SyncHandle};
 use crate::command::Effect;
 
@@ -289,6 +289,15 @@ impl AofWriter {
     }
 
     fn write_batch(&mut self, batch: Vec<u8>, now_ms: i64) -> Result<(), FlushError> {
+        // Pair assertion (kept in release builds): what goes to the file is
+        // what the loader will accept. A failure is a bug in building the
+        // batch; stopping is better than logging bytes replay would refuse.
+        assert!(
+            aof::batch_verifies(&batch),
+            "AOF batch about to be written does not verify against its own annotation \
+             ({} bytes); nothing was written",
+            batch.len()
+        );
         if self.policy == FsyncPolicy::Everysec {
             self.wait_for_slow_fsync(now_ms);
         }
