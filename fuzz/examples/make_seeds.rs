@@ -149,6 +149,20 @@ fn main() {
         .contents(&dir.join("dump.hoz"))
         .expect("the saved dump.hoz");
     write("snapshot_read", "every_type.hoz", &hoz);
+    // The same keys as block payloads (the check frames them).
+    let mut builder = snapshot::BlockBuilder::new();
+    for db in 0..16 {
+        for (k, v) in engine.core().keyspace.db(db).iter() {
+            assert!(builder.push(db, k, v, None).is_empty(), "one block");
+        }
+    }
+    let block = builder.finish().expect("a block of every type");
+    let records = u8::try_from(block.records).expect("fewer than 256 keys");
+    write(
+        "snapshot_read",
+        "every_type.blocks",
+        &[&[records][..], &block.data].concat(),
+    );
     let mut empty = Engine::open(Config::in_memory()).expect("an in-memory engine");
     snapshot::save_keyspace(&empty.core().keyspace, 0, io.clone(), dir, "empty.hoz")
         .expect("save a dump.hoz");
