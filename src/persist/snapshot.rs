@@ -3234,7 +3234,9 @@ fn index_jobs(summary: &Summary) -> Vec<Job> {
 /// block's header and CRC, every record. Blocks are decoded on `threads`
 /// workers. Keys whose expiry is before `now_ms` are left out (counted in
 /// [`Loaded::expired_skipped`]). The first problem found (in file order)
-/// is the error.
+/// is the error. A key stored twice is not one of them here (finding it
+/// would need a set of every key): [`Loaded::into_keyspace`] and
+/// [`load_into`], the engine's path, refuse it.
 pub fn load(
     data: &[u8],
     limits: EncodingLimits,
