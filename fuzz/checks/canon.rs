@@ -31,12 +31,25 @@ fn put_id(out: &mut Vec<u8>, id: StreamId) {
 /// A zset's -0 counts as 0 (a listpack stores -0 as 0); stream delivery
 /// and consumer seen times are included.
 pub fn value(v: &Value) -> Vec<u8> {
-    value_with(v, true)
+    value_with(v, Clock::Kept)
 }
 
-/// [`value`], with stream consumers' seen times only when `seen_times`
-/// (a replayed XCLAIM, like a replica's in Redis, sets the time it runs).
-pub fn value_with(v: &Value, seen_times: bool) -> Vec<u8> {
+/// Which stream times set by the clock of the run a comparison keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// Every time (values that were loaded, not replayed).
+    Kept,
+    /// Not the consumers' seen times: a replayed XCLAIM, like a replica's
+    /// in Redis, sets them to the time it runs.
+    SeenMasked,
+    /// Neither seen times nor PEL delivery times: a raw XREADGROUP in a
+    /// file (not one hozon wrote: it logs XCLAIM … TIME) delivers at the
+    /// time it is replayed, so two loads a millisecond apart differ.
+    Masked,
+}
+
+/// [`value`], with the stream times `clock` says.
+pub fn value_with(v: &Value, clock: Clock) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(v.type_name().as_bytes());
     out.push(0);
@@ -100,14 +113,16 @@ pub fn value_with(v: &Value, seen_times: bool) -> Vec<u8> {
                 put_u64(&mut out, g.pel.len() as u64);
                 for (id, p) in &g.pel {
                     put_id(&mut out, *id);
-                    put_u64(&mut out, p.delivery_time_ms as u64);
+                    if clock != Clock::Masked {
+                        put_u64(&mut out, p.delivery_time_ms as u64);
+                    }
                     put_u64(&mut out, p.delivery_count);
                     put_bytes(&mut out, &p.consumer);
                 }
                 put_u64(&mut out, g.consumers.len() as u64);
                 for (cname, c) in &g.consumers {
                     put_bytes(&mut out, cname);
-                    if seen_times {
+                    if clock == Clock::Kept {
                         put_u64(&mut out, c.seen_time_ms as u64);
                     }
                     put_u64(&mut out, c.pel.len() as u64);
@@ -133,19 +148,18 @@ pub fn of_keys<'a>(keys: impl IntoIterator<Item = &'a LoadedKey>) -> Canon {
 /// The canonical form of a keyspace (expired keys not yet removed
 /// included).
 pub fn of_keyspace(keyspace: &Keyspace) -> Canon {
-    of_keyspace_with(keyspace, true)
+    of_keyspace_with(keyspace, Clock::Kept)
 }
 
-/// [`of_keyspace`], with stream consumers' seen times only when
-/// `seen_times` (see [`value_with`]).
-pub fn of_keyspace_with(keyspace: &Keyspace, seen_times: bool) -> Canon {
+/// [`of_keyspace`], with the stream times `clock` says.
+pub fn of_keyspace_with(keyspace: &Keyspace, clock: Clock) -> Canon {
     let mut canon = Canon::new();
     for index in 0..keyspace.db_count() {
         let db = keyspace.db(index);
         for (key, v) in db.iter() {
             canon.insert(
                 (index, key.to_vec()),
-                (db.expire_at(key), value_with(v, seen_times)),
+                (db.expire_at(key), value_with(v, clock)),
             );
         }
     }
