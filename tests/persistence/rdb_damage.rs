@@ -15,8 +15,6 @@
 //!   bit) refuses the start with exit status 1 and a message naming the
 //!   file, and the file is left byte for byte as it was.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -30,66 +28,19 @@ use hozon::types::EncodingLimits;
 use hozon::{Config, Engine, Reply};
 
 // ---------------------------------------------------------------------------
-// Heap accounting: a thin wrapper over the system allocator that, on
-// threads that ask for it, tracks the bytes allocated and their peak.
+// Heap accounting: the fuzz checks' counting allocator (one copy for both).
 
-struct Counting;
-
-thread_local! {
-    static TRACK: Cell<bool> = const { Cell::new(false) };
-    static CURRENT: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn account(delta: isize) {
-    // `try_with`: allocations during thread teardown must not panic.
-    let _ = TRACK.try_with(|track| {
-        if track.get() {
-            let _ = CURRENT.try_with(|current| {
-                let now = current.get() + delta;
-                current.set(now);
-                let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
-            });
-        }
-    });
-}
-
-// SAFETY: every call is forwarded to `System` unchanged; the accounting
-// only touches const-initialised thread-local cells (no allocation).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        account(layout.size() as isize);
-        System.alloc(layout)
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        account(-(layout.size() as isize));
-        System.dealloc(ptr, layout)
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        account(layout.size() as isize);
-        System.alloc_zeroed(layout)
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        account(new_size as isize - layout.size() as isize);
-        System.realloc(ptr, layout, new_size)
-    }
-}
+#[allow(dead_code)]
+#[path = "../../fuzz/checks/alloc.rs"]
+mod alloc;
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 /// Runs `f` and returns its result with the peak of heap bytes it held
 /// at once (on this thread).
 fn peak_heap<R>(f: impl FnOnce() -> R) -> (R, usize) {
-    CURRENT.with(|c| c.set(0));
-    PEAK.with(|p| p.set(0));
-    TRACK.with(|t| t.set(true));
-    let result = f();
-    TRACK.with(|t| t.set(false));
-    (result, PEAK.with(Cell::get).max(0) as usize)
+    alloc::peak_of(f)
 }
 
 // ---------------------------------------------------------------------------
