@@ -55,15 +55,25 @@ fn check(conn: &mut Client, acked: &[u64], extra: &[(&[u8], &[u8])]) {
     );
 }
 
-#[test]
-fn full_disk_holds_the_reply_refuses_writes_and_recovers() {
+/// A 4 MiB tmpfs data directory and a temporary directory (kept alive by
+/// the caller) with the server log's path; None, with a note, where no
+/// tmpfs can be mounted.
+fn full_disk_dir() -> Option<(DataDir, tempfile::TempDir, std::path::PathBuf)> {
     let data = DataDir::new(4);
     if !data.tmpfs {
         eprintln!("full-disk test skipped: no tmpfs could be mounted");
-        return;
+        return None;
     }
     let logs = tempfile::tempdir().expect("log dir");
     let log = logs.path().join("server.log");
+    Some((data, logs, log))
+}
+
+#[test]
+fn full_disk_holds_the_reply_refuses_writes_and_recovers() {
+    let Some((data, _logs, log)) = full_disk_dir() else {
+        return;
+    };
     let server = Server::start(data.path(), &log, &args());
     let mut writer = Client::connect(server.port, Duration::from_secs(2)).expect("connect");
     let mut reader = Client::connect(server.port, Duration::from_secs(20)).expect("connect");
@@ -173,13 +183,9 @@ fn temp_files(dir: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn full_disk_fails_rewrite_and_save_cleanly_and_save_errors_stop_writes() {
-    let data = DataDir::new(4);
-    if !data.tmpfs {
-        eprintln!("full-disk test skipped: no tmpfs could be mounted");
+    let Some((data, _logs, log)) = full_disk_dir() else {
         return;
-    }
-    let logs = tempfile::tempdir().expect("log dir");
-    let log = logs.path().join("server.log");
+    };
     // A save point, so a failed BGSAVE stops writes (Redis's
     // stop-writes-on-bgsave-error applies only with save points).
     let mut a = args();
@@ -252,13 +258,9 @@ fn full_disk_fails_rewrite_and_save_cleanly_and_save_errors_stop_writes() {
 /// timing, so this tries several times.
 #[test]
 fn full_disk_does_not_hold_the_reply_of_bgrewriteaof() {
-    let data = DataDir::new(4);
-    if !data.tmpfs {
-        eprintln!("full-disk test skipped: no tmpfs could be mounted");
+    let Some((data, _logs, log)) = full_disk_dir() else {
         return;
-    }
-    let logs = tempfile::tempdir().expect("log dir");
-    let log = logs.path().join("server.log");
+    };
     let server = Server::start(data.path(), &log, &args());
     let mut writer = Client::connect(server.port, Duration::from_secs(20)).expect("connect");
     let mut admin = Client::connect(server.port, Duration::from_secs(5)).expect("connect");
