@@ -138,9 +138,14 @@ fn decode_at(lp: &[u8], pos: usize) -> Result<(Item<'_>, usize), EncodingError> 
     if end > limit {
         return Err(overrun());
     }
-    let mut expected = [0u8; 5];
-    let expected = encode_backlen(entry_len, &mut expected);
-    if &lp[data_end..end] != expected {
+    // A one-byte backlen (entries under 128 bytes) is the entry length.
+    let backlen_ok = if backlen_len == 1 {
+        usize::from(lp[data_end]) == entry_len
+    } else {
+        let mut expected = [0u8; 5];
+        lp[data_end..end] == *encode_backlen(entry_len, &mut expected)
+    };
+    if !backlen_ok {
         let what = format!("listpack entry at offset {pos} has a backlen not matching its size");
         return Err(EncodingError::new(format!("{what} {entry_len}")));
     }

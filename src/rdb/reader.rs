@@ -30,6 +30,9 @@ use crate::types::stream::{
 use crate::types::zset::ZSet;
 use crate::types::{Blob, EncodingLimits, Value};
 
+mod elements;
+pub use elements::{visit_elements, Declined, Element};
+
 /// LZF cannot expand data more than about 88-fold (a 3-byte back
 /// reference yields at most 264 bytes); a larger declared length is
 /// damage, and the bound caps what a damaged length can allocate.
@@ -462,10 +465,14 @@ fn id_from_be(raw: &[u8; 16]) -> StreamId {
 /// A double as `strtod` reads it (scores stored as text).
 fn parse_double(text: &[u8]) -> Option<f64> {
     let s = std::str::from_utf8(text).ok()?;
-    match s {
-        "inf" | "+inf" | "infinity" => return Some(f64::INFINITY),
-        "-inf" | "-infinity" => return Some(f64::NEG_INFINITY),
-        _ => {}
+    // Every spelling of infinity ends in `f` or `y`: numbers skip the
+    // comparisons.
+    if matches!(text.last(), Some(b'f' | b'y')) {
+        match s {
+            "inf" | "+inf" | "infinity" => return Some(f64::INFINITY),
+            "-inf" | "-infinity" => return Some(f64::NEG_INFINITY),
+            _ => {}
+        }
     }
     crate::types::num::parse_f64_any_range(text).or_else(|| s.trim().parse::<f64>().ok())
 }
@@ -1848,6 +1855,10 @@ pub struct KeyInfo<'a> {
     /// Bytes of the record: type byte, key and value (as [`TypeCount`]
     /// counts them; expiry, IDLE and FREQ opcodes before it excluded).
     pub record_bytes: u64,
+    /// Offset of the value (after the key): the value is the input from
+    /// here to `offset + record_bytes`, what [`decode_value`] and
+    /// [`visit_elements`] read.
+    pub value_offset: u64,
     /// Absolute expiry in Unix ms (an EXPIRETIME in seconds is scaled).
     pub expire_ms: Option<i64>,
     /// Elements (list items, set/zset members, hash fields, stream
@@ -1866,9 +1877,9 @@ pub struct KeyInfo<'a> {
 /// keys seen so far and has no checksum (`checksum` None, `len` the
 /// offset reached). Damage ends the walk with the error after every key
 /// before it was visited.
-pub fn scan_keys(
-    data: &[u8],
-    visit: &mut dyn FnMut(&KeyInfo<'_>) -> std::ops::ControlFlow<()>,
+pub fn scan_keys<'a>(
+    data: &'a [u8],
+    visit: &mut dyn FnMut(&KeyInfo<'a>) -> std::ops::ControlFlow<()>,
 ) -> Result<ScanSummary, RdbError> {
     // The CRC runs behind the walk over the bytes it has passed: no second
     // pass over the file at the end, and a caller may give back the pages
@@ -1962,9 +1973,9 @@ pub fn scan_keys(
     })
 }
 
-fn scan_keys_with(
-    data: &[u8],
-    visit: &mut dyn FnMut(&KeyInfo<'_>) -> std::ops::ControlFlow<()>,
+fn scan_keys_with<'a>(
+    data: &'a [u8],
+    visit: &mut dyn FnMut(&KeyInfo<'a>) -> std::ops::ControlFlow<()>,
     passed: &mut dyn FnMut(usize),
     crc_of: &mut dyn FnMut(usize) -> u64,
 ) -> Result<ScanSummary, RdbError> {
@@ -1986,6 +1997,7 @@ fn scan_keys_with(
             t if scan_opcode(&mut c, t, record_at, &mut out, &mut db, &mut expire_ms)? => {}
             t => {
                 let key = c.string("a key")?;
+                let value_at = c.pos;
                 let elements = element_count(&c, t);
                 skip_value(&mut c, t, valkey).map_err(|mut e| {
                     e.key = Some((db, Blob::from(&key[..])));
@@ -2007,6 +2019,7 @@ fn scan_keys_with(
                     logical_type: logical_type(t),
                     offset: record_at as u64,
                     record_bytes,
+                    value_offset: value_at as u64,
                     expire_ms: expire_ms.take(),
                     elements,
                 };

@@ -16,6 +16,7 @@ mod info;
 mod keys;
 mod memory;
 mod progress;
+mod rdb_json;
 mod report;
 mod source;
 

@@ -106,7 +106,7 @@ impl Bytes {
 
 /// Gives back the pages a walk has passed, in steps, so that the walk's
 /// resident set stays small however large the mapped file is.
-struct Releaser<'a> {
+pub struct Releaser<'a> {
     bytes: &'a Bytes,
     /// Everything before this was given back.
     done: usize,
@@ -124,7 +124,7 @@ impl Releaser<'_> {
     }
 
     /// The walk has reached `pos`.
-    fn reached(&mut self, pos: u64) {
+    pub fn reached(&mut self, pos: u64) {
         let Bytes::Mapped(input) = self.bytes else {
             return;
         };
@@ -239,6 +239,17 @@ impl Source {
     /// The name the input was opened by.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The input's bytes (mapped, or read from stdin).
+    pub fn data(&self) -> &[u8] {
+        self.bytes.get()
+    }
+
+    /// A [`Releaser`] of the input's pages, for a walk of [`Source::data`]
+    /// done outside this module.
+    pub fn releaser(&self) -> Releaser<'_> {
+        Releaser::new(&self.bytes)
     }
 
     /// Hands every key to `f`, in file order (an AOF's: database by
