@@ -131,6 +131,17 @@ impl Db {
         self.main.insert_new(Blob::new(key), value)
     }
 
+    /// Prefetch hints for a bulk load about to insert `key` (see
+    /// [`Dict::prefetch_bucket`]): `near` false a few keys ahead (the
+    /// bucket), true a step before (its first node).
+    pub fn prefetch_for_insert(&self, key: &[u8], near: bool) {
+        if near {
+            self.main.prefetch_chain(key);
+        } else {
+            self.main.prefetch_bucket(key);
+        }
+    }
+
     /// Inserts a loaded key with its optional absolute expiry, unless the
     /// key is already present: then nothing changes and the key comes back
     /// as the error (a dump holding one key twice is damaged). One probe of

@@ -3284,7 +3284,22 @@ pub fn load_into(
     // This thread inserts while the others decode, so it counts as one of
     // the `threads`.
     load_with(data, limits, threads.saturating_sub(1), now_ms, |keys| {
-        for k in keys {
+        // The table is far larger than the caches: each insert's bucket
+        // and first node would be a cache miss. Their fetches are started
+        // FAR and NEAR keys ahead (the hints are computed from the keys,
+        // which are moved out below: their positions are noted first).
+        const FAR: usize = 8;
+        const NEAR: usize = 3;
+        let mut keys = keys.into_iter().map(Some).collect::<Vec<_>>();
+        for i in 0..keys.len() {
+            for (step, near) in [(FAR, false), (NEAR, true)] {
+                if let Some(Some(k)) = keys.get(i + step) {
+                    if k.db < keyspace.db_count() {
+                        keyspace.db(k.db).prefetch_for_insert(&k.key, near);
+                    }
+                }
+            }
+            let k = keys[i].take().expect("each key is inserted once");
             insert_key(keyspace, k)?;
         }
         Ok(())
