@@ -1014,14 +1014,12 @@ const ESCAPED: [bool; 256] = {
 pub(crate) fn json_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        // Runs of printable bytes go in one copy.
-        let plain = plain_run(rest);
-        out.extend_from_slice(&rest[..plain]);
-        let Some((&b, tail)) = rest[plain..].split_first() else {
-            break;
-        };
+    let plain = plain_run(bytes);
+    out.extend_from_slice(&bytes[..plain]);
+    let mut rest = &bytes[plain..];
+    // Then, after each escaped byte, the next run of printable bytes in
+    // one copy.
+    while let Some((&b, tail)) = rest.split_first() {
         match b {
             // `\` escaped to `\\`, each of them JSON-escaped.
             b'\\' => out.extend_from_slice(b"\\\\\\\\"),
@@ -1036,7 +1034,9 @@ pub(crate) fn json_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
                 HEX[usize::from(b & 15)],
             ]),
         }
-        rest = tail;
+        let plain = plain_run(tail);
+        out.extend_from_slice(&tail[..plain]);
+        rest = &tail[plain..];
     }
     out.push(b'"');
 }

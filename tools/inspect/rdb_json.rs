@@ -269,10 +269,10 @@ struct Scratch {
 #[derive(Clone, Copy)]
 struct Span {
     prefix: u128,
-    start: usize,
-    end: usize,
+    start: u32,
+    end: u32,
     /// Hash fields: the pair's index.
-    pair: usize,
+    pair: u32,
 }
 
 impl Scratch {
@@ -297,16 +297,29 @@ impl Scratch {
         let mut head = [0u8; 16];
         let n = text.len().min(16);
         head[..n].copy_from_slice(&text[..n]);
+        // Offsets wrap past 4 GiB of elements: such a value is declined
+        // (see `fits`) before a span is used.
         Span {
             prefix: u128::from_be_bytes(head),
-            start,
-            end: self.arena.len(),
+            start: start as u32,
+            end: self.arena.len() as u32,
             pair: 0,
         }
     }
 
     fn text(&self, span: &Span) -> &[u8] {
-        &self.arena[span.start..span.end]
+        &self.arena[span.range()]
+    }
+
+    /// The spans are valid: the arena is within their 32-bit offsets.
+    fn fits(&self) -> bool {
+        u32::try_from(self.arena.len()).is_ok()
+    }
+}
+
+impl Span {
+    fn range(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
     }
 }
 
@@ -314,7 +327,7 @@ impl Scratch {
 fn cmp_spans(arena: &[u8], a: &Span, b: &Span) -> std::cmp::Ordering {
     a.prefix
         .cmp(&b.prefix)
-        .then_with(|| arena[a.start..a.end].cmp(&arena[b.start..b.end]))
+        .then_with(|| arena[a.range()].cmp(&arena[b.range()]))
 }
 
 /// Sorts `spans` into byte order; false when two are equal.
@@ -444,7 +457,7 @@ fn fast_value(
                 let span = s.push(&e);
                 s.keyed.push(span);
             })?;
-            if s.keyed.is_empty() || !sort_unique(&s.arena, &mut s.keyed) {
+            if s.keyed.is_empty() || !s.fits() || !sort_unique(&s.arena, &mut s.keyed) {
                 return Err(reader::Declined);
             }
             json.push(b'[');
@@ -464,11 +477,11 @@ fn fast_value(
             })?;
             // Pairs (field, value): sort the fields, each knowing its pair.
             let pairs = s.spans.len() / 2;
-            if pairs == 0 {
+            if pairs == 0 || !s.fits() {
                 return Err(reader::Declined);
             }
             s.keyed.extend((0..pairs).map(|p| Span {
-                pair: p,
+                pair: p as u32,
                 ..s.spans[2 * p]
             }));
             if !sort_unique(&s.arena, &mut s.keyed) {
@@ -482,7 +495,7 @@ fn fast_value(
                 json.push(b'[');
                 json_bytes(json, s.text(field));
                 json.push(b',');
-                json_bytes(json, s.text(&s.spans[2 * field.pair + 1]));
+                json_bytes(json, s.text(&s.spans[2 * field.pair as usize + 1]));
                 json.push(b']');
             }
             json.push(b']');
@@ -498,7 +511,7 @@ fn fast_value(
                 }
                 other => member = Some(s.push(&other)),
             })?;
-            if s.scored.is_empty() || s.scored.iter().any(|m| m.1.is_nan()) {
+            if s.scored.is_empty() || !s.fits() || s.scored.iter().any(|m| m.1.is_nan()) {
                 return Err(reader::Declined);
             }
             // Duplicate members are damage: look for them in member order.
@@ -513,7 +526,7 @@ fn fast_value(
                 && (compact_type
                     || s.scored
                         .iter()
-                        .all(|(m, _)| m.end - m.start <= limits.zset_max_listpack_value));
+                        .all(|(m, _)| m.range().len() <= limits.zset_max_listpack_value));
             if listpack {
                 for (_, score) in &mut s.scored {
                     if *score == 0.0 {
@@ -536,7 +549,7 @@ fn fast_value(
                     json.push(b',');
                 }
                 json.push(b'[');
-                json_bytes(json, &arena[m.start..m.end]);
+                json_bytes(json, &arena[m.range()]);
                 json.push(b',');
                 json_score(json, *score);
                 json.push(b']');

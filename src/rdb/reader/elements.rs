@@ -42,17 +42,18 @@ pub struct Declined;
 /// hash encoding except hashes with field TTLs; streams and modules are
 /// [`Declined`]. `f` may have received elements before an error is found:
 /// on [`Declined`] the caller drops what it got.
-pub fn visit_elements(
+pub fn visit_elements<F: FnMut(Element<'_>)>(
     data: &[u8],
     value_type: u8,
-    f: &mut dyn FnMut(Element<'_>),
+    f: &mut F,
 ) -> Result<usize, Declined> {
     let mut c = Cursor::new(data, 0);
     walk(&mut c, value_type, f).ok_or(Declined)?;
     Ok(c.pos)
 }
 
-fn item(f: &mut dyn FnMut(Element<'_>), item: Item<'_>) {
+#[inline(always)]
+fn item<F: FnMut(Element<'_>)>(f: &mut F, item: Item<'_>) {
     match item {
         Item::Str(s) => f(Element::Bytes(s)),
         Item::Int(n) => f(Element::Int(n)),
@@ -60,7 +61,7 @@ fn item(f: &mut dyn FnMut(Element<'_>), item: Item<'_>) {
 }
 
 /// Every item of a listpack (`is_listpack`) or ziplist.
-fn compact(raw: &[u8], is_listpack: bool, f: &mut dyn FnMut(Element<'_>)) -> Option<usize> {
+fn compact<F: FnMut(Element<'_>)>(raw: &[u8], is_listpack: bool, f: &mut F) -> Option<usize> {
     let mut n = 0usize;
     if is_listpack {
         for i in listpack::entries(raw).ok()? {
@@ -77,7 +78,11 @@ fn compact(raw: &[u8], is_listpack: bool, f: &mut dyn FnMut(Element<'_>)) -> Opt
 }
 
 /// The items of a listpack or ziplist as (member, score) pairs.
-fn compact_zset(raw: &[u8], is_listpack: bool, f: &mut dyn FnMut(Element<'_>)) -> Option<()> {
+fn compact_zset<F: FnMut(Element<'_>)>(
+    raw: &[u8],
+    is_listpack: bool,
+    f: &mut F,
+) -> Option<()> {
     let mut member_next = true;
     let mut pair = |i: Item<'_>| -> Option<()> {
         if member_next {
@@ -105,7 +110,7 @@ fn compact_zset(raw: &[u8], is_listpack: bool, f: &mut dyn FnMut(Element<'_>)) -
     member_next.then_some(())
 }
 
-fn walk(c: &mut Cursor<'_>, t: u8, f: &mut dyn FnMut(Element<'_>)) -> Option<()> {
+fn walk<F: FnMut(Element<'_>)>(c: &mut Cursor<'_>, t: u8, f: &mut F) -> Option<()> {
     match t {
         kind::STRING => f(Element::Bytes(&c.string("").ok()?)),
         kind::LIST | kind::SET => {
