@@ -6,6 +6,7 @@
 mod aof_cmd;
 mod diff;
 mod export;
+mod fast_json;
 mod json;
 
 use std::cmp::Reverse;
