@@ -1686,7 +1686,9 @@ fn scan_opcode(
             }
         }
         opcode::FUNCTION2 => {
-            c.skip_string("a function library")?;
+            // Decoded (LZF included), not skipped: a library the loaders
+            // cannot read is damage here too. Libraries are few and small.
+            c.string("a function library")?;
             out.functions += 1;
         }
         opcode::FUNCTION_PRE_GA => {

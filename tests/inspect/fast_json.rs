@@ -2168,7 +2168,6 @@ fn negative_zero_scores_print_as_the_loaded_encoding_holds_them() {
 // disagrees with the value model, or both print the wrong text.
 
 #[test]
-#[ignore = "fast-path bug: a function library whose LZF data does not decode is damage to the value model, not to the fast path's skip walk"]
 fn function_library_with_undecodable_lzf_agrees() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut f = Rdb::new(10);
@@ -2181,7 +2180,6 @@ fn function_library_with_undecodable_lzf_agrees() {
 }
 
 #[test]
-#[ignore = "fast-path bug: SELECTDB 2^64-1 is rejected by the value model, accepted by the skip walk"]
 fn selectdb_of_the_largest_number_agrees() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut f = Rdb::new(10);
@@ -2195,7 +2193,6 @@ fn selectdb_of_the_largest_number_agrees() {
 }
 
 #[test]
-#[ignore = "bug in both paths (json_key_head): a database number of 2^63 or more prints as a negative number"]
 fn database_numbers_above_i64_print_unsigned() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut f = Rdb::new(10);

@@ -1127,7 +1127,12 @@ pub(crate) fn json_key_head(
     expire_ms: Option<i64>,
 ) {
     b.extend_from_slice(b"{\"db\":");
-    json_int(b, db as i64);
+    match i64::try_from(db) {
+        Ok(n) => json_int(b, n),
+        Err(_) => {
+            let _ = write!(b, "{db}");
+        }
+    }
     b.extend_from_slice(b",\"key\":");
     json_bytes(b, key);
     b.extend_from_slice(b",\"type\":\"");

@@ -136,7 +136,17 @@ pub(crate) fn export(
             scope.spawn(|| loop {
                 let next = work_rx.lock().map(|rx| rx.recv());
                 let Ok(Ok((jobs, done))) = next else { return };
-                let _ = done.send(run_batch(&jobs, lines, &options, &stop));
+                // A panic here (a bug) must not leave the writer waiting
+                // for this batch: it becomes a failed batch, and the value
+                // model takes over from the keys before it.
+                let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_batch(&jobs, lines, &options, &stop)
+                }))
+                .unwrap_or_else(|_| BatchOut {
+                    failed: true,
+                    ..BatchOut::default()
+                });
+                let _ = done.send(out);
             });
         }
         let walker = scope.spawn(|| {
@@ -198,6 +208,7 @@ fn walk<'a>(
     let mut jobs = Vec::with_capacity(BATCH_KEYS);
     let mut bytes = 0u64;
     let mut end = 0u64;
+    let mut refused = false;
     let send = |jobs: Vec<Job<'a>>, end: u64| -> Result<(), ()> {
         let (tx, rx) = mpsc::sync_channel(1);
         order.send(rx).map_err(drop)?;
@@ -213,6 +224,12 @@ fn walk<'a>(
     };
     let scanned = reader::scan_keys(data, &mut |k| {
         if stop.load(Ordering::Relaxed) {
+            return ControlFlow::Break(());
+        }
+        if k.db == usize::MAX {
+            // SELECTDB 2^64-1: the loaders refuse it (no configuration
+            // has that many databases); the value model says so.
+            refused = true;
             return ControlFlow::Break(());
         }
         let value_at = k.value_offset as usize;
@@ -245,7 +262,7 @@ fn walk<'a>(
     let stopped = stop.load(Ordering::Relaxed);
     let sent = send(jobs, end);
     match scanned {
-        Ok(summary) if summary.checksum.is_some() && !stopped && sent.is_ok() => Ok(()),
+        Ok(summary) if summary.checksum.is_some() && !stopped && !refused && sent.is_ok() => Ok(()),
         _ => Err(()),
     }
 }
@@ -293,10 +310,12 @@ impl Scratch {
                 .extend_from_slice(hozon::types::num::format_i64(n, &mut [0u8; 20])),
             reader::Element::Score(_) => {}
         }
-        let text = &self.arena[start..];
-        let mut head = [0u8; 16];
-        let n = text.len().min(16);
-        head[..n].copy_from_slice(&text[..n]);
+        let end = self.arena.len();
+        // The first 16 bytes, zero-padded: 16 zeros appended for a
+        // fixed-size read (no memcpy call per element), then dropped.
+        self.arena.extend_from_slice(&[0u8; 16]);
+        let head: [u8; 16] = self.arena[start..start + 16].try_into().expect("16 bytes");
+        self.arena.truncate(end);
         // Offsets wrap past 4 GiB of elements: such a value is declined
         // (see `fits`) before a span is used.
         Span {

@@ -78,11 +78,7 @@ fn compact<F: FnMut(Element<'_>)>(raw: &[u8], is_listpack: bool, f: &mut F) -> O
 }
 
 /// The items of a listpack or ziplist as (member, score) pairs.
-fn compact_zset<F: FnMut(Element<'_>)>(
-    raw: &[u8],
-    is_listpack: bool,
-    f: &mut F,
-) -> Option<()> {
+fn compact_zset<F: FnMut(Element<'_>)>(raw: &[u8], is_listpack: bool, f: &mut F) -> Option<()> {
     let mut member_next = true;
     let mut pair = |i: Item<'_>| -> Option<()> {
         if member_next {
