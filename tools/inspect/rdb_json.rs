@@ -125,6 +125,8 @@ pub(crate) fn export(
     let (work_tx, work_rx) = mpsc::sync_channel::<Batch<'_>>(workers * 2);
     let work_rx = Mutex::new(work_rx);
     let (order_tx, order_rx) = mpsc::sync_channel::<Receiver<BatchOut>>(QUEUED_BATCHES);
+    let (spare_tx, spare_rx) = mpsc::sync_channel::<Vec<u8>>(QUEUED_BATCHES);
+    let spare_rx = Mutex::new(spare_rx);
     let options = reader::Options {
         limits: Config::default().limits,
         databases: usize::MAX,
@@ -133,20 +135,27 @@ pub(crate) fn export(
     };
     std::thread::scope(|scope| {
         for _ in 0..workers {
-            scope.spawn(|| loop {
-                let next = work_rx.lock().map(|rx| rx.recv());
-                let Ok(Ok((jobs, done))) = next else { return };
-                // A panic here (a bug) must not leave the writer waiting
-                // for this batch: it becomes a failed batch, and the value
-                // model takes over from the keys before it.
-                let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run_batch(&jobs, lines, &options, &stop)
-                }))
-                .unwrap_or_else(|_| BatchOut {
-                    failed: true,
-                    ..BatchOut::default()
-                });
-                let _ = done.send(out);
+            scope.spawn(|| {
+                let mut scratch = Scratch::default();
+                loop {
+                    let next = work_rx.lock().map(|rx| rx.recv());
+                    let Ok(Ok((jobs, done))) = next else { return };
+                    // Output buffers come back from the writer: a fresh
+                    // multi-MiB buffer per batch would be mapped, faulted
+                    // in page by page and unmapped every time.
+                    let json = spare_rx.lock().ok().and_then(|rx| rx.try_recv().ok());
+                    // A panic here (a bug) must not leave the writer
+                    // waiting for this batch: it becomes a failed batch,
+                    // and the value model takes over from the keys before.
+                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_batch(&jobs, json, &mut scratch, lines, &options, &stop)
+                    }))
+                    .unwrap_or_else(|_| BatchOut {
+                        failed: true,
+                        ..BatchOut::default()
+                    });
+                    let _ = done.send(out);
+                }
             });
         }
         let walker = scope.spawn(|| {
@@ -180,6 +189,9 @@ pub(crate) fn export(
             written += batch.written;
             handed += batch.handed;
             releaser.reached(batch.end);
+            let mut spare = batch.json;
+            spare.clear();
+            let _ = spare_tx.try_send(spare);
             if batch.failed {
                 failed = true;
                 stop.store(true, Ordering::Release);
@@ -359,16 +371,19 @@ fn sort_unique(arena: &[u8], spans: &mut [Span]) -> bool {
 
 fn run_batch(
     jobs: &[Job<'_>],
+    spare: Option<Vec<u8>>,
+    scratch: &mut Scratch,
     lines: bool,
     options: &reader::Options,
     stop: &AtomicBool,
 ) -> BatchOut {
+    let mut json = spare.unwrap_or_default();
+    json.reserve(jobs.iter().map(|j| j.value.len() * 2 + 128).sum());
     let mut out = BatchOut {
-        json: Vec::with_capacity(jobs.iter().map(|j| j.value.len() * 2 + 128).sum()),
+        json,
         end: jobs.last().map_or(0, |j| j.end),
         ..BatchOut::default()
     };
-    let mut scratch = Scratch::default();
     for job in jobs {
         if stop.load(Ordering::Relaxed) {
             // The writer stopped: what follows is not written anyway.
@@ -387,7 +402,7 @@ fn run_batch(
             reader::logical_type(job.type_byte),
             job.expire_ms,
         );
-        let value = match fast_value(job, &options.limits, &mut scratch, &mut out.json) {
+        let value = match fast_value(job, &options.limits, scratch, &mut out.json) {
             Ok(()) => {
                 out.json.push(b'}');
                 Some(true)
