@@ -9,5 +9,4 @@ mod common;
 mod harness;
 
 mod abusive;
-mod busy_poll;
 mod security;
