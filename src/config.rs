@@ -151,6 +151,11 @@ pub struct Config {
     /// `busy-reply-threshold` (alias `lua-time-limit`): ms before a script
     /// counts as busy (5000).
     pub busy_reply_threshold_ms: u64,
+    /// `busy-poll-us` (hozon only): how long the event loop keeps polling
+    /// for new requests before it sleeps, after turns whose requests came
+    /// close together (20 µs; 0: always sleep at once). See
+    /// `server::BusyPoll`.
+    pub busy_poll_us: u64,
     /// The configuration file the server was started with, if any (INFO
     /// `config_file`).
     pub config_file: Option<PathBuf>,
@@ -314,6 +319,7 @@ impl Default for Config {
             maxmemory: 0,
             maxmemory_policy: 0,
             busy_reply_threshold_ms: 0,
+            busy_poll_us: 0,
             config_file: None,
             normal_output_limit: OutputLimit::default(),
             replica_output_limit: OutputLimit::default(),
@@ -800,6 +806,7 @@ pub static PARAMS: &[Param] = &[
         unsupported: None,
     },
     int_param!("busy-reply-threshold", Some("lua-time-limit"), 0, "5000", 0, LONG_MAX, false, false, |c| c.busy_reply_threshold_ms, |c, v| c.busy_reply_threshold_ms = v as u64),
+    int_param!("busy-poll-us", None, 0, "20", 0, 10000, false, false, |c| c.busy_poll_us, |c, v| c.busy_poll_us = v as u64),
 ];
 
 /// Redis 7.0 parameters hozon does not implement, so a configuration
@@ -1814,6 +1821,13 @@ mod tests {
         assert_eq!(c.hz, 1);
         set(&mut c, &mut st, "hz", "100000").unwrap();
         assert_eq!(c.hz, 500);
+        assert_eq!(Config::default().busy_poll_us, 20);
+        set(&mut c, &mut st, "busy-poll-us", "0").unwrap();
+        assert_eq!((c.busy_poll_us, get(&c, "busy-poll-us").as_str()), (0, "0"));
+        assert_eq!(
+            set(&mut c, &mut st, "busy-poll-us", "10001").unwrap_err(),
+            "argument must be between 0 and 10000 inclusive"
+        );
         assert_eq!(
             set(&mut c, &mut st, "appendfsync", "sometimes").unwrap_err(),
             "argument(s) must be one of the following: everysec, always, no"

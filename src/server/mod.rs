@@ -10,6 +10,7 @@
 //! and fsync once for every client's writes of the turn (group commit)
 //! before any reply is released.
 
+mod busy_poll;
 pub mod host;
 pub mod log;
 
@@ -19,7 +20,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
@@ -28,6 +29,7 @@ use crate::command::ctx::Connection;
 use crate::command::Session;
 use crate::engine::{now_ms, Engine};
 use crate::resp::{self, Parser};
+use busy_poll::BusyPoll;
 use log::Level;
 
 /// Bytes read from a socket per read call.
@@ -283,6 +285,8 @@ pub struct Server {
     /// Clients to read (and process) again in the next turn: their socket
     /// may hold more than one turn reads, or they were just resumed.
     reread: TokenQueue,
+    /// Whether to poll a little before sleeping (`busy-poll-us`).
+    busy_poll: BusyPoll,
 }
 
 impl Server {
@@ -316,6 +320,7 @@ impl Server {
             parked: Vec::new(),
             paused: TokenQueue::default(),
             reread: TokenQueue::default(),
+            busy_poll: BusyPoll::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
         })
     }
 
@@ -357,11 +362,7 @@ impl Server {
                 // Input already waiting: look for events without sleeping.
                 tick = Duration::ZERO;
             }
-            match self.poll.poll(&mut events, Some(tick)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io_error("waiting for events", e)),
-            }
+            self.wait(&mut events, tick)?;
             clients_active = !events.is_empty() || !self.reread.order.is_empty();
             for token in self.reread.take() {
                 self.read_client(token);
@@ -420,6 +421,49 @@ impl Server {
                 log::log(Level::Warning, "Redis is now ready to exit, bye bye...");
                 return Ok(());
             }
+        }
+    }
+
+    /// Waits up to `tick` for events, polling without sleeping first when
+    /// the busy-poll predictor says requests are coming close together.
+    fn wait(&mut self, events: &mut Events, tick: Duration) -> Result<(), crate::Error> {
+        let limit = Duration::from_micros(self.engine.config().busy_poll_us);
+        let start = Instant::now();
+        let spin = self.busy_poll.spin_for(limit, tick);
+        let mut timeout = tick;
+        // `events` still holds the last turn's events until a poll.
+        let mut found = false;
+        if !spin.is_zero() {
+            loop {
+                self.poll_once(events, Duration::ZERO)?;
+                if !events.is_empty() {
+                    found = true;
+                    break;
+                }
+                let spun = start.elapsed();
+                if spun >= spin {
+                    timeout = tick.saturating_sub(spun);
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        if !found {
+            self.poll_once(events, timeout)?;
+        }
+        self.busy_poll
+            .record(limit, tick, start.elapsed(), !events.is_empty());
+        Ok(())
+    }
+
+    fn poll_once(&mut self, events: &mut Events, timeout: Duration) -> Result<(), crate::Error> {
+        match self.poll.poll(events, Some(timeout)) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                events.clear();
+                Ok(())
+            }
+            Err(e) => Err(io_error("waiting for events", e)),
         }
     }
 

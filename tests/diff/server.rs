@@ -1354,14 +1354,15 @@ fn config_get_patterns_match_redis_for_known_parameters() {
         .map(|(k, _)| k)
         .collect();
     // Ours by nature: dir, dbfilename (dump.hoz); ports differ per server.
-    // Values that differ by design, and hozon's own `aof-preamble` and
-    // `snapshot-format`.
+    // Values that differ by design, and hozon's own `aof-preamble`,
+    // `snapshot-format` and `busy-poll-us`.
     let ours = [
         "dir",
         "dbfilename",
         "port",
         "aof-preamble",
         "snapshot-format",
+        "busy-poll-us",
     ];
     for resp3 in [false, true] {
         if resp3 {

@@ -9,4 +9,5 @@ mod common;
 mod harness;
 
 mod abusive;
+mod busy_poll;
 mod security;
