@@ -429,7 +429,7 @@ impl Server {
     fn wait(&mut self, events: &mut Events, tick: Duration) -> Result<(), crate::Error> {
         let limit = Duration::from_micros(self.engine.config().busy_poll_us);
         let start = Instant::now();
-        let spin = self.busy_poll.spin_for(limit, tick);
+        let spin = self.busy_poll.spin_for(limit, tick, start);
         let mut timeout = tick;
         // `events` still holds the last turn's events until a poll.
         let mut found = false;
