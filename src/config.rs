@@ -154,7 +154,7 @@ pub struct Config {
     /// `busy-poll-us` (hozon only): how long the event loop keeps polling
     /// for new requests before it sleeps, after turns whose requests came
     /// close together (20 µs; 0: always sleep at once). See
-    /// `server::BusyPoll`.
+    /// `server::busy_poll`.
     pub busy_poll_us: u64,
     /// The configuration file the server was started with, if any (INFO
     /// `config_file`).

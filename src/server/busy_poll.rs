@@ -49,12 +49,10 @@ const SHARE_ONE: u32 = 1 << 16;
 /// The spin predictor of one event loop.
 #[derive(Debug)]
 pub(crate) struct BusyPoll {
-    /// Whether spinning can help at all (more than one core).
-    enabled: bool,
     /// Share of the recent waits that found events within the limit
     /// (fixed point, [`SHARE_ONE`] = all of them).
     short_share: u32,
-    /// The machine's cores.
+    /// The machine's cores (with one there is no spinning at all).
     cores: usize,
     /// Counts the runnable tasks of the machine (None: unknown).
     runnable: fn() -> Option<usize>,
@@ -72,7 +70,6 @@ impl BusyPoll {
     /// A predictor that counts runnable tasks with `runnable`.
     fn with_counter(cores: usize, runnable: fn() -> Option<usize>) -> BusyPoll {
         BusyPoll {
-            enabled: cores > 1,
             short_share: 0,
             cores,
             runnable,
@@ -88,7 +85,7 @@ impl BusyPoll {
         timeout: Duration,
         now: Instant,
     ) -> Duration {
-        if !self.enabled
+        if self.cores < 2
             || limit.is_zero()
             || self.short_share < SPIN_WHEN_SHORT_SHARE
             || self.crowded(now)
