@@ -147,14 +147,25 @@ impl Core {
     /// on go to a temporary log (`temp-appendonly-incr-<pid>.aof`), the
     /// rewrite's diff; the switch names the result `appendonly.aof`. Until
     /// then the writes are not durable (the AOF does not exist yet).
+    /// The data directory, locked for this engine, before a file is
+    /// written there (SAVE, BGSAVE, a rewrite, the AOF switched on). An
+    /// empty `dir` ([`Config::in_memory`]) means there is none.
+    fn data_dir(&mut self) -> Result<PathBuf, String> {
+        let dir = self.config.dir.clone();
+        if dir.as_os_str().is_empty() {
+            return Err("no data directory: set dir (CONFIG SET dir <path>) first".into());
+        }
+        if self.io.is_real() && self.dir_lock.is_none() {
+            self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
+        }
+        Ok(dir)
+    }
+
     pub fn start_aof(&mut self, now_ms: i64) -> Result<(), String> {
         if self.aof.is_some() {
             return Ok(());
         }
-        let dir = self.config.dir.clone();
-        if self.io.is_real() && self.dir_lock.is_none() {
-            self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
-        }
+        let dir = self.data_dir()?;
         let incr = dir.join(format!("temp-appendonly-incr-{}.aof", std::process::id()));
         if self.io.exists(&incr) {
             let _ = self.io.remove(&incr);
@@ -214,9 +225,7 @@ impl Core {
                 }
                 Ok(())
             })?;
-            file.syncer()?.sync_data()?;
-            self.io.rename(&temp, &path)?;
-            self.io.sync_dir(&dir)
+            file.syncer()?.sync_data()
         })();
         if let Err(e) = written {
             let _ = self.io.remove(&temp);
@@ -225,17 +234,17 @@ impl Core {
                 crate::persist::writer::error_text(&e)
             ));
         }
-        Ok(())
+        // A failed directory fsync refuses the start like any other error:
+        // the complete file is then in place, and the next start loads it.
+        crate::persist::snapshot::commit(self.io.as_ref(), &temp, &path)
+            .map_err(|e| format!("writing the initial append only file: {e}"))
     }
 
     /// SAVE: writes `dump.hoz` now, on this thread (a running BGSAVE is
     /// stopped first, as a synchronous save supersedes it).
     pub fn save_now(&mut self, now_ms: i64) -> Result<(), String> {
         self.save.abort(&mut self.keyspace);
-        let dir = self.config.dir.clone();
-        if self.io.is_real() && self.dir_lock.is_none() {
-            self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
-        }
+        let dir = self.data_dir()?;
         let file_name = self.snapshot_file_name();
         let saved = match self.save_format() {
             crate::persist::saver::Format::Native => crate::persist::snapshot::save_keyspace(
@@ -280,10 +289,7 @@ impl Core {
         if self.save.in_progress() {
             return Err("Background save already in progress".into());
         }
-        let dir = self.config.dir.clone();
-        if self.io.is_real() && self.dir_lock.is_none() {
-            self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
-        }
+        let dir = self.data_dir()?;
         let io = Arc::clone(&self.io);
         let format = self.save_format();
         let file_name = self.snapshot_file_name();
@@ -312,10 +318,7 @@ impl Core {
         if self.rewrite.in_progress() {
             return Err("Background append only file rewriting already in progress".into());
         }
-        let dir = self.config.dir.clone();
-        if self.io.is_real() && self.dir_lock.is_none() {
-            self.dir_lock = Some(DirLock::acquire(&dir).map_err(|e| e.to_string())?);
-        }
+        let dir = self.data_dir()?;
         let target = dir.join(&self.config.appendfilename);
         let old_path = self
             .aof
@@ -396,6 +399,7 @@ impl Core {
                 len,
                 final_diff_bytes,
                 pause,
+                dir_not_synced,
             } => {
                 let mut line = format!(
                     "Background AOF rewrite finished successfully ({len} bytes; the switch copied \
@@ -413,7 +417,19 @@ impl Core {
                         self.config.appendfsync,
                         true,
                     ) {
-                        Ok(writer) => {
+                        Ok(mut writer) => {
+                            if let Some(cause) = dir_not_synced {
+                                // The new file has the name and takes the
+                                // writes, but a power loss may give the
+                                // name back to the old file: nothing more
+                                // can be acknowledged as durable.
+                                let why =
+                                    format!("the rewrite's switch was not made durable: {cause}");
+                                writer.poison(why.clone());
+                                line = format!(
+                                    "Background AOF rewrite switched files, but {why}; writes are refused until restart"
+                                );
+                            }
                             self.aof = Some(writer);
                             if let Some(temp) = temporary {
                                 // Unlinking a name is cheap; the blocks are
@@ -633,13 +649,24 @@ impl Core {
 /// Redis's refusal while `stop-writes-on-bgsave-error` applies.
 const BGSAVE_ERROR: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
-/// The reply a write gets when its logged effect could not be written.
-fn flush_error_reply(e: FlushError) -> Reply {
+/// The error prefix an embedded engine's write gets when it was applied in
+/// memory but its logged effect could not be made durable (see
+/// [`Engine::execute`]). MISCONF, in contrast, always means "refused, not
+/// applied".
+pub const NOT_DURABLE: &str = "NOTDURABLE";
+
+/// The reply a write gets when it was applied but its logged effect could
+/// not be written (embedded engine: each `execute` writes its own batch).
+fn not_durable_reply(e: FlushError) -> Reply {
     Reply::error(match e {
-        FlushError::Write(cause) => format!("MISCONF Errors writing to the AOF file: {cause}"),
-        FlushError::Poisoned(cause) => {
-            format!("MISCONF Errors writing to the AOF file: fsync failed ({cause})")
-        }
+        FlushError::Write(cause) => format!(
+            "{NOT_DURABLE} applied in memory, but writing it to the AOF failed ({cause}); it is kept \
+             and written by a later retry (cron): do not repeat the command"
+        ),
+        FlushError::Poisoned(cause) => format!(
+            "{NOT_DURABLE} applied in memory, but the AOF's fsync failed ({cause}): it may or may \
+             not survive a restart, and writes are refused until then"
+        ),
     })
 }
 
@@ -667,12 +694,15 @@ pub struct Engine {
 }
 
 impl Config {
-    /// A configuration with persistence off (no files at all): the engine
-    /// is a pure in-memory cache. Everything else has its default.
+    /// A configuration with persistence off and no data directory (`dir`
+    /// empty): the engine reads and writes no file at all, a pure
+    /// in-memory cache. SAVE, BGSAVE and BGREWRITEAOF are refused until a
+    /// `dir` is set. Everything else has its default.
     pub fn in_memory() -> Config {
         Config {
             appendonly: false,
             save: Vec::new(),
+            dir: PathBuf::new(),
             ..Config::default()
         }
     }
@@ -725,48 +755,64 @@ impl Engine {
                 last_cron_ms: now,
             },
         };
-        // Cache mode (appendonly no, no save points) touches no file.
-        if engine.core.config.appendonly || !engine.core.config.save.is_empty() {
-            engine.open_files(io)?;
-        }
+        engine.open_files(io)?;
         Ok(engine)
     }
 
-    /// The startup order: lock the directory, remove `temp-*`, load the
-    /// AOF when `appendonly yes` and it exists; else, with `appendonly
-    /// yes`, import a Redis 7 multi-part AOF (`appendonlydir/`) if there
-    /// is one; else load the snapshot (the configured file, then
-    /// `dump.hoz`, then a Redis `dump.rdb`; the format is told by its
-    /// magic). With `appendonly yes` and no AOF yet, write the initial AOF
-    /// from what was loaded before accepting writes.
+    /// The startup rule (docs/persistence.md, "Startup"): with `appendonly
+    /// yes`, the AOF if it exists, else a Redis 7 multi-part AOF
+    /// (`appendonlydir/`) to import; otherwise (and with `appendonly no`)
+    /// the snapshot if one exists (the file SAVE writes, then `dump.hoz`,
+    /// then a Redis `dump.rdb`; the format is told by its magic). With
+    /// persistence configured (`appendonly yes` or save points) the
+    /// directory is locked and `temp-*` files are removed first; without
+    /// it nothing is written unless asked (SAVE, BGSAVE). With `appendonly
+    /// yes` and no AOF yet, the initial AOF is written from what was loaded
+    /// before any write is accepted. Every start logs what was loaded.
     fn open_files(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
         let dir = self.core.config.dir.clone();
-        if io.is_real() {
-            self.core.dir_lock = Some(DirLock::acquire(&dir)?);
+        let appendonly = self.core.config.appendonly;
+        let persistent = appendonly || !self.core.config.save.is_empty();
+        if dir.as_os_str().is_empty() {
+            if persistent {
+                return Err(crate::Error::Config(
+                    "dir is empty: appendonly yes and save points need a data directory".into(),
+                ));
+            }
+            self.notices.push(
+                "No data directory (dir is empty): starting with 0 keys; no file is read or written"
+                    .into(),
+            );
+            return Ok(());
         }
-        self.remove_temp_files(io.as_ref(), &dir)?;
+        if persistent {
+            if io.is_real() {
+                self.core.dir_lock = Some(DirLock::acquire(&dir)?);
+            }
+            self.remove_temp_files(io.as_ref(), &dir)?;
+        }
         let aof_path = dir.join(&self.core.config.appendfilename);
-        let aof_present = self.core.config.appendonly && io.exists(&aof_path);
-        let imported_aof = !aof_present
-            && self.core.config.appendonly
-            && self.import_redis_aof_dir(io.as_ref())?;
+        let aof_present = appendonly && io.exists(&aof_path);
+        let imported_aof = !aof_present && appendonly && self.import_redis_aof_dir(io.as_ref())?;
         if !aof_present && !imported_aof {
-            let mut candidates = vec![
-                self.core.snapshot_file_name(),
-                self.core.config.dbfilename.clone(),
-                "dump.hoz".to_string(),
-                "dump.rdb".to_string(),
-            ];
-            candidates.dedup();
-            if let Some(path) = candidates
-                .iter()
-                .map(|name| dir.join(name))
-                .find(|path| io.exists(path))
-            {
-                self.load_snapshot(io.as_ref(), &path)?;
+            match self.snapshot_to_load(io.as_ref()) {
+                Some(path) => self.load_snapshot(io.as_ref(), &path)?,
+                None => self.notices.push(format!(
+                    "No data to load in {} (no {}{}): starting with 0 keys",
+                    dir.display(),
+                    if appendonly {
+                        format!("{}, appendonlydir/, ", self.core.config.appendfilename)
+                    } else {
+                        String::new()
+                    },
+                    self.snapshot_candidates().join(", ")
+                )),
+            }
+            if !appendonly {
+                self.warn_unread_aofs(io.as_ref(), &dir);
             }
         }
-        if !self.core.config.appendonly {
+        if !appendonly {
             return Ok(());
         }
         if !aof_present && self.core.keyspace.total_keys() > 0 {
@@ -777,6 +823,47 @@ impl Engine {
         // The initial AOF holds what is already loaded: it is opened for
         // appending, never replayed on top of it.
         self.open_aof(io, aof_present)
+    }
+
+    /// The snapshot names looked for, in order: the file SAVE writes, the
+    /// configured `dbfilename`, `dump.hoz`, `dump.rdb`.
+    fn snapshot_candidates(&self) -> Vec<String> {
+        let mut names = vec![
+            self.core.snapshot_file_name(),
+            self.core.config.dbfilename.clone(),
+            "dump.hoz".to_string(),
+            "dump.rdb".to_string(),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|n| seen.insert(n.clone()));
+        names
+    }
+
+    /// The first snapshot candidate present in the data directory.
+    fn snapshot_to_load(&self, io: &dyn Io) -> Option<PathBuf> {
+        self.snapshot_candidates()
+            .iter()
+            .map(|name| self.core.config.dir.join(name))
+            .find(|path| io.exists(path))
+    }
+
+    /// With `appendonly no`, an AOF in the directory is not read (Redis's
+    /// rule): say so, so that nobody wonders where its data went.
+    fn warn_unread_aofs(&mut self, io: &dyn Io, dir: &std::path::Path) {
+        let name = &self.core.config.appendfilename;
+        for path in [
+            dir.join(name),
+            dir.join("appendonlydir").join(format!("{name}.manifest")),
+        ] {
+            if io.exists(&path) {
+                self.notices.push(format!(
+                    "!!! Warning: {} was not loaded because appendonly is no (Redis's rule: the \
+                     snapshot is read, the AOF only with appendonly yes); start with appendonly yes \
+                     to load it",
+                    path.display()
+                ));
+            }
+        }
     }
 
     /// Loads `dump.hoz` (every checksum verified, blocks decoded in
@@ -1019,8 +1106,10 @@ impl Engine {
                 ));
             }
             self.notices.push(format!(
-                "DB loaded from append only file: {:.3} seconds ({} commands in {} verified batches)",
+                "DB loaded from append only file: {:.3} seconds ({} keys from {}: {} commands in {} verified batches)",
                 started.elapsed().as_secs_f64(),
+                self.core.keyspace.total_keys(),
+                path.display(),
                 report.commands,
                 report.batches
             ));
@@ -1216,6 +1305,15 @@ impl Engine {
         self.core.aof.as_ref().map_or(0, AofWriter::logged_count)
     }
 
+    /// Why the AOF lost durability (an fsync failed), if it did: nothing
+    /// logged but not yet acknowledged may be acknowledged any more.
+    pub fn log_poisoned(&self) -> Option<String> {
+        self.core
+            .aof
+            .as_ref()
+            .and_then(|a| a.poisoned().map(str::to_string))
+    }
+
     /// True when logged effects wait to be written.
     pub fn log_pending(&self) -> bool {
         self.core.aof.as_ref().is_some_and(AofWriter::has_pending)
@@ -1247,6 +1345,20 @@ impl Engine {
     }
 
     /// Executes one command for `session` with no host (embedded use).
+    ///
+    /// With the AOF on, a write's batch is written (and fsynced under
+    /// `appendfsync always`) before this returns. A write's error reply
+    /// says whether it was applied:
+    ///
+    /// - `MISCONF …`: refused before it ran (the AOF cannot be written
+    ///   now, or lost durability): nothing changed; repeat it once writes
+    ///   are accepted again.
+    /// - `NOTDURABLE …` ([`NOT_DURABLE`]): it ran and is visible in memory,
+    ///   but its batch could not be made durable. After a failed write(2)
+    ///   the batch is kept and written by a later retry (cron); after a
+    ///   failed fsync it may or may not survive a restart. Do not repeat
+    ///   it (that would apply it twice); [`Engine::sync`] tells when
+    ///   everything logged is durable.
     pub fn execute(&mut self, session: &mut Session, argv: &[&[u8]]) -> Reply {
         self.execute_with_host(session, argv, &mut NullHost)
     }
@@ -1371,7 +1483,7 @@ impl Engine {
                         aof.push_command(db, argv);
                         if !self.group_commit {
                             if let Err(e) = aof.flush(now) {
-                                return flush_error_reply(e);
+                                return not_durable_reply(e);
                             }
                         }
                         return reply;
@@ -1478,7 +1590,7 @@ impl Engine {
             if !self.group_commit && logged {
                 if let Err(e) = aof.flush(now) {
                     // Applied in memory but not logged: not acknowledged.
-                    return Err(flush_error_reply(e));
+                    return Err(not_durable_reply(e));
                 }
             }
         }

@@ -109,9 +109,23 @@ pub enum Finished {
         final_diff_bytes: u64,
         /// How long the switch stopped the command thread.
         pause: Duration,
+        /// Set when the directory fsync after the rename failed: the new
+        /// file has the name (the caller must append to it, never to the
+        /// old one), but the name may not survive a power loss, so the
+        /// caller must not acknowledge writes any more.
+        dir_not_synced: Option<String>,
     },
     /// Failed; the old AOF is untouched and still in use.
     Failed(String),
+}
+
+/// What the rewriter thread reports after renaming the new file into
+/// place.
+struct Committed {
+    /// Length of the new file.
+    len: u64,
+    /// The directory fsync after the rename failed (the error text).
+    dir_not_synced: Option<String>,
 }
 
 /// Progress shared with the rewriter thread.
@@ -152,7 +166,7 @@ pub struct Rewrite {
     queued: std::collections::VecDeque<ToThread>,
     to_thread: SyncSender<ToThread>,
     progress: Arc<Progress>,
-    result: Receiver<Result<u64, String>>,
+    result: Receiver<Result<Committed, String>>,
     capture_done: bool,
     image_sent: bool,
 }
@@ -420,7 +434,10 @@ impl RewriteState {
             Err(_) => Err("the rewrite thread ended".into()),
         };
         match outcome {
-            Ok(len) => {
+            Ok(Committed {
+                len,
+                dir_not_synced,
+            }) => {
                 let job = self.job.take();
                 keyspace.end_capture();
                 let started_ms = job.map_or(now_ms, |j| j.started_ms);
@@ -432,6 +449,7 @@ impl RewriteState {
                     len,
                     final_diff_bytes,
                     pause: started.elapsed(),
+                    dir_not_synced,
                 }
             }
             Err(cause) => self.fail(cause, keyspace, now_ms),
@@ -521,7 +539,7 @@ struct Tail {
 }
 
 impl Job {
-    fn run(&self, rx: Receiver<ToThread>) -> Result<u64, String> {
+    fn run(&self, rx: Receiver<ToThread>) -> Result<Committed, String> {
         let mut tail = self.write_image(&rx)?;
         self.progress.image_done.store(true, Ordering::SeqCst);
         loop {
@@ -530,9 +548,20 @@ impl Job {
                     self.copy_diff(&mut tail, final_len)?;
                     self.sync(&mut tail)?;
                     drop(tail.file);
-                    snapshot::commit(self.io.as_ref(), &self.temp, &self.target)
-                        .map_err(|e| e.to_string())?;
-                    return Ok(tail.len);
+                    let dir_not_synced =
+                        match snapshot::commit(self.io.as_ref(), &self.temp, &self.target) {
+                            Ok(()) => None,
+                            // Renamed: the switch happened, whatever the
+                            // directory fsync said.
+                            Err(e @ snapshot::SnapshotError::DirNotSynced { .. }) => {
+                                Some(e.to_string())
+                            }
+                            Err(e) => return Err(e.to_string()),
+                        };
+                    return Ok(Committed {
+                        len: tail.len,
+                        dir_not_synced,
+                    });
                 }
                 Ok(_) => return Err("rewrite protocol error: image data after the image".into()),
                 Err(RecvTimeoutError::Timeout) => {

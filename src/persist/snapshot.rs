@@ -504,6 +504,16 @@ pub enum SnapshotError {
     },
     /// The decoded contents disagree with the footer's totals.
     Mismatch(String),
+    /// [`commit`] renamed the file into place, but the fsync of its
+    /// directory failed: the file is complete under its name, and the
+    /// rename may not survive a power loss (the name may still refer to
+    /// the previous file then).
+    DirNotSynced {
+        /// The file now in place.
+        file: PathBuf,
+        /// Why the directory fsync failed.
+        source: io::Error,
+    },
 }
 
 impl SnapshotError {
@@ -520,6 +530,7 @@ impl SnapshotError {
         !matches!(
             self,
             SnapshotError::Io { .. }
+                | SnapshotError::DirNotSynced { .. }
                 | SnapshotError::UnsupportedVersion { .. }
                 | SnapshotError::UnsupportedFlags { .. }
                 | SnapshotError::DbOutOfRange { .. }
@@ -533,6 +544,14 @@ impl fmt::Display for SnapshotError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SnapshotError::Io { context, source } => return write!(f, "{context}: {source}"),
+            SnapshotError::DirNotSynced { file, source } => {
+                return write!(
+                    f,
+                    "fsyncing the directory after renaming {} into place: {source} (the file is \
+                     complete under its name, but the rename may not survive a power loss)",
+                    file.display()
+                )
+            }
             SnapshotError::NotASnapshot(detail) => write!(f, "not a hozon snapshot: {detail}")?,
             SnapshotError::UnsupportedVersion { major, minor } => {
                 return write!(
@@ -1929,8 +1948,9 @@ impl Drop for FileWriter {
 /// (same directory) and fsyncs the directory. If the rename fails the
 /// temp file is removed and whatever was at `final_path` stays. If the
 /// directory fsync fails the file under the final name is complete and
-/// fsynced, but the durability of its name is not confirmed: the error
-/// says so.
+/// fsynced, but the durability of its name is not confirmed: the error is
+/// [`SnapshotError::DirNotSynced`], and a caller that keeps writing to the
+/// file (the AOF after a rewrite) must treat the switch as done.
 pub fn commit(io: &dyn Io, temp_path: &Path, final_path: &Path) -> Result<(), SnapshotError> {
     if let Err(e) = io.rename(temp_path, final_path) {
         let _ = io.remove(temp_path);
@@ -1943,17 +1963,14 @@ pub fn commit(io: &dyn Io, temp_path: &Path, final_path: &Path) -> Result<(), Sn
             e,
         ));
     }
+    // From here on the new file has the name: a failure is reported as
+    // such (DirNotSynced), never as if the old file were still in place.
     let dir = final_path.parent().unwrap_or(Path::new("."));
-    io.sync_dir(dir).map_err(|e| {
-        SnapshotError::io(
-            format!(
-                "fsyncing directory {} after writing {} (the file is complete; its name may not survive a power loss)",
-                dir.display(),
-                final_path.display()
-            ),
-            e,
-        )
-    })
+    io.sync_dir(dir)
+        .map_err(|source| SnapshotError::DirNotSynced {
+            file: final_path.to_path_buf(),
+            source,
+        })
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -5799,46 +5816,6 @@ mod tests {
 
     // -- Writing and faults -------------------------------------------------
 
-    /// An `Io` whose rename or directory fsync fails.
-    struct RenameFails {
-        inner: FaultyIo,
-        rename: bool,
-        sync_dir: bool,
-    }
-
-    impl Io for RenameFails {
-        fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
-            self.inner.open_append(path)
-        }
-        fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
-            self.inner.read_all(path)
-        }
-        fn exists(&self, path: &Path) -> bool {
-            self.inner.exists(path)
-        }
-        fn remove(&self, path: &Path) -> io::Result<()> {
-            self.inner.remove(path)
-        }
-        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-            if self.rename {
-                return Err(io::Error::from_raw_os_error(5));
-            }
-            self.inner.rename(from, to)
-        }
-        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-            if self.sync_dir {
-                return Err(io::Error::from_raw_os_error(5));
-            }
-            self.inner.sync_dir(dir)
-        }
-        fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
-            self.inner.list_dir(dir)
-        }
-        fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
-            self.inner.truncate(path, len)
-        }
-    }
-
     #[test]
     fn failed_writes_fsyncs_and_renames_keep_the_previous_snapshot() {
         let dir = Path::new("/d");
@@ -5909,25 +5886,30 @@ mod tests {
             check_intact(&io, &format!("fsync {nth}"));
         }
         let io = fresh();
-        let failing = RenameFails {
-            inner: io.clone(),
-            rename: true,
-            sync_dir: false,
-        };
-        let err = save_keyspace(&new, NOW_MS, Arc::new(failing), dir, "dump.hoz").unwrap_err();
+        io.inject(Fault::FailRename { nth: 1, errno: 5 });
+        let err = save_keyspace(&new, NOW_MS, Arc::new(io.clone()), dir, "dump.hoz").unwrap_err();
         assert!(err.to_string().contains("renaming"), "{err}");
         check_intact(&io, "rename");
-        // A failed directory fsync is reported; the file is complete.
+        // A failed directory fsync is reported as such: the new file is
+        // complete under the name, and a power loss may give the name back
+        // to the previous one (both are complete snapshots).
         let io = fresh();
-        let failing = RenameFails {
-            inner: io.clone(),
-            rename: false,
-            sync_dir: true,
-        };
-        let err = save_keyspace(&new, NOW_MS, Arc::new(failing), dir, "dump.hoz").unwrap_err();
-        assert!(err.to_string().contains("fsyncing directory"), "{err}");
+        io.inject(Fault::FailDirSync { nth: 1, errno: 5 });
+        let err = save_keyspace(&new, NOW_MS, Arc::new(io.clone()), dir, "dump.hoz").unwrap_err();
+        assert!(matches!(err, SnapshotError::DirNotSynced { .. }), "{err}");
+        assert!(
+            err.to_string().contains("may not survive a power loss"),
+            "{err}"
+        );
         let data = io.contents(&final_path).expect("renamed");
-        assert!(load(&data, limits(), 1, NOW_MS).is_ok());
+        assert_loads_as(
+            &dump(&new, NOW_MS),
+            &dump_loaded(&load(&data, limits(), 1, NOW_MS).expect("load")),
+            &limits(),
+            "renamed, directory not synced",
+        );
+        io.power_loss(crate::persist::io::PowerLoss::DropUnsynced);
+        check_intact(&io, "power loss after a failed directory fsync");
     }
 
     #[test]

@@ -217,6 +217,11 @@ impl AofWriter {
         self.poisoned = Some(why);
     }
 
+    /// Why durability is lost (an fsync failed), if it is.
+    pub fn poisoned(&self) -> Option<&str> {
+        self.poisoned.as_deref()
+    }
+
     /// Adds the effects of one command execution to the pending batch.
     pub fn push_unit(&mut self, effects: &[Effect]) {
         let before = self.builder.len();

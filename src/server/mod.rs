@@ -78,6 +78,10 @@ impl TokenQueue {
         self.members.contains(token)
     }
 
+    fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
     fn take(&mut self) -> Vec<usize> {
         self.members.clear();
         std::mem::take(&mut self.order)
@@ -387,17 +391,7 @@ impl Server {
             self.flush_pending();
             self.check_paused();
             self.engine.cron();
-            if !self.engine.log_pending() {
-                // A batch that failed earlier was written by a retry.
-                if self.aof_error_logged {
-                    self.aof_error_logged = false;
-                    log::log(
-                        Level::Warning,
-                        "AOF write error looks solved, Redis can write again.",
-                    );
-                }
-                self.release_held();
-            }
+            self.settle_held();
             self.close_idle_clients();
             if let Some(line) = self.engine.background_step(BACKGROUND_SLICE, now_ms()) {
                 log::log(Level::Notice, &line);
@@ -417,6 +411,15 @@ impl Server {
                             &format!("Error syncing the AOF file at shutdown: {e:?}"),
                         );
                     }
+                }
+                let held = self.held.take().len();
+                if held > 0 {
+                    // Their writes' batch could not be made durable: they
+                    // are closed without a reply when the process exits.
+                    log::log(
+                        Level::Warning,
+                        &format!("{held} clients waiting for their writes to reach the AOF are closed without a reply"),
+                    );
                 }
                 log::log(Level::Warning, "Redis is now ready to exit, bye bye...");
                 return Ok(());
@@ -984,18 +987,52 @@ impl Server {
                 self.pending
                     .retain(|t| !self.clients.get(t).is_some_and(|c| c.awaiting_log));
             }
-            Err(crate::persist::writer::FlushError::Poisoned(cause)) => {
-                log::log(
-                    Level::Warning,
-                    &format!("fsync of the AOF failed: {cause}; durability is lost, writes refused until restart"),
-                );
-                for token in self.held.take() {
-                    if let Some(client) = self.clients.remove(&token) {
-                        self.close(token, client);
-                    }
-                }
+            Err(crate::persist::writer::FlushError::Poisoned(cause)) => self.drop_held(&cause),
+        }
+    }
+
+    /// After the engine's cron, which may have retried a failed batch:
+    /// releases the held replies once everything is written (and fsynced
+    /// per policy), or drops their clients when the retry lost durability.
+    fn settle_held(&mut self) {
+        if let Some(cause) = self.engine.log_poisoned() {
+            if !self.held.is_empty() {
+                self.drop_held(&cause);
+            }
+            return;
+        }
+        if self.engine.log_pending() {
+            return;
+        }
+        // A batch that failed earlier was written by a retry.
+        if self.aof_error_logged {
+            self.aof_error_logged = false;
+            log::log(
+                Level::Warning,
+                "AOF write error looks solved, Redis can write again.",
+            );
+        }
+        self.release_held();
+    }
+
+    /// Durability is lost for good (an fsync failed): the clients whose
+    /// replies wait for the log are disconnected without them, so no
+    /// acknowledgement can be false.
+    fn drop_held(&mut self, cause: &str) {
+        let mut closed = 0;
+        for token in self.held.take() {
+            if let Some(client) = self.clients.remove(&token) {
+                self.close(token, client);
+                closed += 1;
             }
         }
+        log::log(
+            Level::Warning,
+            &format!(
+                "fsync of the AOF failed: {cause}; durability is lost, writes refused until restart; \
+                 {closed} clients waiting for their writes to become durable were disconnected without a reply"
+            ),
+        );
     }
 
     fn release_held(&mut self) {

@@ -152,16 +152,31 @@ fn enospc_on_write_refuses_writes_keeps_reads_and_resumes() {
         errno: ENOSPC,
         sticky: true,
     });
-    let failed = run(&mut engine, &mut s, &["SET", "b", "2"]);
+    // The write runs, but its batch cannot be written: NOTDURABLE (applied,
+    // kept for the retry; never to be repeated by the caller).
+    let failed = run(&mut engine, &mut s, &["INCR", "b"]);
     match &failed {
         Reply::Error(e) => assert!(
-            e.starts_with("MISCONF Errors writing to the AOF file: No space left on device"),
+            e.starts_with("NOTDURABLE applied in memory, but writing it to the AOF failed (No space left on device)"),
             "{e}"
         ),
         other => panic!("write during ENOSPC was acknowledged: {other:?}"),
     }
-    // Further writes are refused, reads still work.
+    // Further writes are refused before they run (MISCONF: not applied),
+    // reads still work.
+    match run(&mut engine, &mut s, &["INCR", "b"]) {
+        Reply::Error(e) => assert!(
+            e.starts_with("MISCONF Errors writing to the AOF file: No space left on device"),
+            "{e}"
+        ),
+        other => panic!("write during ENOSPC was accepted: {other:?}"),
+    }
     assert!(run(&mut engine, &mut s, &["SET", "c", "3"]).is_error());
+    assert_eq!(
+        run(&mut engine, &mut s, &["GET", "b"]),
+        Reply::Bulk(b"1".to_vec()),
+        "the NOTDURABLE write is applied once, the MISCONF one not at all"
+    );
     assert_eq!(
         run(&mut engine, &mut s, &["GET", "a"]),
         Reply::Bulk(b"1".to_vec())
@@ -176,7 +191,7 @@ fn enospc_on_write_refuses_writes_keeps_reads_and_resumes() {
     drop(engine);
     let mut reopened = open(config, io);
     let mut s = reopened.new_session();
-    for (k, v) in [("a", "1"), ("b", "2"), ("d", "4")] {
+    for (k, v) in [("a", "1"), ("b", "1"), ("d", "4")] {
         assert_eq!(
             run(&mut reopened, &mut s, &["GET", k]),
             Reply::Bulk(v.as_bytes().to_vec()),

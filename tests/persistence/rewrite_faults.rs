@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hozon::config::{AofPreamble, AppendFsync};
-use hozon::persist::io::{Fault, FaultyIo, Io, PowerLoss};
+use hozon::persist::io::{Fault, FaultyIo, Io, PowerLoss, Stop};
 use hozon::rand::Rng;
 use hozon::{Engine, Reply, Session};
 
@@ -405,4 +405,69 @@ fn fsync_failure_of_the_new_file_fails_the_rewrite_not_the_server() {
     engine.sync().expect("sync");
     let (_, mut loaded) = reopen(&io, &cfg);
     assert_eq!(dump(&mut loaded), expected);
+}
+
+/// Issue 23, item 2: the rewrite renamed the new file into place and then
+/// the directory fsync failed. The switch has happened: writes must not go
+/// to the old (now nameless) file, and nothing written after it may be
+/// acknowledged as durable, since a power loss may give the name back to
+/// the old file. Checked after a crash and after both kinds of power loss.
+#[test]
+fn a_failed_directory_fsync_at_the_switch_loses_no_acknowledged_write() {
+    for stop in [
+        Stop::Crash,
+        Stop::PowerLoss(PowerLoss::DropUnsynced),
+        Stop::PowerLossKeepingNames(PowerLoss::DropUnsynced),
+    ] {
+        let io = FaultyIo::new();
+        let config = durable_config(Path::new("/data"), AppendFsync::Always);
+        let mut acknowledged = Vec::new();
+        {
+            let mut engine = open(config.clone(), Arc::new(io.process()));
+            let mut s = engine.new_session();
+            for i in 0..20 {
+                let key = format!("before:{i}");
+                assert_eq!(run(&mut engine, &mut s, &["SET", &key, "v"]), Reply::ok());
+                acknowledged.push(key);
+            }
+            // The only directory fsync of the switch is the one after the
+            // rename.
+            io.inject(Fault::FailDirSync { nth: 1, errno: 5 });
+            assert!(!run(&mut engine, &mut s, &["BGREWRITEAOF"]).is_error());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while engine.core().background_busy() {
+                engine
+                    .background_step(std::time::Duration::from_millis(5), hozon::engine::now_ms());
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the rewrite did not end"
+                );
+            }
+            let mut refused = 0;
+            for i in 0..20 {
+                let key = format!("after:{i}");
+                match run(&mut engine, &mut s, &["SET", &key, "v"]) {
+                    Reply::Error(e) => {
+                        assert!(e.starts_with("MISCONF"), "{e}");
+                        refused += 1;
+                    }
+                    _ => acknowledged.push(key),
+                }
+            }
+            assert_eq!(
+                refused, 20,
+                "{stop:?}: writes acknowledged after an unsynced switch"
+            );
+        }
+        io.stop_now(stop);
+        let mut engine = open(config, Arc::new(io.process()));
+        let mut s = engine.new_session();
+        for key in &acknowledged {
+            assert_eq!(
+                run(&mut engine, &mut s, &["EXISTS", key]),
+                Reply::Int(1),
+                "{stop:?}: acknowledged {key} lost"
+            );
+        }
+    }
 }

@@ -127,3 +127,43 @@ fn failed_fsync_disconnects_the_writer_and_refuses_writes_until_restart() {
     shutdown.store(true, Ordering::SeqCst);
     thread.join().expect("server thread").expect("server run");
 }
+
+/// Issue 23, item 3: a batch whose write(2) failed is retried by cron;
+/// when the retried write succeeds but its fsync fails, the held reply
+/// must never go out as `+OK` (the client is disconnected instead).
+#[test]
+fn a_retried_write_whose_fsync_fails_is_never_acknowledged() {
+    let (io, config, port, shutdown, thread) = start_in_process();
+    let mut writer = Conn::connect(port);
+    let mut reader = Conn::connect(port);
+    assert_eq!(writer.call(&[b"SET", b"a", b"1"]), b"+OK\r\n");
+    // The next write(2) fails once; the fsync after the retry fails too.
+    io.inject(Fault::FailWrite {
+        nth: 1,
+        errno: ENOSPC,
+        sticky: false,
+    });
+    io.inject(Fault::FailSync { nth: 1, errno: 5 });
+    writer.send_raw(&crate::harness::encode_command(&[b"SET", b"b", b"2"]));
+    let got = writer.read_until_close();
+    assert!(
+        !got.starts_with(b"+OK"),
+        "+OK for a write whose fsync failed: {}",
+        String::from_utf8_lossy(&got)
+    );
+    let refused = reader.call(&[b"SET", b"c", b"3"]);
+    assert!(
+        refused.starts_with(b"-MISCONF Errors writing to the AOF file: fsync failed"),
+        "{}",
+        String::from_utf8_lossy(&refused)
+    );
+    shutdown.store(true, Ordering::SeqCst);
+    thread.join().expect("server thread").expect("server run");
+    io.power_loss(PowerLoss::DropUnsynced);
+    let mut engine = open(config, io);
+    let mut s = engine.new_session();
+    assert_eq!(
+        run(&mut engine, &mut s, &["GET", "a"]),
+        Reply::Bulk(b"1".to_vec())
+    );
+}

@@ -311,7 +311,19 @@ pub fn apply(
         }
     };
     guard.armed = false;
-    sync_dir(&dir)?;
+    // The rename happened: a failed directory fsync must not read as if
+    // the original were still in place.
+    sync_dir(&dir).map_err(|(Failure::Io(e) | Failure::Refused(e))| {
+        Failure::Io(format!(
+            "{} is in place (written and fsynced{}), but {e}: the rename may not survive a \
+             power loss",
+            dest.display(),
+            backup
+                .as_ref()
+                .map(|b| format!("; the original is kept as {}", b.display()))
+                .unwrap_or_default()
+        ))
+    })?;
     drop(probe);
     Ok(Outcome {
         written: dest.to_path_buf(),
