@@ -12,6 +12,31 @@ use std::time::{Duration, Instant};
 use hozon::resp::reply_frame::frame_len;
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 
+/// The seed of a randomised test: `HOZON_SEED` when set (to reproduce a
+/// failure), else a fresh one. Printed, so a failing test's output names it.
+pub fn test_seed() -> u64 {
+    seed_or(hozon::rand::Rng::new().next_u64())
+}
+
+/// [`test_seed`] with a fixed `default` when `HOZON_SEED` is not set.
+pub fn seed_or(default: u64) -> u64 {
+    let seed = match std::env::var("HOZON_SEED") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("HOZON_SEED={v:?} is not a number")),
+        Err(_) => default,
+    };
+    eprintln!("seed {seed} (reproduce with HOZON_SEED={seed})");
+    seed
+}
+
+/// A QuickCheck runner with a generator of `size` seeded by [`test_seed`].
+pub fn seeded_quickcheck(size: usize, tests: u64) -> QuickCheck {
+    QuickCheck::new()
+        .rng(Gen::from_size_and_seed(size, test_seed()))
+        .tests(tests)
+}
+
 /// A server process, killed when dropped.
 pub struct ServerProcess {
     child: Child,
@@ -432,10 +457,7 @@ pub fn quickcheck_ops<T>(size: usize, tests: u64, property: fn(Vec<T>) -> TestRe
 where
     T: Arbitrary + std::fmt::Debug,
 {
-    QuickCheck::new()
-        .rng(Gen::new(size))
-        .tests(tests)
-        .quickcheck(property);
+    seeded_quickcheck(size, tests).quickcheck(property);
 }
 
 /// Runs `f` on this thread's pair of servers, started on first use (in

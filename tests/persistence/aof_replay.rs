@@ -6,7 +6,7 @@ use std::sync::Arc;
 use hozon::config::AppendFsync;
 use hozon::persist::io::{FaultyIo, RealIo};
 use hozon::rand::Rng;
-use quickcheck::{QuickCheck, TestResult};
+use quickcheck::TestResult;
 
 use crate::common::{dump, durable_config, open};
 
@@ -115,9 +115,7 @@ fn replay_matches(seed: u64) -> TestResult {
 
 #[test]
 fn random_commands_replay_to_identical_keyspace() {
-    QuickCheck::new()
-        .tests(60)
-        .quickcheck(replay_matches as fn(u64) -> TestResult);
+    crate::harness::seeded_quickcheck(100, 60).quickcheck(replay_matches as fn(u64) -> TestResult);
 }
 
 #[test]

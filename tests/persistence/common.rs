@@ -85,15 +85,7 @@ pub fn dump(engine: &mut Engine) -> BTreeMap<(usize, String), (String, Vec<Strin
 }
 
 /// The seed of a randomised test: `HOZON_SEED` when set (to reproduce a
-/// failure), else `default`. Printed, so a failing test's output names it.
+/// failure), else `default`; printed, so a failing test's output names it.
 pub fn seed(default: u64) -> u64 {
-    let seed = std::env::var("HOZON_SEED")
-        .ok()
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("HOZON_SEED={v:?} is not a number"))
-        })
-        .unwrap_or(default);
-    eprintln!("seed {seed} (reproduce with HOZON_SEED={seed})");
-    seed
+    crate::harness::seed_or(default)
 }

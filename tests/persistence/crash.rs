@@ -131,13 +131,13 @@ fn unsafe_kill(pid: u32) {
 
 #[test]
 fn sigkill_under_always_loses_no_acknowledged_write() {
-    let loss = crash_rounds("always", 1);
+    let loss = crash_rounds("always", crate::common::seed(1));
     assert_eq!(loss, 0, "acknowledged writes lost under appendfsync always");
 }
 
 #[test]
 fn sigkill_under_everysec_loses_no_acknowledged_write() {
-    let loss = crash_rounds("everysec", 2);
+    let loss = crash_rounds("everysec", crate::common::seed(2));
     eprintln!("everysec: worst acknowledged-but-missing writes after SIGKILL: {loss}");
     assert_eq!(
         loss, 0,

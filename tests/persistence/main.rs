@@ -10,6 +10,7 @@ mod aof_faults;
 mod aof_replay;
 mod crash;
 mod interop;
+mod outside_faults;
 mod power_cut;
 mod rdb_damage;
 mod rdb_fixtures;

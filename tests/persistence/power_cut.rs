@@ -270,12 +270,22 @@ fn sweep(mode: Mode, seed: u64, lying: (bool, bool)) -> Result<u64, String> {
     Ok(ops + 1)
 }
 
+/// Sweeps `HOZON_POWER_CUT_SEEDS` workloads (1 by default; the long run,
+/// scripts/soak-long, takes more), from `HOZON_SEED` or `default_seed` on.
 fn sweep_must_pass(mode: Mode, default_seed: u64) {
-    let seed = seed(default_seed);
-    match sweep(mode, seed, (false, false)) {
-        Ok(runs) => eprintln!("{mode:?}: {runs} stopped runs checked"),
-        Err(violation) => panic!("seed {seed}: {violation}"),
+    let first = seed(default_seed);
+    let seeds: u64 = std::env::var("HOZON_POWER_CUT_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let mut runs = 0;
+    for seed in first..first + seeds {
+        match sweep(mode, seed, (false, false)) {
+            Ok(n) => runs += n,
+            Err(violation) => panic!("seed {seed} (HOZON_SEED={seed}): {violation}"),
+        }
     }
+    eprintln!("{mode:?}: {seeds} workloads, {runs} stopped runs checked, no violation");
 }
 
 #[test]

@@ -24,7 +24,7 @@ use hozon::rdb::writer::{encode_file, Encoder};
 use hozon::types::stream::{Stream, StreamId};
 use hozon::types::{Blob, EncodingLimits, Value};
 use hozon::{Config, Engine, Reply, Session};
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use quickcheck::{Arbitrary, Gen, TestResult};
 
 use crate::harness::{start_hozon, start_redis, Conn};
 
@@ -866,9 +866,7 @@ fn random_keyspaces_of_every_type_survive_an_rdb_round_trip() {
     fn property(specs: Vec<KeySpec>, compress: bool) -> TestResult {
         round_trip(specs, compress)
     }
-    QuickCheck::new()
-        .rng(Gen::new(24))
-        .tests(60)
+    crate::harness::seeded_quickcheck(24, 60)
         .quickcheck(property as fn(Vec<KeySpec>, bool) -> TestResult);
 }
 

@@ -18,7 +18,7 @@ use hozon::config::AppendFsync;
 use hozon::rand::Rng;
 use hozon::resp::reply_frame::frame_len;
 use hozon::{Config, Engine, Reply};
-use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use quickcheck::{Arbitrary, Gen, TestResult};
 
 use crate::harness::{encode_command, show, start_hozon, Conn, ServerProcess};
 
@@ -1396,15 +1396,13 @@ fn history_replays(Seed(seed): Seed, via_rewrite: bool) -> TestResult {
 
 #[test]
 fn random_stream_group_histories_replay_to_identical_xinfo_full() {
-    QuickCheck::new()
-        .tests(60)
+    crate::harness::seeded_quickcheck(100, 60)
         .quickcheck((|seed| history_replays(seed, false)) as fn(Seed) -> TestResult);
 }
 
 #[test]
 fn random_stream_group_histories_survive_the_rewrite() {
-    QuickCheck::new()
-        .tests(60)
+    crate::harness::seeded_quickcheck(100, 60)
         .quickcheck((|seed| history_replays(seed, true)) as fn(Seed) -> TestResult);
 }
 

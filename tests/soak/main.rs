@@ -201,14 +201,15 @@ impl DataDir {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        if !mounted {
-            eprintln!(
-                "soak: could not mount a tmpfs on {:?} (not root, or no mount permission \
-                 here): the full-disk faults are skipped; tests/persistence/server_faults.rs \
-                 covers ENOSPC through the in-process fault-injecting I/O",
-                dir.path()
-            );
-        }
+        // A missing precondition fails the test, loudly: a full-disk test
+        // that quietly ran without a full disk would prove nothing.
+        assert!(
+            mounted,
+            "could not mount a tmpfs on {:?} (needs root, or mount permission): the full-disk \
+             faults need one. Run as root (CI does), or set HOZON_SOAK_TMPFS=0 to run without \
+             the full-disk faults on purpose",
+            dir.path()
+        );
         DataDir {
             dir,
             tmpfs: mounted,
