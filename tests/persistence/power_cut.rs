@@ -369,3 +369,116 @@ fn the_workload_exercises_every_step() {
         "no rewrite ran: {info}"
     );
 }
+
+/// The same stops with the server running: a client over TCP makes write
+/// pairs, BGSAVE and BGREWRITEAOF on a `hozon::server::Server` whose
+/// engine runs on the fault-injecting file system (group commit: replies
+/// leave after the turn's batch is written, and fsynced under `always`).
+/// Acknowledged means the client read the reply.
+fn server_sweep(policy: AppendFsync, seed: u64) -> Result<u64, String> {
+    let mode = Mode::Aof(policy);
+    let run_server = |io: &FaultyIo| -> Result<History, String> {
+        let mut config = config(mode);
+        config.port = 0;
+        config.bind = vec!["127.0.0.1".into()];
+        let engine = match Engine::open_with_io(config, Arc::new(io.process())) {
+            Ok(engine) => engine,
+            Err(_) if io.is_off() => return Ok(History::default()),
+            Err(e) => return Err(format!("open: {e}")),
+        };
+        let shutdown = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut server = hozon::server::Server::bind(engine, Arc::clone(&shutdown))
+            .map_err(|e| e.to_string())?;
+        let port = server.local_addrs()[0].port();
+        let thread = std::thread::spawn(move || server.run());
+        let mut conn = crate::harness::Conn::connect(port);
+        let mut rng = Rng::with_seed(seed);
+        let mut h = History::default();
+        for _ in 0..30 {
+            match rng.below(10) {
+                0 | 1 => {
+                    let job: &[u8] = if rng.below(2) == 0 {
+                        b"BGSAVE"
+                    } else {
+                        b"BGREWRITEAOF"
+                    };
+                    if call_or_closed(&mut conn, io, &[job]).is_none() {
+                        break;
+                    }
+                }
+                _ => {
+                    let i = h.attempted + 1;
+                    h.attempted = i;
+                    let key = format!("key:{i}");
+                    let set = call_or_closed(&mut conn, io, &[b"SET", key.as_bytes(), b"v"]);
+                    if set.as_deref() != Some(b"+OK\r\n".as_slice()) {
+                        break;
+                    }
+                    let incr = call_or_closed(&mut conn, io, &[b"INCR", b"counter"]);
+                    if incr != Some(format!(":{i}\r\n").into_bytes()) {
+                        break;
+                    }
+                    h.acknowledged = i;
+                }
+            }
+        }
+        shutdown.store(true, std::sync::atomic::Ordering::SeqCst);
+        thread
+            .join()
+            .map_err(|_| "the server thread panicked".to_string())?
+            .map_err(|e| format!("the server failed: {e}"))?;
+        Ok(h)
+    };
+    let clean = FaultyIo::new();
+    run_server(&clean)?;
+    let ops = clean.operations();
+    for n in 1..=ops + 1 {
+        let io = FaultyIo::new();
+        let how = stop_for(n);
+        io.inject(Fault::Stop { nth_op: n, how });
+        let history = run_server(&io).map_err(|e| format!("stop at op {n}: {e}"))?;
+        if !io.is_off() {
+            io.stop_now(how);
+        }
+        io.power_on();
+        let context =
+            format!("server, {policy:?}, stop before op {n} of {ops} ({how:?}), {history:?}");
+        let mut engine = Engine::open_with_io(config(mode), Arc::new(io.process()))
+            .map_err(|e| format!("{context}: the directory does not load: {e}"))?;
+        let counter =
+            recovered(&mut engine, history.attempted).map_err(|e| format!("{context}: {e}"))?;
+        check(mode, how, &history, counter).map_err(|e| format!("{context}: {e}"))?;
+    }
+    Ok(ops + 1)
+}
+
+/// A reply, or None when the server closed the connection (it does so to
+/// clients whose write could not be made durable) or holds the reply while
+/// the machine is stopped (a held write's retry cannot succeed then).
+fn call_or_closed(
+    conn: &mut crate::harness::Conn,
+    io: &FaultyIo,
+    args: &[&[u8]],
+) -> Option<Vec<u8>> {
+    conn.send_raw(&crate::harness::encode_command(args));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(reply) = conn.try_read_reply(Duration::from_millis(50)) {
+            return Some(reply);
+        }
+        if io.is_off() || Instant::now() > deadline {
+            return None;
+        }
+    }
+}
+
+#[test]
+fn stops_at_every_step_of_a_running_server() {
+    let seed = seed(201);
+    for policy in [AppendFsync::Always, AppendFsync::Everysec, AppendFsync::No] {
+        match server_sweep(policy, seed) {
+            Ok(runs) => eprintln!("server {policy:?}: {runs} stopped runs checked"),
+            Err(violation) => panic!("seed {seed}: {violation}"),
+        }
+    }
+}
