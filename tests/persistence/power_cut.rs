@@ -313,44 +313,31 @@ fn stops_at_every_step_with_rdb_snapshots_and_save_points() {
     sweep_must_pass(Mode::Snapshot(SnapshotFormat::Rdb, true), 105);
 }
 
-/// The sweeps have teeth: on a disk whose fsyncs do nothing (as if the
-/// code skipped them), they find lost acknowledged writes.
+/// The sweeps have teeth: on a disk whose fsyncs (of data, or of
+/// directories) do nothing, as if the code skipped them, the sweeps of
+/// `always` and of snapshots find lost acknowledged writes.
+fn assert_sweeps_notice(lying: (bool, bool), what: &str) {
+    let seed = seed(101);
+    for mode in [
+        Mode::Aof(AppendFsync::Always),
+        Mode::Snapshot(SnapshotFormat::Native, false),
+    ] {
+        let found = sweep(mode, seed, lying);
+        assert!(
+            found.is_err(),
+            "{mode:?}: skipping every {what} went unnoticed: {found:?}"
+        );
+    }
+}
+
 #[test]
 fn the_sweep_notices_a_missing_data_fsync() {
-    let seed = seed(101);
-    let found = sweep(Mode::Aof(AppendFsync::Always), seed, (true, false));
-    assert!(
-        found.is_err(),
-        "skipping every data fsync went unnoticed: {found:?}"
-    );
-    let found = sweep(
-        Mode::Snapshot(SnapshotFormat::Native, false),
-        seed,
-        (true, false),
-    );
-    assert!(
-        found.is_err(),
-        "skipping the snapshot's fsync went unnoticed: {found:?}"
-    );
+    assert_sweeps_notice((true, false), "data fsync");
 }
 
 #[test]
 fn the_sweep_notices_a_missing_directory_fsync() {
-    let seed = seed(101);
-    let found = sweep(Mode::Aof(AppendFsync::Always), seed, (false, true));
-    assert!(
-        found.is_err(),
-        "skipping every directory fsync went unnoticed: {found:?}"
-    );
-    let found = sweep(
-        Mode::Snapshot(SnapshotFormat::Native, false),
-        seed,
-        (false, true),
-    );
-    assert!(
-        found.is_err(),
-        "skipping the snapshot's directory fsync went unnoticed: {found:?}"
-    );
+    assert_sweeps_notice((false, true), "directory fsync");
 }
 
 /// Keeps the workload honest: it reaches saves, background saves and
