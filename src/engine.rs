@@ -142,11 +142,6 @@ impl Core {
         self.aof.as_ref().map(AofWriter::status)
     }
 
-    /// Switches the append-only file on at runtime (CONFIG SET appendonly
-    /// yes), as Redis does, through a background rewrite: writes from now
-    /// on go to a temporary log (`temp-appendonly-incr-<pid>.aof`), the
-    /// rewrite's diff; the switch names the result `appendonly.aof`. Until
-    /// then the writes are not durable (the AOF does not exist yet).
     /// The data directory, locked for this engine, before a file is
     /// written there (SAVE, BGSAVE, a rewrite, the AOF switched on). An
     /// empty `dir` ([`Config::in_memory`]) means there is none.
@@ -161,6 +156,11 @@ impl Core {
         Ok(dir)
     }
 
+    /// Switches the append-only file on at runtime (CONFIG SET appendonly
+    /// yes), as Redis does, through a background rewrite: writes from now
+    /// on go to a temporary log (`temp-appendonly-incr-<pid>.aof`), the
+    /// rewrite's diff; the switch names the result `appendonly.aof`. Until
+    /// then the writes are not durable (the AOF does not exist yet).
     pub fn start_aof(&mut self, now_ms: i64) -> Result<(), String> {
         if self.aof.is_some() {
             return Ok(());
