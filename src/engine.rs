@@ -820,8 +820,11 @@ impl Engine {
             now_ms(),
         )
         .map_err(|e| {
+            let at = e
+                .offset()
+                .map_or_else(String::new, |n| format!(" (damage at offset {n})"));
             crate::Error::Corrupt(format!(
-                "cannot load the snapshot {}: {e}. Nothing was loaded and the file was not changed.",
+                "cannot load the snapshot {}{at}: {e}. Nothing was loaded and the file was not changed.",
                 path.display()
             ))
         })?;

@@ -30,9 +30,11 @@ use crate::types::stream::{
 use crate::types::zset::ZSet;
 use crate::types::{Blob, EncodingLimits, Value};
 
+mod check;
 mod elements;
 mod salvage;
 mod scan;
+pub use check::{check_keys, MAX_DATABASES};
 pub use elements::{visit_elements, Declined, Element};
 pub use salvage::{salvage, DamagedRegion, SalvageReport, RESYNC_RECORDS};
 pub use scan::{logical_type, scan, scan_keys, KeyInfo, ScanSummary, TypeCount};
@@ -895,18 +897,47 @@ fn read_value(
     options: &Options,
     summary: &mut Summary,
 ) -> Result<Option<Value>, RdbError> {
+    read_value_as::<true>(c, t, options, summary)
+}
+
+/// Reads one value as the loader does (every read and every rule:
+/// encodings walked, counts matched, duplicates and NaN scores refused).
+/// With `BUILD` the value is built; without, nothing is kept: Some(an
+/// empty string) stands for a value the loader would build, None for
+/// one it skips (an empty collection). The checking form is what
+/// [`check_keys`] runs, so a check and a load fail at the same offset.
+fn read_value_as<const BUILD: bool>(
+    c: &mut Cursor<'_>,
+    t: u8,
+    options: &Options,
+    summary: &mut Summary,
+) -> Result<Option<Value>, RdbError> {
     let limits = &options.limits;
     let at = c.pos;
+    // What a checked value that would be loaded is returned as.
+    let checked = || Some(Value::Str(Blob::default()));
     let value = match t {
-        kind::STRING => Value::Str(c.blob("a string value")?),
+        kind::STRING => {
+            let s = c.string("a string value")?;
+            if !BUILD {
+                return Ok(checked());
+            }
+            Value::Str(blob_of(s))
+        }
         kind::LIST => {
             let n = c.count("a list length", 1)?;
             let mut list = List::new();
             for _ in 0..n {
-                list.push(End::Tail, &c.string("a list element")?);
+                let item = c.string("a list element")?;
+                if BUILD {
+                    list.push(End::Tail, &item);
+                }
             }
-            if list.is_empty() {
+            if n == 0 {
                 return Ok(None);
+            }
+            if !BUILD {
+                return Ok(checked());
             }
             Value::List(Box::new(list))
         }
@@ -914,9 +945,14 @@ fn read_value(
             let n = c.count("a set length", 1)?;
             let mut members = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                members.push(c.blob("a set member")?);
+                members.push(c.string("a set member")?);
             }
-            match build_set(members, limits) {
+            if !BUILD {
+                return unique(&members, |m| &m[..], DUPLICATE_MEMBERS)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
+            match build_set(members.into_iter().map(blob_of).collect(), limits) {
                 Ok(Some(set)) => Value::Set(Box::new(set)),
                 Ok(None) => return Ok(None),
                 Err(e) => return Err(c.corrupt(at, e)),
@@ -926,7 +962,7 @@ fn read_value(
             let n = c.count("a sorted set length", 2)?;
             let mut entries = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                let member = c.blob("a sorted set member")?;
+                let member = c.string("a sorted set member")?;
                 let score = if t == kind::ZSET {
                     c.string_double("a score")?
                 } else {
@@ -934,21 +970,41 @@ fn read_value(
                 };
                 entries.push((member, score));
             }
+            if !BUILD {
+                return zset_rules(&entries)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
+            let entries = entries.into_iter().map(|(m, s)| (blob_of(m), s)).collect();
             return build_zset(entries, limits).map_err(|e| c.corrupt(at, e));
         }
         kind::HASH => {
             let n = c.count("a hash length", 2)?;
             let mut pairs = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                let field = c.blob("a hash field")?;
-                let value = c.blob("a hash value")?;
+                let field = c.string("a hash field")?;
+                let value = c.string("a hash value")?;
                 pairs.push((field, value));
             }
+            if !BUILD {
+                return unique(&pairs, |p| &p.0[..], DUPLICATE_FIELDS)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
+            let pairs = pairs
+                .into_iter()
+                .map(|(f, v)| (blob_of(f), blob_of(v)))
+                .collect();
             return build_hash(pairs, limits).map_err(|e| c.corrupt(at, e));
         }
         kind::HASH_ZIPMAP => {
             let raw = c.string("a zipmap")?;
             let pairs = zipmap::entries(&raw).map_err(|e| encoding_error(at, "zipmap", e))?;
+            if !BUILD {
+                return unique(&pairs, |p| p.0, DUPLICATE_FIELDS)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
             let pairs = pairs
                 .into_iter()
                 .map(|(f, v)| (Blob::from(f), Blob::from(v)))
@@ -958,14 +1014,19 @@ fn read_value(
         kind::LIST_ZIPLIST => {
             let raw = c.string("a ziplist")?;
             let mut list = List::new();
+            let mut n = 0usize;
             for item in ziplist::entries(&raw).map_err(|e| encoding_error(at, "ziplist", e))? {
-                push_item(
-                    &mut list,
-                    item.map_err(|e| encoding_error(at, "ziplist", e))?,
-                );
+                let item = item.map_err(|e| encoding_error(at, "ziplist", e))?;
+                n += 1;
+                if BUILD {
+                    push_item(&mut list, item);
+                }
             }
-            if list.is_empty() {
+            if n == 0 {
                 return Ok(None);
+            }
+            if !BUILD {
+                return Ok(checked());
             }
             Value::List(Box::new(list))
         }
@@ -975,11 +1036,20 @@ fn read_value(
             if ints.is_empty() {
                 return Ok(None);
             }
+            if !BUILD {
+                return Ok(checked());
+            }
             Value::Set(Box::new(set_from_ints(ints, limits)))
         }
         kind::SET_LISTPACK => {
             let raw = c.string("a set listpack")?;
             let items = collect_items(&raw, at, true)?;
+            if !BUILD {
+                let members: Vec<Cow<'_, [u8]>> = items.iter().map(item_bytes).collect();
+                return unique(&members, |m| &m[..], DUPLICATE_MEMBERS)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
             let members = items.iter().map(Item::to_blob).collect();
             match build_set(members, limits) {
                 Ok(Some(set)) => Value::Set(Box::new(set)),
@@ -1001,8 +1071,14 @@ fn read_value(
                         c.corrupt(at, format!("score '{}' is not a number", display_key(s)))
                     })?,
                 };
-                entries.push((pair[0].to_blob(), score));
+                entries.push((item_bytes(&pair[0]), score));
             }
+            if !BUILD {
+                return zset_rules(&entries)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
+            let entries = entries.into_iter().map(|(m, s)| (blob_of(m), s)).collect();
             // Redis keeps a loaded compact encoding compact unless it has
             // too many entries (long elements do not convert it).
             return build_zset(entries, &compact_limits(limits)).map_err(|e| c.corrupt(at, e));
@@ -1012,6 +1088,12 @@ fn read_value(
             let items = collect_items(&raw, at, t == kind::HASH_LISTPACK)?;
             if items.len() % 2 != 0 {
                 return Err(c.corrupt(at, "hash encoding has an odd number of elements"));
+            }
+            if !BUILD {
+                let fields: Vec<Cow<'_, [u8]>> = items.iter().step_by(2).map(item_bytes).collect();
+                return unique(&fields, |f| &f[..], DUPLICATE_FIELDS)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
             }
             let pairs = items
                 .chunks(2)
@@ -1080,6 +1162,7 @@ fn read_value(
         kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => {
             let nodes = c.count("a quicklist length", 1)?;
             let mut list = List::new();
+            let mut n = 0usize;
             for _ in 0..nodes {
                 let container = if t == kind::LIST_QUICKLIST_2 {
                     c.len("a quicklist container type")?
@@ -1089,7 +1172,12 @@ fn read_value(
                 let node_at = c.pos;
                 let raw = c.string("a quicklist node")?;
                 match container {
-                    1 => list.push(End::Tail, &raw),
+                    1 => {
+                        n += 1;
+                        if BUILD {
+                            list.push(End::Tail, &raw);
+                        }
+                    }
                     2 => {
                         let items: Box<dyn Iterator<Item = Result<Item<'_>, EncodingError>>> =
                             if t == kind::LIST_QUICKLIST_2 {
@@ -1104,10 +1192,12 @@ fn read_value(
                                 )
                             };
                         for item in items {
-                            push_item(
-                                &mut list,
-                                item.map_err(|e| encoding_error(node_at, "quicklist node", e))?,
-                            );
+                            let item =
+                                item.map_err(|e| encoding_error(node_at, "quicklist node", e))?;
+                            n += 1;
+                            if BUILD {
+                                push_item(&mut list, item);
+                            }
                         }
                     }
                     other => {
@@ -1117,8 +1207,11 @@ fn read_value(
                     }
                 }
             }
-            if list.is_empty() {
+            if n == 0 {
                 return Ok(None);
+            }
+            if !BUILD {
+                return Ok(checked());
             }
             Value::List(Box::new(list))
         }
@@ -1191,6 +1284,49 @@ fn collect_items<'a>(
         .collect()
 }
 
+/// A decoded string as a [`Blob`] (no copy when it was decompressed).
+fn blob_of(s: Cow<'_, [u8]>) -> Blob {
+    match s {
+        Cow::Borrowed(b) => Blob::from(b),
+        Cow::Owned(v) => Blob::from_vec(v),
+    }
+}
+
+/// A listpack or ziplist entry's bytes (an integer as its decimal text,
+/// which is what a loaded value holds).
+fn item_bytes<'a>(item: &Item<'a>) -> Cow<'a, [u8]> {
+    match *item {
+        Item::Str(s) => Cow::Borrowed(s),
+        Item::Int(n) => Cow::Owned(int_text(n)),
+    }
+}
+
+const DUPLICATE_FIELDS: &str = "duplicate hash fields detected";
+const DUPLICATE_MEMBERS: &str = "duplicate set members detected";
+const DUPLICATE_ZSET_MEMBERS: &str = "duplicate sorted set members detected";
+
+/// The rule every loaded hash, set and sorted set obeys, for the loader
+/// and the checker alike: no elements means no key (Ok(false): Redis
+/// does not create an empty collection either); two equal elements
+/// (fields, members) are damage.
+fn unique<T>(items: &[T], key: impl Fn(&T) -> &[u8], duplicate: &str) -> Result<bool, String> {
+    if items.is_empty() {
+        return Ok(false);
+    }
+    if has_duplicates(items, key) {
+        return Err(duplicate.into());
+    }
+    Ok(true)
+}
+
+/// [`unique`] for a sorted set's members, and no NaN score.
+fn zset_rules<M: AsRef<[u8]>>(entries: &[(M, f64)]) -> Result<bool, String> {
+    if entries.iter().any(|(_, s)| s.is_nan()) {
+        return Err("sorted set with a NaN score".into());
+    }
+    unique(entries, |e| e.0.as_ref(), DUPLICATE_ZSET_MEMBERS)
+}
+
 /// True when two of `items` have equal keys.
 fn has_duplicates<T>(items: &[T], key: impl Fn(&T) -> &[u8]) -> bool {
     if items.len() <= 16 {
@@ -1207,7 +1343,7 @@ fn has_duplicates<T>(items: &[T], key: impl Fn(&T) -> &[u8]) -> bool {
 /// A hash as Redis 7.0 builds it on load: a listpack (file order) within
 /// the limits, else a table. Empty: None.
 fn build_hash(pairs: Vec<(Blob, Blob)>, limits: &EncodingLimits) -> Result<Option<Value>, String> {
-    if pairs.is_empty() {
+    if !unique(&pairs, |(f, _)| f.as_bytes(), DUPLICATE_FIELDS)? {
         return Ok(None);
     }
     let compact = pairs.len() <= limits.hash_max_listpack_entries
@@ -1215,16 +1351,11 @@ fn build_hash(pairs: Vec<(Blob, Blob)>, limits: &EncodingLimits) -> Result<Optio
             f.len() <= limits.hash_max_listpack_value && v.len() <= limits.hash_max_listpack_value
         });
     if compact {
-        if has_duplicates(&pairs, |(f, _)| f.as_bytes()) {
-            return Err("duplicate hash fields detected".into());
-        }
         return Ok(Some(Value::Hash(Box::new(Hash::Listpack(pairs)))));
     }
     let mut table = Dict::with_capacity(pairs.len());
     for (f, v) in pairs {
-        if table.insert(f, v).is_some() {
-            return Err("duplicate hash fields detected".into());
-        }
+        table.insert_new(f, v);
     }
     Ok(Some(Value::Hash(Box::new(Hash::Table(table)))))
 }
@@ -1247,24 +1378,19 @@ fn set_from_ints(ints: Vec<i64>, limits: &EncodingLimits) -> Set {
 /// A set as Redis 7.0 builds it on load: an intset when every member is
 /// an integer and there are few enough, else a table.
 fn build_set(members: Vec<Blob>, limits: &EncodingLimits) -> Result<Option<Set>, String> {
-    if members.is_empty() {
+    if !unique(&members, Blob::as_bytes, DUPLICATE_MEMBERS)? {
         return Ok(None);
     }
     if members.len() <= intset_limit(limits) {
         let ints: Option<Vec<i64>> = members.iter().map(|m| parse_i64(m)).collect();
         if let Some(mut ints) = ints {
             ints.sort_unstable();
-            if ints.windows(2).any(|w| w[0] == w[1]) {
-                return Err("duplicate set members detected".into());
-            }
             return Ok(Some(Set::Intset(ints)));
         }
     }
     let mut table = Dict::with_capacity(members.len());
     for m in members {
-        if table.insert(m, ()).is_some() {
-            return Err("duplicate set members detected".into());
-        }
+        table.insert_new(m, ());
     }
     Ok(Some(Set::Table(table)))
 }
@@ -1275,17 +1401,11 @@ fn build_zset(
     mut entries: Vec<(Blob, f64)>,
     limits: &EncodingLimits,
 ) -> Result<Option<Value>, String> {
-    if entries.is_empty() {
+    if !zset_rules(&entries)? {
         return Ok(None);
-    }
-    if entries.iter().any(|(_, s)| s.is_nan()) {
-        return Err("sorted set with a NaN score".into());
     }
     // Stable sort finds an ascending or descending file order in one pass.
     entries.sort_by(|a, b| cmp_key(a.1, &a.0, b.1, &b.0));
-    if has_duplicates(&entries, |(m, _)| m.as_bytes()) {
-        return Err("duplicate sorted set members detected".into());
-    }
     Ok(Some(Value::ZSet(Box::new(ZSet::from_sorted(
         entries, limits,
     )))))

@@ -318,6 +318,85 @@ fn truncation_at_every_offset_fails_without_panicking() {
     assert_no_failures(&for_every_file(check));
 }
 
+/// `check_keys` (the inspector's checking walk) on `data`: the offset it
+/// fails at, or None; panics caught.
+fn check_walk(data: &[u8]) -> Result<Option<u64>, String> {
+    catch_unwind(AssertUnwindSafe(|| {
+        reader::check_keys(data, &options(), &mut |_| {
+            std::ops::ControlFlow::Continue(())
+        })
+        .err()
+        .map(|e| e.offset)
+    }))
+    .map_err(panic_text)
+}
+
+/// The CRC of `data` recomputed (a file of version 5 or later that ends
+/// with EOF and a CRC), so that damage inside it reaches the decoders.
+fn fixed_crc(mut data: Vec<u8>) -> Vec<u8> {
+    if has_crc(&data) && data.len() >= 18 && data[data.len() - 9] == 0xFF {
+        let body = data.len() - 8;
+        let sum = hozon::rdb::crc64(&data[..body]);
+        data[body..].copy_from_slice(&sum.to_le_bytes());
+    }
+    data
+}
+
+#[test]
+fn the_checking_walk_fails_exactly_where_the_loader_fails() {
+    // One rule (issue 32): what `hozon-inspect info` checks is what a load
+    // checks. Every cut, and every bit flip (with the CRC recomputed so
+    // the flip is judged by the decoders, not the checksum), of every
+    // file: the checking walk and `load` fail or pass together, at the
+    // same offset.
+    fn check(name: &str, data: &[u8]) -> Vec<String> {
+        let mut failures = Vec::new();
+        let mut judge = |what: String, bad: &[u8]| {
+            let loaded = match load(bad) {
+                Outcome::Loaded(_) => None,
+                Outcome::Failed(e) => Some(e.offset),
+                Outcome::Panicked(p) => {
+                    failures.push(format!("{what}: load panicked: {p}"));
+                    return;
+                }
+            };
+            match check_walk(bad) {
+                Ok(checked) if checked == loaded => {}
+                Ok(checked) => failures.push(format!(
+                    "{what}: check_keys says {checked:?}, load {loaded:?}"
+                )),
+                Err(p) => failures.push(format!("{what}: check_keys panicked: {p}")),
+            }
+        };
+        for cut in 0..data.len() {
+            judge(format!("{name}: cut at {cut}"), &data[..cut]);
+        }
+        for at in positions(data.len()) {
+            for bit in [0, 3, 6] {
+                let mut bad = data.to_vec();
+                bad[at] ^= 1 << bit;
+                judge(format!("{name}: bit {bit} of byte {at}"), &fixed_crc(bad));
+            }
+        }
+        judge(format!("{name}: intact"), data);
+        failures
+    }
+    let mut failures = for_every_file(check);
+    for (what, file, _) in hostile_files() {
+        let loaded = match load(&file) {
+            Outcome::Failed(e) => Some(e.offset),
+            _ => None,
+        };
+        if check_walk(&file) != Ok(loaded) {
+            failures.push(format!(
+                "hostile {what}: {:?} vs {loaded:?}",
+                check_walk(&file)
+            ));
+        }
+    }
+    assert_no_failures(&failures);
+}
+
 #[test]
 fn every_bit_flip_is_caught_by_the_crc_and_never_panics() {
     fn check(name: &str, data: &[u8]) -> Vec<String> {

@@ -43,6 +43,10 @@ pub struct ScanSummary {
     pub checksum: Option<Checksum>,
     /// Bytes through the checksum.
     pub len: usize,
+    /// Keys a load skips because their collection is empty (Redis skips
+    /// them too): counted by [`super::check_keys`] only, which does not
+    /// visit them or count them as keys; the skip passes cannot tell.
+    pub empty_skipped: u64,
 }
 
 /// Walks a whole RDB file without building values: every length is read
@@ -131,7 +135,7 @@ fn scan_with(
 
 /// The skip passes' handling of a record that is not a key: reads it,
 /// notes what the summary keeps, and returns false for a value type.
-fn scan_opcode(
+pub(super) fn scan_opcode(
     c: &mut Cursor<'_>,
     t: u8,
     record_at: usize,
@@ -190,7 +194,7 @@ fn scan_opcode(
     Ok(true)
 }
 
-fn skip_value(c: &mut Cursor<'_>, t: u8, valkey: bool) -> Result<(), RdbError> {
+pub(super) fn skip_value(c: &mut Cursor<'_>, t: u8, valkey: bool) -> Result<(), RdbError> {
     let at = c.pos;
     match t {
         kind::STRING
@@ -364,18 +368,32 @@ pub fn scan_keys<'a>(
     data: &'a [u8],
     visit: &mut dyn FnMut(&KeyInfo<'a>) -> std::ops::ControlFlow<()>,
 ) -> Result<ScanSummary, RdbError> {
-    // The CRC runs behind the walk over the bytes it has passed: no second
-    // pass over the file at the end, and a caller may give back the pages
-    // the walk has passed (the CRC trails it by a few MiB at most). With a
-    // second core the CRC runs there, else inline in steps.
+    with_running_crc(data, &mut |passed, crc_of| {
+        scan_keys_with(data, visit, passed, crc_of)
+    })
+}
+
+/// What a walk calls as it goes: it has reached this offset.
+pub(super) type Passed<'f> = &'f mut dyn FnMut(usize);
+/// What a walk calls at the end: the CRC of the first `len` bytes.
+pub(super) type CrcOf<'f> = &'f mut dyn FnMut(usize) -> u64;
+
+/// Runs `walk` with a CRC-64 that runs behind it over the bytes it has
+/// passed: no second pass over the file at the end, and a caller may give
+/// back the pages the walk has passed (the CRC trails it by a few MiB at
+/// most). With a second core the CRC runs there, else inline in steps.
+/// `walk` gets `passed(pos)` (the walk reached `pos`) and `crc_of(len)`
+/// (the CRC of the first `len` bytes, asked once at the end).
+pub(super) fn with_running_crc<R>(
+    data: &[u8],
+    walk: &mut dyn FnMut(Passed<'_>, CrcOf<'_>) -> R,
+) -> R {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if data.len() < PARALLEL_MIN_BYTES || cores < 2 {
         let mut crc = crate::rdb::Crc64::default();
         let mut crc_pos = 0usize;
         let crc = std::cell::RefCell::new((&mut crc, &mut crc_pos));
-        return scan_keys_with(
-            data,
-            visit,
+        return walk(
             &mut |pos| {
                 let mut guard = crc.borrow_mut();
                 let (digest, done) = &mut *guard;
@@ -427,9 +445,7 @@ pub fn scan_keys<'a>(
         let over = Over(&end);
         let published = std::cell::Cell::new(0usize);
         let mut follower = Some(follower);
-        let result = scan_keys_with(
-            data,
-            visit,
+        let result = walk(
             &mut |pos| {
                 if pos - published.get() >= CRC_PUBLISH_BYTES {
                     published.set(pos);
@@ -525,7 +541,7 @@ const CRC_PUBLISH_BYTES: usize = 1 << 20;
 
 /// The element count of the value at `c` (which is not moved), when the
 /// encoding states it up front; damage is left for [`skip_value`] to find.
-fn element_count(c: &Cursor<'_>, t: u8) -> Option<u64> {
+pub(super) fn element_count(c: &Cursor<'_>, t: u8) -> Option<u64> {
     let mut p = Cursor::new(c.data, c.pos);
     let peek = |p: &mut Cursor<'_>| -> Option<u64> {
         match p.raw_len("a length").ok()? {
