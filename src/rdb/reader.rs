@@ -1087,15 +1087,38 @@ fn read_value_as<const BUILD: bool>(
         }
         kind::HASH_ZIPLIST | kind::HASH_LISTPACK => {
             let raw = c.string("a hash encoding")?;
-            let items = collect_items(&raw, at, t == kind::HASH_LISTPACK)?;
-            if items.len() % 2 != 0 {
-                return Err(c.corrupt(at, "hash encoding has an odd number of elements"));
-            }
             if !BUILD {
-                let fields: Vec<Cow<'_, [u8]>> = items.iter().step_by(2).map(item_bytes).collect();
+                // The same reads as below, keeping only the fields.
+                let (name, iter): (
+                    &str,
+                    Box<dyn Iterator<Item = Result<Item<'_>, EncodingError>>>,
+                ) = if t == kind::HASH_LISTPACK {
+                    let e =
+                        listpack::entries(&raw).map_err(|e| encoding_error(at, "listpack", e))?;
+                    ("listpack", Box::new(e))
+                } else {
+                    let e = ziplist::entries(&raw).map_err(|e| encoding_error(at, "ziplist", e))?;
+                    ("ziplist", Box::new(e))
+                };
+                let mut fields: Vec<Cow<'_, [u8]>> = Vec::new();
+                let mut n = 0usize;
+                for item in iter {
+                    let item = item.map_err(|e| encoding_error(at, name, e))?;
+                    if n.is_multiple_of(2) {
+                        fields.push(item_bytes(&item));
+                    }
+                    n += 1;
+                }
+                if !n.is_multiple_of(2) {
+                    return Err(c.corrupt(at, "hash encoding has an odd number of elements"));
+                }
                 return unique(&fields, |f| &f[..], DUPLICATE_FIELDS)
                     .map(|loaded| loaded.then(checked).flatten())
                     .map_err(|e| c.corrupt(at, e));
+            }
+            let items = collect_items(&raw, at, t == kind::HASH_LISTPACK)?;
+            if items.len() % 2 != 0 {
+                return Err(c.corrupt(at, "hash encoding has an odd number of elements"));
             }
             let pairs = items
                 .chunks(2)

@@ -12,7 +12,9 @@
 //! that value is checked too, and the value reader's error (the loader's)
 //! is the one reported.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::borrow::Cow;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::ControlFlow;
 use std::sync::{mpsc, Mutex};
 
@@ -29,16 +31,54 @@ const BATCH_KEYS: usize = 4096;
 /// loaded by any server, and the tools take it for damage.
 pub const MAX_DATABASES: usize = i32::MAX as usize;
 
-/// A value to check: its type byte, where it starts and where the skip
-/// pass says it ends; `None` type for a module value (skipped by the
-/// loader; the skip pass has walked it as the loader does).
-type Job = (Option<u8>, usize, usize);
+/// A value to check: its type byte (`None` for a module value, skipped
+/// by the loader; the skip pass has walked it as the loader does), where
+/// its key starts, where the value starts and where the skip pass says
+/// it ends, and its database.
+#[derive(Clone, Copy)]
+struct Job {
+    t: Option<u8>,
+    key_at: usize,
+    value_at: usize,
+    end: usize,
+    db: usize,
+}
 
 /// A batch's check: per record, whether the loader would skip it (an
 /// empty collection), and the first failure (its index and error).
 struct Checked {
     empty: Vec<bool>,
+    hashes: Vec<u64>,
     failure: Option<(usize, RdbError)>,
+}
+
+/// The hash of (db, key) keys stored twice are looked for by.
+fn key_hash(db: usize, key: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0x6b65_7931).hash_one((db, key))
+}
+
+/// The key of the record whose key starts at `key_at`.
+fn key_at(data: &[u8], key_at: usize) -> Option<Cow<'_, [u8]>> {
+    Cursor::new(data, key_at).string("a key").ok()
+}
+
+/// A hasher for keys that are hashes already.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 /// Checks one value as the loader reads it: Ok(true) when the loader
@@ -69,16 +109,19 @@ fn check_value(
 
 fn check_batch(data: &[u8], valkey: bool, options: &Options, jobs: &[Job]) -> Checked {
     let mut empty = Vec::with_capacity(jobs.len());
-    for (i, &(t, at, end)) in jobs.iter().enumerate() {
-        let Some(t) = t else {
+    let mut hashes = Vec::with_capacity(jobs.len());
+    for (i, job) in jobs.iter().enumerate() {
+        hashes.push(key_at(data, job.key_at).map_or(0, |k| key_hash(job.db, &k)));
+        let Some(t) = job.t else {
             empty.push(false);
             continue;
         };
-        match check_value(data, valkey, options, t, at, Some(end)) {
+        match check_value(data, valkey, options, t, job.value_at, Some(job.end)) {
             Ok(e) => empty.push(e),
             Err(e) => {
                 return Checked {
                     empty,
+                    hashes,
                     failure: Some((i, e)),
                 }
             }
@@ -86,6 +129,7 @@ fn check_batch(data: &[u8], valkey: bool, options: &Options, jobs: &[Job]) -> Ch
     }
     Checked {
         empty,
+        hashes,
         failure: None,
     }
 }
@@ -149,6 +193,7 @@ impl Pool<'_> {
 fn lost() -> Checked {
     Checked {
         empty: Vec::new(),
+        hashes: Vec::new(),
         failure: Some((
             0,
             RdbError::new(
@@ -241,12 +286,19 @@ struct InFlight<'a> {
 
 /// The calling thread's side: counts, keys stored twice, the visitor.
 struct Taker<'a, 'v> {
+    data: &'a [u8],
     out: ScanSummary,
-    seen: HashSet<u128, foldhash::fast::RandomState>,
+    /// Keys kept so far: hash of (db, key) → record offset (a hash seen
+    /// twice is confirmed by comparing the keys).
+    seen: HashMap<u64, u64, std::hash::BuildHasherDefault<Prehashed>>,
     skip_expired_before_ms: Option<i64>,
     visit: &'v mut dyn FnMut(&KeyInfo<'a>) -> ControlFlow<()>,
     /// Where the last key visited ends.
     visited_to: usize,
+    /// Keys per database (small numbers; others in the summary's map).
+    per_db: Vec<u64>,
+    /// Keys and bytes per type byte.
+    per_type: Vec<TypeCount>,
 }
 
 impl<'a> Taker<'a, '_> {
@@ -270,20 +322,40 @@ impl<'a> Taker<'a, '_> {
                     (info.expire_ms, self.skip_expired_before_ms),
                     (Some(at), Some(before)) if at < before
                 );
-            if kept && !self.seen.insert(fingerprint(info.db, &info.key)) {
-                return Err(RdbError {
-                    kind: ErrorKind::Rejected,
-                    offset: info.offset,
-                    message: "the key appears twice in the file".into(),
-                    key: Some((info.db, Blob::from(&info.key[..]))),
-                });
+            if kept {
+                let hash = checked.hashes.get(i).copied().unwrap_or(0);
+                match self.seen.entry(hash) {
+                    Entry::Vacant(slot) => {
+                        slot.insert(info.offset);
+                    }
+                    Entry::Occupied(first) => {
+                        // The same hash: the same key only if the bytes say so.
+                        let same = key_at(self.data, *first.get() as usize + 1)
+                            .is_some_and(|k| k[..] == info.key[..]);
+                        if same {
+                            return Err(RdbError {
+                                kind: ErrorKind::Rejected,
+                                offset: info.offset,
+                                message: "the key appears twice in the file".into(),
+                                key: Some((info.db, Blob::from(&info.key[..]))),
+                            });
+                        }
+                    }
+                }
             }
-            *self.out.keys_per_db.entry(info.db).or_default() += 1;
+            if info.db < 1 << 16 {
+                if self.per_db.len() <= info.db {
+                    self.per_db.resize(info.db + 1, 0);
+                }
+                self.per_db[info.db] += 1;
+            } else {
+                *self.out.keys_per_db.entry(info.db).or_default() += 1;
+            }
             if let Some(at) = info.expire_ms {
                 self.out.expiring += 1;
                 self.out.expired += u64::from(at < self.out.scanned_at_ms);
             }
-            let entry = self.out.types.entry(info.type_byte).or_default();
+            let entry = &mut self.per_type[usize::from(info.type_byte)];
             entry.keys += 1;
             entry.bytes += info.record_bytes;
             self.visited_to = (info.offset + info.record_bytes) as usize;
@@ -295,13 +367,22 @@ impl<'a> Taker<'a, '_> {
     }
 }
 
-/// A 128-bit fingerprint of (db, key): keys stored twice are found
-/// without keeping the keys.
-fn fingerprint(db: usize, key: &[u8]) -> u128 {
-    use std::hash::BuildHasher;
-    let a = foldhash::fast::FixedState::with_seed(0x6b65_7931).hash_one((db, key));
-    let b = foldhash::fast::FixedState::with_seed(0x6b65_7932).hash_one((key, db));
-    (u128::from(a) << 64) | u128::from(b)
+impl Taker<'_, '_> {
+    /// The summary, with the counters folded in.
+    fn finish(mut self) -> ScanSummary {
+        let per_db = std::mem::take(&mut self.per_db);
+        self.out
+            .keys_per_db
+            .extend(per_db.into_iter().enumerate().filter(|&(_, n)| n > 0));
+        let per_type = std::mem::take(&mut self.per_type);
+        self.out.types = per_type
+            .into_iter()
+            .enumerate()
+            .filter(|(_, c)| c.keys > 0)
+            .map(|(t, c)| (t as u8, c))
+            .collect();
+        self.out
+    }
 }
 
 /// Takes the submitted batches back in order, waiting while more than
@@ -339,17 +420,23 @@ fn walk<'a>(
 ) -> Result<ScanSummary, RdbError> {
     let (version, _, header_len) = read_header(data)?;
     let mut taker = Taker {
+        data,
         out: ScanSummary {
             version,
             valkey,
             scanned_at_ms: crate::engine::now_ms(),
             ..ScanSummary::default()
         },
-        seen: HashSet::default(),
+        seen: HashMap::default(),
         skip_expired_before_ms: options.skip_expired_before_ms,
         visit,
         visited_to: 0,
+        per_db: Vec::new(),
+        per_type: vec![TypeCount::default(); 256],
     };
+    // The RESIZEDB hints size the table of keys once (capped by what the
+    // file can hold).
+    let mut hinted = 0u64;
     let max_in_flight = pool.jobs.as_ref().map_or(1, |_| 6);
     let mut in_flight: VecDeque<InFlight<'a>> = VecDeque::new();
     let mut keys: Vec<KeyInfo<'a>> = Vec::new();
@@ -372,13 +459,25 @@ fn walk<'a>(
                 keys: std::mem::take(&mut keys),
             });
             if !drain(&mut in_flight, pool, &mut taker, 0)? {
-                taker.out.len = taker.visited_to;
-                return Ok(taker.out);
+                let to = taker.visited_to;
+                let mut out = taker.finish();
+                out.len = to;
+                return Ok(out);
             }
-            let mut out = taker.out;
+            let mut out = taker.finish();
             out.checksum = Some(verify_checksum(data, &mut c, version, crc_of)?);
             out.len = c.pos;
             return Ok(out);
+        }
+        if t == opcode::RESIZEDB {
+            let mut p = Cursor::new(data, c.pos);
+            if let Ok(keys) = p.len("a RESIZEDB size") {
+                hinted = hinted.saturating_add(keys);
+                let want = hinted.min((data.len() / 8) as u64) as usize;
+                if want > taker.seen.capacity() {
+                    taker.seen.reserve(want - taker.seen.len());
+                }
+            }
         }
         match scan_opcode(
             &mut c,
@@ -404,6 +503,7 @@ fn walk<'a>(
             Ok(false) => {}
             Err(e) => break e,
         }
+        let key_start = c.pos;
         let key = match c.string("a key") {
             Ok(k) => k,
             Err(e) => break e,
@@ -422,7 +522,13 @@ fn walk<'a>(
             break e;
         }
         let record_bytes = (c.pos - record_at) as u64;
-        jobs.push(((t != kind::MODULE_2).then_some(t), value_at, c.pos));
+        jobs.push(Job {
+            t: (t != kind::MODULE_2).then_some(t),
+            key_at: key_start,
+            value_at,
+            end: c.pos,
+            db,
+        });
         keys.push(KeyInfo {
             db,
             key,
@@ -443,8 +549,10 @@ fn walk<'a>(
                 keys: std::mem::take(&mut keys),
             });
             if !drain(&mut in_flight, pool, &mut taker, max_in_flight)? {
-                taker.out.len = taker.visited_to;
-                return Ok(taker.out);
+                let to = taker.visited_to;
+                let mut out = taker.finish();
+                out.len = to;
+                return Ok(out);
             }
         }
     };
@@ -455,8 +563,10 @@ fn walk<'a>(
         keys: std::mem::take(&mut keys),
     });
     if !drain(&mut in_flight, pool, &mut taker, 0)? {
-        taker.out.len = taker.visited_to;
-        return Ok(taker.out);
+        let to = taker.visited_to;
+        let mut out = taker.finish();
+        out.len = to;
+        return Ok(out);
     }
     Err(failure)
 }
