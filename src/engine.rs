@@ -892,6 +892,15 @@ impl Engine {
                 summary.functions.len()
             ));
         }
+        if summary.empty_skipped > 0 {
+            // Redis 7.0 skips them too, with a log line (`hozon-inspect
+            // info` reports them as empty_keys_skipped).
+            self.notices.push(format!(
+                "{} empty collections in {} were skipped (an empty key cannot exist)",
+                summary.empty_skipped,
+                path.display()
+            ));
+        }
         if !summary.modules_skipped.is_empty() {
             self.notices.push(format!(
                 "!!! Warning: {} holds module data that was skipped ({}): hozon has no modules",
