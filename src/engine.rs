@@ -907,8 +907,11 @@ impl Engine {
             now_ms(),
         )
         .map_err(|e| {
+            let at = e
+                .offset()
+                .map_or_else(String::new, |n| format!(" (damage at offset {n})"));
             crate::Error::Corrupt(format!(
-                "cannot load the snapshot {}: {e}. Nothing was loaded and the file was not changed.",
+                "cannot load the snapshot {}{at}: {e}. Nothing was loaded and the file was not changed.",
                 path.display()
             ))
         })?;
@@ -974,6 +977,15 @@ impl Engine {
                 "!!! Warning: {} holds {} function libraries (FUNCTION LOAD); hozon has no Redis Functions, so they were not loaded",
                 path.display(),
                 summary.functions.len()
+            ));
+        }
+        if summary.empty_skipped > 0 {
+            // Redis 7.0 skips them too, with a log line (`hozon-inspect
+            // info` reports them as empty_keys_skipped).
+            self.notices.push(format!(
+                "{} empty collections in {} were skipped (an empty key cannot exist)",
+                summary.empty_skipped,
+                path.display()
             ));
         }
         if !summary.modules_skipped.is_empty() {

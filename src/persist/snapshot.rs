@@ -524,6 +524,21 @@ impl SnapshotError {
         }
     }
 
+    /// Where in the file the problem is, when the error says: the
+    /// damaged header, block, footer or trailer; the end of a file cut
+    /// short; 0 for content that is not a snapshot.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            SnapshotError::Header { offset, .. }
+            | SnapshotError::Trailer { offset, .. }
+            | SnapshotError::Footer { offset, .. }
+            | SnapshotError::Block { offset, .. } => Some(*offset),
+            SnapshotError::Truncated { file_len, .. } => Some(*file_len),
+            SnapshotError::NotASnapshot(_) => Some(0),
+            _ => None,
+        }
+    }
+
     /// True when the error means damaged data (the repair tool applies),
     /// rather than I/O, version or configuration trouble.
     pub fn is_damage(&self) -> bool {

@@ -30,8 +30,16 @@ use crate::types::stream::{
 use crate::types::zset::ZSet;
 use crate::types::{Blob, EncodingLimits, Value};
 
+mod check;
 mod elements;
+mod salvage;
+mod scan;
+mod stream;
+pub use check::{check_keys, MAX_DATABASES};
 pub use elements::{visit_elements, Declined, Element};
+pub use salvage::{salvage, DamagedRegion, SalvageReport, RESYNC_RECORDS};
+pub use scan::{logical_type, scan, scan_keys, KeyInfo, ScanSummary, TypeCount};
+use stream::read_stream;
 
 /// LZF cannot expand data more than about 88-fold (a 3-byte back
 /// reference yields at most 264 bytes); a larger declared length is
@@ -891,18 +899,47 @@ fn read_value(
     options: &Options,
     summary: &mut Summary,
 ) -> Result<Option<Value>, RdbError> {
+    read_value_as::<true>(c, t, options, summary)
+}
+
+/// Reads one value as the loader does (every read and every rule:
+/// encodings walked, counts matched, duplicates and NaN scores refused).
+/// With `BUILD` the value is built; without, nothing is kept: Some(an
+/// empty string) stands for a value the loader would build, None for
+/// one it skips (an empty collection). The checking form is what
+/// [`check_keys`] runs, so a check and a load fail at the same offset.
+fn read_value_as<const BUILD: bool>(
+    c: &mut Cursor<'_>,
+    t: u8,
+    options: &Options,
+    summary: &mut Summary,
+) -> Result<Option<Value>, RdbError> {
     let limits = &options.limits;
     let at = c.pos;
+    // What a checked value that would be loaded is returned as.
+    let checked = || Some(Value::Str(Blob::default()));
     let value = match t {
-        kind::STRING => Value::Str(c.blob("a string value")?),
+        kind::STRING => {
+            let s = c.string("a string value")?;
+            if !BUILD {
+                return Ok(checked());
+            }
+            Value::Str(blob_of(s))
+        }
         kind::LIST => {
             let n = c.count("a list length", 1)?;
             let mut list = List::new();
             for _ in 0..n {
-                list.push(End::Tail, &c.string("a list element")?);
+                let item = c.string("a list element")?;
+                if BUILD {
+                    list.push(End::Tail, &item);
+                }
             }
-            if list.is_empty() {
+            if n == 0 {
                 return Ok(None);
+            }
+            if !BUILD {
+                return Ok(checked());
             }
             Value::List(Box::new(list))
         }
@@ -910,9 +947,14 @@ fn read_value(
             let n = c.count("a set length", 1)?;
             let mut members = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                members.push(c.blob("a set member")?);
+                members.push(c.string("a set member")?);
             }
-            match build_set(members, limits) {
+            if !BUILD {
+                return unique(&members, |m| &m[..], DUPLICATE_MEMBERS)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
+            match build_set(members.into_iter().map(blob_of).collect(), limits) {
                 Ok(Some(set)) => Value::Set(Box::new(set)),
                 Ok(None) => return Ok(None),
                 Err(e) => return Err(c.corrupt(at, e)),
@@ -922,7 +964,7 @@ fn read_value(
             let n = c.count("a sorted set length", 2)?;
             let mut entries = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                let member = c.blob("a sorted set member")?;
+                let member = c.string("a sorted set member")?;
                 let score = if t == kind::ZSET {
                     c.string_double("a score")?
                 } else {
@@ -930,21 +972,41 @@ fn read_value(
                 };
                 entries.push((member, score));
             }
+            if !BUILD {
+                return zset_rules(&entries)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
+            let entries = entries.into_iter().map(|(m, s)| (blob_of(m), s)).collect();
             return build_zset(entries, limits).map_err(|e| c.corrupt(at, e));
         }
         kind::HASH => {
             let n = c.count("a hash length", 2)?;
             let mut pairs = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                let field = c.blob("a hash field")?;
-                let value = c.blob("a hash value")?;
+                let field = c.string("a hash field")?;
+                let value = c.string("a hash value")?;
                 pairs.push((field, value));
             }
+            if !BUILD {
+                return unique(&pairs, |p| &p.0[..], DUPLICATE_FIELDS)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
+            let pairs = pairs
+                .into_iter()
+                .map(|(f, v)| (blob_of(f), blob_of(v)))
+                .collect();
             return build_hash(pairs, limits).map_err(|e| c.corrupt(at, e));
         }
         kind::HASH_ZIPMAP => {
             let raw = c.string("a zipmap")?;
             let pairs = zipmap::entries(&raw).map_err(|e| encoding_error(at, "zipmap", e))?;
+            if !BUILD {
+                return unique(&pairs, |p| p.0, DUPLICATE_FIELDS)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
             let pairs = pairs
                 .into_iter()
                 .map(|(f, v)| (Blob::from(f), Blob::from(v)))
@@ -954,14 +1016,19 @@ fn read_value(
         kind::LIST_ZIPLIST => {
             let raw = c.string("a ziplist")?;
             let mut list = List::new();
+            let mut n = 0usize;
             for item in ziplist::entries(&raw).map_err(|e| encoding_error(at, "ziplist", e))? {
-                push_item(
-                    &mut list,
-                    item.map_err(|e| encoding_error(at, "ziplist", e))?,
-                );
+                let item = item.map_err(|e| encoding_error(at, "ziplist", e))?;
+                n += 1;
+                if BUILD {
+                    push_item(&mut list, item);
+                }
             }
-            if list.is_empty() {
+            if n == 0 {
                 return Ok(None);
+            }
+            if !BUILD {
+                return Ok(checked());
             }
             Value::List(Box::new(list))
         }
@@ -971,11 +1038,20 @@ fn read_value(
             if ints.is_empty() {
                 return Ok(None);
             }
+            if !BUILD {
+                return Ok(checked());
+            }
             Value::Set(Box::new(set_from_ints(ints, limits)))
         }
         kind::SET_LISTPACK => {
             let raw = c.string("a set listpack")?;
             let items = collect_items(&raw, at, true)?;
+            if !BUILD {
+                let members: Vec<Cow<'_, [u8]>> = items.iter().map(item_bytes).collect();
+                return unique(&members, |m| &m[..], DUPLICATE_MEMBERS)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
             let members = items.iter().map(Item::to_blob).collect();
             match build_set(members, limits) {
                 Ok(Some(set)) => Value::Set(Box::new(set)),
@@ -997,14 +1073,49 @@ fn read_value(
                         c.corrupt(at, format!("score '{}' is not a number", display_key(s)))
                     })?,
                 };
-                entries.push((pair[0].to_blob(), score));
+                entries.push((item_bytes(&pair[0]), score));
             }
+            if !BUILD {
+                return zset_rules(&entries)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
+            let entries = entries.into_iter().map(|(m, s)| (blob_of(m), s)).collect();
             // Redis keeps a loaded compact encoding compact unless it has
             // too many entries (long elements do not convert it).
             return build_zset(entries, &compact_limits(limits)).map_err(|e| c.corrupt(at, e));
         }
         kind::HASH_ZIPLIST | kind::HASH_LISTPACK => {
             let raw = c.string("a hash encoding")?;
+            if !BUILD {
+                // The same reads as below, keeping only the fields.
+                let (name, iter): (
+                    &str,
+                    Box<dyn Iterator<Item = Result<Item<'_>, EncodingError>>>,
+                ) = if t == kind::HASH_LISTPACK {
+                    let e =
+                        listpack::entries(&raw).map_err(|e| encoding_error(at, "listpack", e))?;
+                    ("listpack", Box::new(e))
+                } else {
+                    let e = ziplist::entries(&raw).map_err(|e| encoding_error(at, "ziplist", e))?;
+                    ("ziplist", Box::new(e))
+                };
+                let mut fields: Vec<Cow<'_, [u8]>> = Vec::new();
+                let mut n = 0usize;
+                for item in iter {
+                    let item = item.map_err(|e| encoding_error(at, name, e))?;
+                    if n.is_multiple_of(2) {
+                        fields.push(item_bytes(&item));
+                    }
+                    n += 1;
+                }
+                if !n.is_multiple_of(2) {
+                    return Err(c.corrupt(at, "hash encoding has an odd number of elements"));
+                }
+                return unique(&fields, |f| &f[..], DUPLICATE_FIELDS)
+                    .map(|loaded| loaded.then(checked).flatten())
+                    .map_err(|e| c.corrupt(at, e));
+            }
             let items = collect_items(&raw, at, t == kind::HASH_LISTPACK)?;
             if items.len() % 2 != 0 {
                 return Err(c.corrupt(at, "hash encoding has an odd number of elements"));
@@ -1076,6 +1187,7 @@ fn read_value(
         kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => {
             let nodes = c.count("a quicklist length", 1)?;
             let mut list = List::new();
+            let mut n = 0usize;
             for _ in 0..nodes {
                 let container = if t == kind::LIST_QUICKLIST_2 {
                     c.len("a quicklist container type")?
@@ -1085,7 +1197,12 @@ fn read_value(
                 let node_at = c.pos;
                 let raw = c.string("a quicklist node")?;
                 match container {
-                    1 => list.push(End::Tail, &raw),
+                    1 => {
+                        n += 1;
+                        if BUILD {
+                            list.push(End::Tail, &raw);
+                        }
+                    }
                     2 => {
                         let items: Box<dyn Iterator<Item = Result<Item<'_>, EncodingError>>> =
                             if t == kind::LIST_QUICKLIST_2 {
@@ -1100,10 +1217,12 @@ fn read_value(
                                 )
                             };
                         for item in items {
-                            push_item(
-                                &mut list,
-                                item.map_err(|e| encoding_error(node_at, "quicklist node", e))?,
-                            );
+                            let item =
+                                item.map_err(|e| encoding_error(node_at, "quicklist node", e))?;
+                            n += 1;
+                            if BUILD {
+                                push_item(&mut list, item);
+                            }
                         }
                     }
                     other => {
@@ -1113,8 +1232,11 @@ fn read_value(
                     }
                 }
             }
-            if list.is_empty() {
+            if n == 0 {
                 return Ok(None);
+            }
+            if !BUILD {
+                return Ok(checked());
             }
             Value::List(Box::new(list))
         }
@@ -1187,6 +1309,49 @@ fn collect_items<'a>(
         .collect()
 }
 
+/// A decoded string as a [`Blob`] (no copy when it was decompressed).
+fn blob_of(s: Cow<'_, [u8]>) -> Blob {
+    match s {
+        Cow::Borrowed(b) => Blob::from(b),
+        Cow::Owned(v) => Blob::from_vec(v),
+    }
+}
+
+/// A listpack or ziplist entry's bytes (an integer as its decimal text,
+/// which is what a loaded value holds).
+fn item_bytes<'a>(item: &Item<'a>) -> Cow<'a, [u8]> {
+    match *item {
+        Item::Str(s) => Cow::Borrowed(s),
+        Item::Int(n) => Cow::Owned(int_text(n)),
+    }
+}
+
+const DUPLICATE_FIELDS: &str = "duplicate hash fields detected";
+const DUPLICATE_MEMBERS: &str = "duplicate set members detected";
+const DUPLICATE_ZSET_MEMBERS: &str = "duplicate sorted set members detected";
+
+/// The rule every loaded hash, set and sorted set obeys, for the loader
+/// and the checker alike: no elements means no key (Ok(false): Redis
+/// does not create an empty collection either); two equal elements
+/// (fields, members) are damage.
+fn unique<T>(items: &[T], key: impl Fn(&T) -> &[u8], duplicate: &str) -> Result<bool, String> {
+    if items.is_empty() {
+        return Ok(false);
+    }
+    if has_duplicates(items, key) {
+        return Err(duplicate.into());
+    }
+    Ok(true)
+}
+
+/// [`unique`] for a sorted set's members, and no NaN score.
+fn zset_rules<M: AsRef<[u8]>>(entries: &[(M, f64)]) -> Result<bool, String> {
+    if entries.iter().any(|(_, s)| s.is_nan()) {
+        return Err("sorted set with a NaN score".into());
+    }
+    unique(entries, |e| e.0.as_ref(), DUPLICATE_ZSET_MEMBERS)
+}
+
 /// True when two of `items` have equal keys.
 fn has_duplicates<T>(items: &[T], key: impl Fn(&T) -> &[u8]) -> bool {
     if items.len() <= 16 {
@@ -1203,7 +1368,7 @@ fn has_duplicates<T>(items: &[T], key: impl Fn(&T) -> &[u8]) -> bool {
 /// A hash as Redis 7.0 builds it on load: a listpack (file order) within
 /// the limits, else a table. Empty: None.
 fn build_hash(pairs: Vec<(Blob, Blob)>, limits: &EncodingLimits) -> Result<Option<Value>, String> {
-    if pairs.is_empty() {
+    if !unique(&pairs, |(f, _)| f.as_bytes(), DUPLICATE_FIELDS)? {
         return Ok(None);
     }
     let compact = pairs.len() <= limits.hash_max_listpack_entries
@@ -1211,16 +1376,11 @@ fn build_hash(pairs: Vec<(Blob, Blob)>, limits: &EncodingLimits) -> Result<Optio
             f.len() <= limits.hash_max_listpack_value && v.len() <= limits.hash_max_listpack_value
         });
     if compact {
-        if has_duplicates(&pairs, |(f, _)| f.as_bytes()) {
-            return Err("duplicate hash fields detected".into());
-        }
         return Ok(Some(Value::Hash(Box::new(Hash::Listpack(pairs)))));
     }
     let mut table = Dict::with_capacity(pairs.len());
     for (f, v) in pairs {
-        if table.insert(f, v).is_some() {
-            return Err("duplicate hash fields detected".into());
-        }
+        table.insert_new(f, v);
     }
     Ok(Some(Value::Hash(Box::new(Hash::Table(table)))))
 }
@@ -1243,24 +1403,19 @@ fn set_from_ints(ints: Vec<i64>, limits: &EncodingLimits) -> Set {
 /// A set as Redis 7.0 builds it on load: an intset when every member is
 /// an integer and there are few enough, else a table.
 fn build_set(members: Vec<Blob>, limits: &EncodingLimits) -> Result<Option<Set>, String> {
-    if members.is_empty() {
+    if !unique(&members, Blob::as_bytes, DUPLICATE_MEMBERS)? {
         return Ok(None);
     }
     if members.len() <= intset_limit(limits) {
         let ints: Option<Vec<i64>> = members.iter().map(|m| parse_i64(m)).collect();
         if let Some(mut ints) = ints {
             ints.sort_unstable();
-            if ints.windows(2).any(|w| w[0] == w[1]) {
-                return Err("duplicate set members detected".into());
-            }
             return Ok(Some(Set::Intset(ints)));
         }
     }
     let mut table = Dict::with_capacity(members.len());
     for m in members {
-        if table.insert(m, ()).is_some() {
-            return Err("duplicate set members detected".into());
-        }
+        table.insert_new(m, ());
     }
     Ok(Some(Set::Table(table)))
 }
@@ -1271,1170 +1426,14 @@ fn build_zset(
     mut entries: Vec<(Blob, f64)>,
     limits: &EncodingLimits,
 ) -> Result<Option<Value>, String> {
-    if entries.is_empty() {
+    if !zset_rules(&entries)? {
         return Ok(None);
-    }
-    if entries.iter().any(|(_, s)| s.is_nan()) {
-        return Err("sorted set with a NaN score".into());
     }
     // Stable sort finds an ascending or descending file order in one pass.
     entries.sort_by(|a, b| cmp_key(a.1, &a.0, b.1, &b.0));
-    if has_duplicates(&entries, |(m, _)| m.as_bytes()) {
-        return Err("duplicate sorted set members detected".into());
-    }
     Ok(Some(Value::ZSet(Box::new(ZSet::from_sorted(
         entries, limits,
     )))))
-}
-
-// ---------------------------------------------------------------------------
-// Streams.
-
-fn read_stream(c: &mut Cursor<'_>, t: u8) -> Result<Stream, RdbError> {
-    let mut s = Stream::new();
-    let nodes = c.count("a stream node count", 2)?;
-    let mut prev_master: Option<StreamId> = None;
-    for _ in 0..nodes {
-        let key_at = c.pos;
-        let key = c.string("a stream node key")?;
-        let raw: [u8; 16] = key[..]
-            .try_into()
-            .map_err(|_| c.corrupt(key_at, "stream node key is not the size of a stream ID"))?;
-        let master_id = id_from_be(&raw);
-        if prev_master.is_some_and(|p| master_id <= p) {
-            return Err(c.corrupt(key_at, "stream nodes are not in ID order"));
-        }
-        prev_master = Some(master_id);
-        let lp_at = c.pos;
-        let lp = c.string("a stream listpack")?;
-        read_stream_node(&mut s, master_id, &lp)
-            .map_err(|e| c.corrupt(lp_at, format!("stream node {master_id}: {e}")))?;
-    }
-    let length = c.len("a stream length")?;
-    s.last_id = c.stream_id_lens("a stream last ID")?;
-    if t >= kind::STREAM_LISTPACKS_2 {
-        s.first_id = c.stream_id_lens("a stream first ID")?;
-        s.max_deleted_entry_id = c.stream_id_lens("a stream max deleted ID")?;
-        s.entries_added = c.len("a stream entries-added counter")?;
-    } else {
-        // Redis's streamGetEdgeID: an empty stream's first ID is the
-        // largest ID.
-        s.first_id = s.first().map_or(StreamId::MAX, |(id, _)| id);
-        s.max_deleted_entry_id = StreamId::MIN;
-        s.entries_added = length;
-    }
-    if length != s.len() as u64 {
-        return Err(c.corrupt(
-            c.pos,
-            format!(
-                "stream length {length} does not match its {} entries",
-                s.len()
-            ),
-        ));
-    }
-    if s.last().is_some_and(|(id, _)| id > s.last_id) {
-        return Err(c.corrupt(c.pos, "stream last ID is below its last entry"));
-    }
-    let groups = c.count("a consumer group count", 3)?;
-    for _ in 0..groups {
-        let group_at = c.pos;
-        let name = c.blob("a consumer group name")?;
-        let last_id = c.stream_id_lens("a group last ID")?;
-        let entries_read = if t >= kind::STREAM_LISTPACKS_2 {
-            c.len("a group entries-read counter")? as i64
-        } else {
-            s.estimate_entries_read(last_id)
-        };
-        let entries_read = if entries_read < 0 {
-            ENTRIES_READ_INVALID
-        } else {
-            entries_read
-        };
-        let pel_len = c.count("a pending entries count", 17)?;
-        let mut pending: std::collections::BTreeMap<StreamId, (i64, u64, Option<Blob>)> =
-            std::collections::BTreeMap::new();
-        for _ in 0..pel_len {
-            let at = c.pos;
-            let id = c.stream_id_raw("a pending entry ID")?;
-            let time = c.ms_time("a delivery time")?;
-            let count = c.len("a delivery count")?;
-            if pending.insert(id, (time, count, None)).is_some() {
-                return Err(c.corrupt(at, format!("pending entry {id} repeated in the group")));
-            }
-        }
-        let consumers_n = c.count("a consumer count", 10)?;
-        let mut consumers = std::collections::BTreeMap::new();
-        for _ in 0..consumers_n {
-            let at = c.pos;
-            let cname = c.blob("a consumer name")?;
-            let seen = c.ms_time("a consumer seen time")?;
-            if t >= kind::STREAM_LISTPACKS_3 {
-                // Active time (7.2): hozon's consumers keep the seen time only.
-                c.ms_time("a consumer active time")?;
-            }
-            let n = c.count("a consumer pending count", 16)?;
-            let mut pel = std::collections::BTreeSet::new();
-            for _ in 0..n {
-                let id_at = c.pos;
-                let id = c.stream_id_raw("a consumer pending ID")?;
-                let Some(entry) = pending.get_mut(&id) else {
-                    return Err(c.corrupt(
-                        id_at,
-                        format!("consumer pending entry {id} is not in the group's PEL"),
-                    ));
-                };
-                if entry.2.is_some() || !pel.insert(id) {
-                    return Err(c.corrupt(id_at, format!("pending entry {id} owned twice")));
-                }
-                entry.2 = Some(cname.clone());
-            }
-            let consumer = Consumer {
-                seen_time_ms: seen,
-                pel,
-            };
-            if consumers.insert(cname, consumer).is_some() {
-                return Err(c.corrupt(at, "duplicate stream consumer detected"));
-            }
-        }
-        let mut pel = std::collections::BTreeMap::new();
-        for (id, (time, count, owner)) in pending {
-            let Some(consumer) = owner else {
-                return Err(c.corrupt(group_at, format!("pending entry {id} has no consumer")));
-            };
-            pel.insert(
-                id,
-                PendingEntry {
-                    delivery_time_ms: time,
-                    delivery_count: count,
-                    consumer,
-                },
-            );
-        }
-        let group = ConsumerGroup {
-            last_id,
-            entries_read,
-            pel,
-            consumers,
-        };
-        if s.groups.insert(name, group).is_some() {
-            return Err(c.corrupt(group_at, "duplicate consumer group name"));
-        }
-    }
-    Ok(s)
-}
-
-/// Decodes one stream listpack node into `s`.
-fn read_stream_node(s: &mut Stream, master_id: StreamId, lp: &[u8]) -> Result<(), String> {
-    let mut items = listpack::entries(lp).map_err(|e| e.to_string())?;
-    let mut next = |what: &str| -> Result<Item<'_>, String> {
-        match items.next() {
-            Some(Ok(item)) => Ok(item),
-            Some(Err(e)) => Err(e.to_string()),
-            None => Err(format!("listpack ends before {what}")),
-        }
-    };
-    fn int(item: Item<'_>, what: &str) -> Result<i64, String> {
-        item.as_i64()
-            .ok_or_else(|| format!("{what} is not an integer"))
-    }
-    let live = int(next("the entry count")?, "the entry count")?;
-    let deleted = int(next("the deleted count")?, "the deleted count")?;
-    let nfields = int(next("the master field count")?, "the master field count")?;
-    if live < 0 || deleted < 0 || nfields < 0 || nfields as u64 > lp.len() as u64 {
-        return Err("invalid master entry counters".into());
-    }
-    let mut master_fields = Vec::with_capacity(nfields as usize);
-    for _ in 0..nfields {
-        master_fields.push(next("a master field")?.to_blob());
-    }
-    if int(next("the master terminator")?, "the master terminator")? != 0 {
-        return Err("master entry terminator is not 0".into());
-    }
-    let master_fields: Box<[Blob]> = master_fields.into_boxed_slice();
-    s.load_node(master_id, master_fields.clone())?;
-    let (mut seen_live, mut seen_deleted) = (0i64, 0i64);
-    loop {
-        let flags = match items.next() {
-            None => break,
-            Some(Err(e)) => return Err(e.to_string()),
-            Some(Ok(item)) => int(item, "entry flags")?,
-        };
-        let mut next = |what: &str| -> Result<Item<'_>, String> {
-            match items.next() {
-                Some(Ok(item)) => Ok(item),
-                Some(Err(e)) => Err(e.to_string()),
-                None => Err(format!("listpack ends before {what}")),
-            }
-        };
-        if flags & !3 != 0 {
-            return Err(format!("unknown entry flags {flags}"));
-        }
-        let ms_diff = int(next("an ID")?, "an ID")?;
-        let seq_diff = int(next("an ID")?, "an ID")?;
-        let id = StreamId::new(
-            master_id.ms.wrapping_add(ms_diff as u64),
-            master_id.seq.wrapping_add(seq_diff as u64),
-        );
-        let same_fields = flags & 2 != 0;
-        let fields: Fields = if same_fields {
-            let mut f = Vec::with_capacity(master_fields.len());
-            for name in master_fields.iter() {
-                f.push((name.clone(), next("a value")?.to_blob()));
-            }
-            f.into_boxed_slice()
-        } else {
-            let n = int(next("a field count")?, "a field count")?;
-            if n < 0 || n as u64 > lp.len() as u64 {
-                return Err("invalid field count".into());
-            }
-            let mut f = Vec::with_capacity(n as usize);
-            for _ in 0..n {
-                let field = next("a field")?.to_blob();
-                let value = next("a value")?.to_blob();
-                f.push((field, value));
-            }
-            f.into_boxed_slice()
-        };
-        let expected = if same_fields {
-            master_fields.len() as i64 + 3
-        } else {
-            2 * fields.len() as i64 + 4
-        };
-        if int(next("lp-count")?, "lp-count")? != expected {
-            return Err(format!("entry {id}: lp-count does not match its fields"));
-        }
-        let is_deleted = flags & 1 != 0;
-        s.load_entry(id, fields, is_deleted)?;
-        if is_deleted {
-            seen_deleted += 1;
-        } else {
-            seen_live += 1;
-        }
-    }
-    if seen_live != live || seen_deleted != deleted {
-        return Err(format!(
-            "master entry counts {live} live and {deleted} deleted, the node holds {seen_live} and {seen_deleted}"
-        ));
-    }
-    if seen_live + seen_deleted == 0 {
-        return Err("empty listpack inside stream".into());
-    }
-    // A node whose entries are all deleted stays: Redis keeps one that an
-    // exact XTRIM emptied (XINFO counts it), and so does its RDB.
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// The skip pass.
-
-/// Per value type counts of a [`scan`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TypeCount {
-    /// Keys of this type.
-    pub keys: u64,
-    /// Bytes their records take in the file (key and value).
-    pub bytes: u64,
-}
-
-/// What [`scan`] found, without building any value.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ScanSummary {
-    /// The header's version.
-    pub version: u16,
-    /// The header was Valkey's.
-    pub valkey: bool,
-    /// AUX fields.
-    pub aux: Vec<(Blob, Blob)>,
-    /// Function libraries.
-    pub functions: u64,
-    /// Keys per database index.
-    pub keys_per_db: std::collections::BTreeMap<usize, u64>,
-    /// Keys with an expiry.
-    pub expiring: u64,
-    /// Keys whose expiry had passed when the walk started (`now_ms` of
-    /// the wall clock then; redis-check-rdb's "already expired").
-    pub expired: u64,
-    /// The wall-clock time [`ScanSummary::expired`] is relative to.
-    pub scanned_at_ms: i64,
-    /// Keys and bytes per value type byte.
-    pub types: std::collections::BTreeMap<u8, TypeCount>,
-    /// Checksum result.
-    pub checksum: Option<Checksum>,
-    /// Bytes through the checksum.
-    pub len: usize,
-}
-
-/// Walks a whole RDB file without building values: every length is read
-/// and bounds-checked, compact encodings are skipped as strings (not
-/// walked), LZF data is not decompressed; the CRC is verified. This is
-/// the summary pass of the inspector.
-pub fn scan(data: &[u8]) -> Result<ScanSummary, RdbError> {
-    if data.len() < PARALLEL_MIN_BYTES || data[data.len() - 9] != opcode::EOF {
-        return scan_with(data, None);
-    }
-    // The CRC of a whole file is computed on another thread meanwhile.
-    std::thread::scope(|scope| {
-        let whole = data.len() - 8;
-        let job = scope.spawn(move || super::crc64(&data[..whole]));
-        scan_with(data, Some(job))
-    })
-}
-
-fn scan_with(
-    data: &[u8],
-    mut crc_job: Option<std::thread::ScopedJoinHandle<'_, u64>>,
-) -> Result<ScanSummary, RdbError> {
-    let (version, valkey, header_len) = read_header(data)?;
-    let mut out = ScanSummary {
-        version,
-        valkey,
-        scanned_at_ms: crate::engine::now_ms(),
-        ..ScanSummary::default()
-    };
-    let mut c = Cursor::new(data, header_len);
-    let mut db = 0usize;
-    let mut expire_ms: Option<i64> = None;
-    // Counters indexed by database and type byte (no map per key).
-    let mut per_db: Vec<u64> = Vec::new();
-    let mut per_type: Vec<TypeCount> = vec![TypeCount::default(); 256];
-    loop {
-        let record_at = c.pos;
-        match c.u8("a record type")? {
-            opcode::EOF => break,
-            t if scan_opcode(&mut c, t, record_at, &mut out, &mut db, &mut expire_ms)? => {}
-            t => {
-                c.skip_string("a key")?;
-                skip_value(&mut c, t, valkey)?;
-                // The database number comes from the file: only small ones
-                // index the vector, so a damaged SELECTDB cannot size it.
-                if db < 1 << 16 {
-                    if per_db.len() <= db {
-                        per_db.resize(db + 1, 0);
-                    }
-                    per_db[db] += 1;
-                } else {
-                    *out.keys_per_db.entry(db).or_default() += 1;
-                }
-                if let Some(at) = expire_ms.take() {
-                    out.expiring += 1;
-                    out.expired += u64::from(at < out.scanned_at_ms);
-                }
-                let entry = &mut per_type[usize::from(t)];
-                entry.keys += 1;
-                entry.bytes += (c.pos - record_at) as u64;
-            }
-        }
-    }
-    out.keys_per_db
-        .extend(per_db.into_iter().enumerate().filter(|&(_, n)| n > 0));
-    out.types = per_type
-        .into_iter()
-        .enumerate()
-        .filter(|(_, c)| c.keys > 0)
-        .map(|(t, c)| (t as u8, c))
-        .collect();
-    out.checksum = Some(verify_checksum(
-        data,
-        &mut c,
-        version,
-        &mut |covered| match crc_job.take() {
-            Some(job) if covered + 8 == data.len() => job
-                .join()
-                .unwrap_or_else(|_| super::crc64(&data[..covered])),
-            _ => super::crc64(&data[..covered]),
-        },
-    )?);
-    out.len = c.pos;
-    Ok(out)
-}
-
-/// The skip passes' handling of a record that is not a key: reads it,
-/// notes what the summary keeps, and returns false for a value type.
-fn scan_opcode(
-    c: &mut Cursor<'_>,
-    t: u8,
-    record_at: usize,
-    out: &mut ScanSummary,
-    db: &mut usize,
-    expire_ms: &mut Option<i64>,
-) -> Result<bool, RdbError> {
-    match t {
-        opcode::SELECTDB => *db = c.len("a database number")? as usize,
-        opcode::RESIZEDB => {
-            c.len("a RESIZEDB size")?;
-            c.len("a RESIZEDB size")?;
-        }
-        opcode::EXPIRETIME_MS => *expire_ms = Some(c.ms_time("an expiry")?),
-        opcode::EXPIRETIME => {
-            let secs = i32::from_le_bytes(c.array("an expiry")?);
-            *expire_ms = Some(i64::from(secs) * 1000);
-        }
-        opcode::AUX => {
-            let name = c.blob("an AUX field name")?;
-            let value = c.blob("an AUX field value")?;
-            out.aux.push((name, value));
-        }
-        opcode::IDLE => {
-            c.len("an IDLE time")?;
-        }
-        opcode::FREQ => {
-            c.u8("an LFU frequency")?;
-        }
-        opcode::SLOT_INFO => {
-            for _ in 0..3 {
-                c.len("slot information")?;
-            }
-        }
-        opcode::FUNCTION2 => {
-            // Decoded (LZF included), not skipped: a library the loaders
-            // cannot read is damage here too. Libraries are few and small.
-            c.string("a function library")?;
-            out.functions += 1;
-        }
-        opcode::FUNCTION_PRE_GA => {
-            return Err(RdbError::new(
-                ErrorKind::Unsupported,
-                record_at,
-                "pre-release function format is not supported",
-            ))
-        }
-        opcode::MODULE_AUX => {
-            let id = c.len("a module id")?;
-            let name = module_name(id);
-            read_module_aux_when(c, &name)?;
-            skip_module_value(c, &name)?;
-        }
-        _ => return Ok(false),
-    }
-    Ok(true)
-}
-
-fn skip_value(c: &mut Cursor<'_>, t: u8, valkey: bool) -> Result<(), RdbError> {
-    let at = c.pos;
-    match t {
-        kind::STRING
-        | kind::HASH_ZIPMAP
-        | kind::LIST_ZIPLIST
-        | kind::SET_INTSET
-        | kind::ZSET_ZIPLIST
-        | kind::HASH_ZIPLIST
-        | kind::HASH_LISTPACK
-        | kind::ZSET_LISTPACK
-        | kind::SET_LISTPACK
-        | kind::HASH_LISTPACK_EX_PRE_GA => c.skip_string("a value")?,
-        kind::HASH_LISTPACK_EX => {
-            c.take(8, "a hash minimum expiry")?;
-            c.skip_string("a value")?;
-        }
-        kind::LIST | kind::SET => {
-            for _ in 0..c.count("a length", 1)? {
-                c.skip_string("an element")?;
-            }
-        }
-        kind::ZSET => {
-            for _ in 0..c.count("a length", 2)? {
-                c.skip_string("a member")?;
-                c.string_double("a score")?;
-            }
-        }
-        kind::ZSET_2 => {
-            for _ in 0..c.count("a length", 9)? {
-                c.skip_string("a member")?;
-                c.take(8, "a score")?;
-            }
-        }
-        kind::HASH => {
-            for _ in 0..c.count("a length", 2)? {
-                c.skip_string("a field")?;
-                c.skip_string("a value")?;
-            }
-        }
-        kind::HASH_METADATA_PRE_GA if valkey => {
-            for _ in 0..c.count("a length", 10)? {
-                c.skip_string("a field")?;
-                c.skip_string("a value")?;
-                c.take(8, "a field expiry")?;
-            }
-        }
-        kind::HASH_METADATA | kind::HASH_METADATA_PRE_GA => {
-            if t == kind::HASH_METADATA {
-                c.take(8, "a hash minimum expiry")?;
-            }
-            for _ in 0..c.count("a length", 3)? {
-                c.len("a field TTL")?;
-                c.skip_string("a field")?;
-                c.skip_string("a value")?;
-            }
-        }
-        kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => {
-            for _ in 0..c.count("a quicklist length", 1)? {
-                if t == kind::LIST_QUICKLIST_2 {
-                    c.len("a container type")?;
-                }
-                c.skip_string("a quicklist node")?;
-            }
-        }
-        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => {
-            for _ in 0..c.count("a stream node count", 2)? {
-                c.skip_string("a stream node key")?;
-                c.skip_string("a stream listpack")?;
-            }
-            c.len("a stream length")?;
-            c.stream_id_lens("a stream last ID")?;
-            if t >= kind::STREAM_LISTPACKS_2 {
-                c.stream_id_lens("a stream first ID")?;
-                c.stream_id_lens("a stream max deleted ID")?;
-                c.len("a stream entries-added counter")?;
-            }
-            for _ in 0..c.count("a consumer group count", 3)? {
-                c.skip_string("a group name")?;
-                c.stream_id_lens("a group last ID")?;
-                if t >= kind::STREAM_LISTPACKS_2 {
-                    c.len("a group entries-read counter")?;
-                }
-                for _ in 0..c.count("a pending entries count", 17)? {
-                    c.take(24, "a pending entry")?;
-                    c.len("a delivery count")?;
-                }
-                for _ in 0..c.count("a consumer count", 10)? {
-                    c.skip_string("a consumer name")?;
-                    c.take(8, "a seen time")?;
-                    if t >= kind::STREAM_LISTPACKS_3 {
-                        c.take(8, "an active time")?;
-                    }
-                    let n = c.count("a consumer pending count", 16)?;
-                    c.take(n * 16, "consumer pending IDs")?;
-                }
-            }
-        }
-        kind::MODULE_2 => {
-            let id = c.len("a module id")?;
-            skip_module_value(c, &module_name(id))?;
-        }
-        kind::MODULE_PRE_GA => {
-            return Err(RdbError::new(
-                ErrorKind::Unsupported,
-                at,
-                "pre-release module value format is not supported",
-            ))
-        }
-        other => return Err(c.corrupt(at.saturating_sub(1), format!("unknown value type {other}"))),
-    }
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// The per-key walk.
-
-/// The value type a type byte encodes, as TYPE names it (`module` for
-/// module values; every hash encoding, also with field TTLs, is `hash`).
-pub fn logical_type(t: u8) -> &'static str {
-    match t {
-        kind::STRING => "string",
-        kind::LIST | kind::LIST_ZIPLIST | kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => "list",
-        kind::SET | kind::SET_INTSET | kind::SET_LISTPACK => "set",
-        kind::ZSET | kind::ZSET_2 | kind::ZSET_ZIPLIST | kind::ZSET_LISTPACK => "zset",
-        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => "stream",
-        kind::MODULE_PRE_GA | kind::MODULE_2 => "module",
-        _ => "hash",
-    }
-}
-
-/// One key record as [`scan_keys`] sees it; nothing of the value is built.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyInfo<'a> {
-    /// The database (the last SELECTDB before the record).
-    pub db: usize,
-    /// The key: borrowed from the input when stored raw, owned when it was
-    /// LZF-compressed or integer-encoded.
-    pub key: Cow<'a, [u8]>,
-    /// The RDB value type byte ([`super::kind`]).
-    pub type_byte: u8,
-    /// What TYPE reports ([`logical_type`]).
-    pub logical_type: &'static str,
-    /// Offset of the record's type byte in the input.
-    pub offset: u64,
-    /// Bytes of the record: type byte, key and value (as [`TypeCount`]
-    /// counts them; expiry, IDLE and FREQ opcodes before it excluded).
-    pub record_bytes: u64,
-    /// Offset of the value (after the key): the value is the input from
-    /// here to `offset + record_bytes`, what [`decode_value`] and
-    /// [`visit_elements`] read.
-    pub value_offset: u64,
-    /// Absolute expiry in Unix ms (an EXPIRETIME in seconds is scaled).
-    pub expire_ms: Option<i64>,
-    /// Elements (list items, set/zset members, hash fields, stream
-    /// entries) when the encoding states them up front: a plain
-    /// collection's length, a listpack/ziplist/intset/zipmap header, the
-    /// sum of uncompressed quicklist node headers, a stream's length.
-    /// None for strings, modules, LZF-compressed compact values and
-    /// headers that saturated (65535).
-    pub elements: Option<u64>,
-}
-
-/// Walks an RDB file like [`scan`] and calls `visit` for every key record,
-/// in file order. Memory stays bounded by the largest key (values are
-/// skipped, never built or decompressed). `visit` returning
-/// `ControlFlow::Break` ends the walk early: the summary then covers the
-/// keys seen so far and has no checksum (`checksum` None, `len` the
-/// offset reached). Damage ends the walk with the error after every key
-/// before it was visited.
-pub fn scan_keys<'a>(
-    data: &'a [u8],
-    visit: &mut dyn FnMut(&KeyInfo<'a>) -> std::ops::ControlFlow<()>,
-) -> Result<ScanSummary, RdbError> {
-    // The CRC runs behind the walk over the bytes it has passed: no second
-    // pass over the file at the end, and a caller may give back the pages
-    // the walk has passed (the CRC trails it by a few MiB at most). With a
-    // second core the CRC runs there, else inline in steps.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if data.len() < PARALLEL_MIN_BYTES || cores < 2 {
-        let mut crc = super::Crc64::default();
-        let mut crc_pos = 0usize;
-        let crc = std::cell::RefCell::new((&mut crc, &mut crc_pos));
-        return scan_keys_with(
-            data,
-            visit,
-            &mut |pos| {
-                let mut guard = crc.borrow_mut();
-                let (digest, done) = &mut *guard;
-                if pos - **done >= CRC_STEP_BYTES {
-                    digest.update(&data[**done..pos]);
-                    **done = pos;
-                }
-            },
-            &mut |covered| {
-                let mut guard = crc.borrow_mut();
-                let (digest, done) = &mut *guard;
-                if covered < **done {
-                    return super::crc64(&data[..covered]);
-                }
-                digest.update(&data[**done..covered]);
-                digest.value()
-            },
-        );
-    }
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    // The walk publishes how far it got; the CRC thread follows. `end`
-    // set means the walk is over: the CRC covers exactly `reached` then.
-    let reached = AtomicUsize::new(0);
-    let end = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        let follower = scope.spawn(|| {
-            let mut digest = super::Crc64::default();
-            let mut pos = 0usize;
-            loop {
-                let over = end.load(Ordering::Acquire);
-                let upto = reached.load(Ordering::Acquire);
-                if upto > pos {
-                    digest.update(&data[pos..upto]);
-                    pos = upto;
-                } else if over {
-                    return (digest.value(), pos);
-                } else {
-                    std::thread::park_timeout(std::time::Duration::from_micros(200));
-                }
-            }
-        });
-        /// Ends the follower whichever way the walk ends.
-        struct Over<'a>(&'a AtomicBool);
-        impl Drop for Over<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Release);
-            }
-        }
-        let over = Over(&end);
-        let published = std::cell::Cell::new(0usize);
-        let mut follower = Some(follower);
-        let result = scan_keys_with(
-            data,
-            visit,
-            &mut |pos| {
-                if pos - published.get() >= CRC_PUBLISH_BYTES {
-                    published.set(pos);
-                    reached.store(pos, Ordering::Release);
-                }
-            },
-            &mut |covered| {
-                if covered < published.get() {
-                    return super::crc64(&data[..covered]);
-                }
-                reached.store(covered, Ordering::Release);
-                end.store(true, Ordering::Release);
-                match follower.take().map(|f| {
-                    f.thread().unpark();
-                    f.join()
-                }) {
-                    Some(Ok((crc, pos))) if pos == covered => crc,
-                    _ => super::crc64(&data[..covered]),
-                }
-            },
-        );
-        drop(over);
-        result
-    })
-}
-
-fn scan_keys_with<'a>(
-    data: &'a [u8],
-    visit: &mut dyn FnMut(&KeyInfo<'a>) -> std::ops::ControlFlow<()>,
-    passed: &mut dyn FnMut(usize),
-    crc_of: &mut dyn FnMut(usize) -> u64,
-) -> Result<ScanSummary, RdbError> {
-    let (version, valkey, header_len) = read_header(data)?;
-    let mut out = ScanSummary {
-        version,
-        valkey,
-        scanned_at_ms: crate::engine::now_ms(),
-        ..ScanSummary::default()
-    };
-    let mut c = Cursor::new(data, header_len);
-    let mut db = 0usize;
-    let mut expire_ms: Option<i64> = None;
-    loop {
-        passed(c.pos);
-        let record_at = c.pos;
-        match c.u8("a record type")? {
-            opcode::EOF => break,
-            t if scan_opcode(&mut c, t, record_at, &mut out, &mut db, &mut expire_ms)? => {}
-            t => {
-                let key = c.string("a key")?;
-                let value_at = c.pos;
-                let elements = element_count(&c, t);
-                skip_value(&mut c, t, valkey).map_err(|mut e| {
-                    e.key = Some((db, Blob::from(&key[..])));
-                    e
-                })?;
-                let record_bytes = (c.pos - record_at) as u64;
-                *out.keys_per_db.entry(db).or_default() += 1;
-                if let Some(at) = expire_ms {
-                    out.expiring += 1;
-                    out.expired += u64::from(at < out.scanned_at_ms);
-                }
-                let entry = out.types.entry(t).or_default();
-                entry.keys += 1;
-                entry.bytes += record_bytes;
-                let info = KeyInfo {
-                    db,
-                    key,
-                    type_byte: t,
-                    logical_type: logical_type(t),
-                    offset: record_at as u64,
-                    record_bytes,
-                    value_offset: value_at as u64,
-                    expire_ms: expire_ms.take(),
-                    elements,
-                };
-                if visit(&info).is_break() {
-                    out.len = c.pos;
-                    return Ok(out);
-                }
-            }
-        }
-    }
-    out.checksum = Some(verify_checksum(data, &mut c, version, crc_of)?);
-    out.len = c.pos;
-    Ok(out)
-}
-
-/// How far [`scan_keys`]'s inline running CRC trails the walk at most.
-const CRC_STEP_BYTES: usize = 4 << 20;
-/// How often the walk tells [`scan_keys`]'s CRC thread where it is.
-const CRC_PUBLISH_BYTES: usize = 1 << 20;
-
-/// The element count of the value at `c` (which is not moved), when the
-/// encoding states it up front; damage is left for [`skip_value`] to find.
-fn element_count(c: &Cursor<'_>, t: u8) -> Option<u64> {
-    let mut p = Cursor::new(c.data, c.pos);
-    let peek = |p: &mut Cursor<'_>| -> Option<u64> {
-        match p.raw_len("a length").ok()? {
-            Len::Len(n) => Some(n),
-            Len::Encoded(_) => None,
-        }
-    };
-    match t {
-        kind::LIST | kind::SET | kind::ZSET | kind::ZSET_2 | kind::HASH => peek(&mut p),
-        kind::HASH_METADATA_PRE_GA => peek(&mut p),
-        kind::HASH_METADATA => {
-            p.take(8, "a hash minimum expiry").ok()?;
-            peek(&mut p)
-        }
-        kind::LIST_ZIPLIST => compact_header(&mut p, Compact::Ziplist, 1),
-        kind::ZSET_ZIPLIST | kind::HASH_ZIPLIST => compact_header(&mut p, Compact::Ziplist, 2),
-        kind::SET_LISTPACK => compact_header(&mut p, Compact::Listpack, 1),
-        kind::ZSET_LISTPACK | kind::HASH_LISTPACK => compact_header(&mut p, Compact::Listpack, 2),
-        kind::HASH_LISTPACK_EX_PRE_GA => compact_header(&mut p, Compact::Listpack, 3),
-        kind::HASH_LISTPACK_EX => {
-            p.take(8, "a hash minimum expiry").ok()?;
-            compact_header(&mut p, Compact::Listpack, 3)
-        }
-        kind::SET_INTSET => compact_header(&mut p, Compact::Intset, 1),
-        kind::HASH_ZIPMAP => compact_header(&mut p, Compact::Zipmap, 1),
-        kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => quicklist_count(&mut p, t),
-        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => {
-            // The length follows the nodes: walking them costs what the
-            // skip pass costs again, still without building anything.
-            let nodes = peek(&mut p)?;
-            for _ in 0..nodes {
-                p.skip_string("a stream node key").ok()?;
-                p.skip_string("a stream listpack").ok()?;
-            }
-            peek(&mut p)
-        }
-        _ => None,
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Compact {
-    Ziplist,
-    Listpack,
-    Intset,
-    Zipmap,
-}
-
-/// The element count in a compact encoding's header, divided by the
-/// entries per element; None when the blob is LZF-compressed or the
-/// header's count saturated.
-fn compact_header(p: &mut Cursor<'_>, form: Compact, per_element: u64) -> Option<u64> {
-    let Len::Len(n) = p.raw_len("a value").ok()? else {
-        return None;
-    };
-    let blob = p.take(n, "a value").ok()?;
-    let n = match form {
-        Compact::Ziplist => {
-            let n = u16::from_le_bytes(blob.get(8..10)?.try_into().ok()?);
-            (n != u16::MAX).then_some(u64::from(n))?
-        }
-        Compact::Listpack => {
-            let n = u16::from_le_bytes(blob.get(4..6)?.try_into().ok()?);
-            (n != u16::MAX).then_some(u64::from(n))?
-        }
-        Compact::Intset => u64::from(u32::from_le_bytes(blob.get(4..8)?.try_into().ok()?)),
-        Compact::Zipmap => {
-            let n = *blob.first()?;
-            (n < 254).then_some(u64::from(n))?
-        }
-    };
-    Some(n / per_element)
-}
-
-/// The sum of a quicklist's node counts (a PLAIN node is one item).
-fn quicklist_count(p: &mut Cursor<'_>, t: u8) -> Option<u64> {
-    let Len::Len(nodes) = p.raw_len("a quicklist length").ok()? else {
-        return None;
-    };
-    let mut total = 0u64;
-    for _ in 0..nodes {
-        let container = if t == kind::LIST_QUICKLIST_2 {
-            match p.raw_len("a container type").ok()? {
-                Len::Len(n) => n,
-                Len::Encoded(_) => return None,
-            }
-        } else {
-            0
-        };
-        let n = if container == 1 {
-            p.skip_string("a quicklist node").ok()?;
-            1
-        } else if t == kind::LIST_QUICKLIST_2 {
-            compact_header(p, Compact::Listpack, 1)?
-        } else {
-            compact_header(p, Compact::Ziplist, 1)?
-        };
-        total += n;
-    }
-    Some(total)
-}
-
-// ---------------------------------------------------------------------------
-// Salvage: reading past damage.
-
-/// Records that must decode in a row from an offset before [`salvage`]
-/// resumes reading there (docs/repair.md: an RDB has no framing, so a
-/// resynchronisation point is a guess that this many records confirm).
-pub const RESYNC_RECORDS: usize = 16;
-
-/// A region of an RDB file that [`salvage`] could not read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DamagedRegion {
-    /// Offset of the record whose reading failed.
-    pub start: u64,
-    /// Where reading resumed (exclusive), or the end of the data.
-    pub end: u64,
-    /// Why the record at `start` did not decode (its `key`, when the
-    /// failure came after the key was read, names the key lost).
-    pub error: RdbError,
-    /// True when reading resumed at `end`; false when nothing after
-    /// `start` could be read (the region runs to the end of the data).
-    pub resumed: bool,
-}
-
-/// What [`salvage`] found besides the keys it handed on.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SalvageReport {
-    /// The RDB version of the header.
-    pub version: u16,
-    /// The header was Valkey's.
-    pub valkey: bool,
-    /// AUX fields read, in file order.
-    pub aux: Vec<(Blob, Blob)>,
-    /// Function library sources (FUNCTION2) read, in file order.
-    pub functions: Vec<Blob>,
-    /// Keys handed to the sink.
-    pub keys: u64,
-    /// Keys skipped because their collection was empty.
-    pub empty_skipped: u64,
-    /// Module values and module AUX records skipped (their keys are not
-    /// loaded), with the module names.
-    pub modules_skipped: Vec<String>,
-    /// The regions that could not be read, in file order.
-    pub damaged: Vec<DamagedRegion>,
-    /// Offset of the EOF opcode, when reading reached it.
-    pub eof_at: Option<u64>,
-    /// The checksum after EOF: Ok when verified, unchecked or absent; Err
-    /// when it differs or is cut short. None when EOF was not reached.
-    pub checksum: Option<Result<Checksum, RdbError>>,
-    /// Where the image ends (after the checksum; the end of the data when
-    /// EOF was not reached). Bytes after it are trailing bytes.
-    pub len: u64,
-}
-
-/// One record read by [`next_record`].
-enum Record {
-    /// The EOF opcode.
-    Eof,
-    /// A key and its value.
-    Key(LoadedKey),
-    /// Anything else: an opcode, a skipped module value, an empty
-    /// collection.
-    Other,
-}
-
-/// Reads the record at the cursor (the same structure [`load`] reads,
-/// with `db` and `expire` the state opcodes carry to the next key).
-fn next_record(
-    c: &mut Cursor<'_>,
-    options: &Options,
-    summary: &mut SalvageReport,
-    db: &mut usize,
-    expire: &mut Option<i64>,
-) -> Result<Record, RdbError> {
-    let record_at = c.pos;
-    let t = c.u8("a record type")?;
-    match t {
-        opcode::EOF => return Ok(Record::Eof),
-        opcode::SELECTDB => {
-            let n = c.len("a database number")?;
-            if n >= options.databases as u64 {
-                return Err(RdbError::new(
-                    ErrorKind::Corrupt,
-                    record_at,
-                    format!(
-                        "the file selects database {n} but at most {} are accepted",
-                        options.databases
-                    ),
-                ));
-            }
-            *db = n as usize;
-        }
-        opcode::RESIZEDB => {
-            c.len("a RESIZEDB size")?;
-            c.len("a RESIZEDB size")?;
-        }
-        opcode::EXPIRETIME_MS => *expire = Some(c.ms_time("an expiry")?),
-        opcode::EXPIRETIME => {
-            let secs = i32::from_le_bytes(c.array("an expiry")?);
-            *expire = Some(i64::from(secs) * 1000);
-        }
-        opcode::AUX => {
-            let name = c.blob("an AUX field name")?;
-            let value = c.blob("an AUX field value")?;
-            summary.aux.push((name, value));
-        }
-        opcode::IDLE => {
-            c.len("an IDLE time")?;
-        }
-        opcode::FREQ => {
-            c.u8("an LFU frequency")?;
-        }
-        opcode::SLOT_INFO => {
-            for _ in 0..3 {
-                c.len("slot information")?;
-            }
-        }
-        opcode::FUNCTION2 => summary.functions.push(c.blob("a function library")?),
-        opcode::FUNCTION_PRE_GA => {
-            return Err(RdbError::new(
-                ErrorKind::Unsupported,
-                record_at,
-                "pre-release function format (Redis 7.0 release candidates) is not supported",
-            ))
-        }
-        opcode::MODULE_AUX => {
-            let module_id = c.len("a module id")?;
-            let name = module_name(module_id);
-            read_module_aux_when(c, &name)?;
-            skip_module_value(c, &name)?;
-            summary.modules_skipped.push(name);
-        }
-        value_type => {
-            let key = c.blob("a key")?;
-            let key_expire = expire.take();
-            let at_db = *db;
-            let attach = |mut e: RdbError| {
-                e.key = Some((at_db, key.clone()));
-                e
-            };
-            if value_type == kind::MODULE_2 {
-                let module_id = c.len("a module id").map_err(attach)?;
-                let name = module_name(module_id);
-                skip_module_value(c, &name).map_err(attach)?;
-                summary.modules_skipped.push(name);
-                return Ok(Record::Other);
-            }
-            // Type 21 means another encoding in a Valkey file: the value
-            // reader needs to know whose file it reads, as in `load`.
-            let mut scratch = Summary {
-                valkey: summary.valkey,
-                ..Summary::default()
-            };
-            let value = read_value(c, value_type, options, &mut scratch).map_err(attach)?;
-            let Some(value) = value else {
-                summary.empty_skipped += 1;
-                return Ok(Record::Other);
-            };
-            return Ok(Record::Key(LoadedKey {
-                db: at_db,
-                key,
-                value,
-                expire_ms: key_expire,
-            }));
-        }
-    }
-    Ok(Record::Other)
-}
-
-/// True when reading from `at` (with database `db` selected) decodes
-/// [`RESYNC_RECORDS`] records in a row, or decodes every record up to an
-/// EOF opcode that ends the image where a whole file ends (only the
-/// checksum after it, `checksum_len` bytes).
-fn resyncs_at(
-    data: &[u8],
-    at: usize,
-    options: &Options,
-    (db, valkey): (usize, bool),
-    checksum_len: usize,
-) -> bool {
-    let mut c = Cursor::new(data, at);
-    let mut trial = SalvageReport {
-        valkey,
-        ..SalvageReport::default()
-    };
-    let (mut db, mut expire) = (db, None);
-    for _ in 0..RESYNC_RECORDS {
-        match next_record(&mut c, options, &mut trial, &mut db, &mut expire) {
-            Ok(Record::Eof) => return c.remaining() == checksum_len,
-            Ok(_) => {}
-            Err(_) => return false,
-        }
-    }
-    true
-}
-
-/// Reads every record of the RDB file in `data` that can be read, as
-/// `hozon-repair salvage` does (docs/repair.md): keys go to `sink` with
-/// the offset of their record, in file order. When a record does not
-/// decode, each later offset is tried as a record start, and reading
-/// resumes at the first from which [`RESYNC_RECORDS`] records (or all
-/// records up to the EOF opcode at the end of the file) decode; the
-/// region between is reported. Values are built with `options.limits`;
-/// `options.databases` bounds SELECTDB (a larger number is damage);
-/// `skip_expired_before_ms` is ignored (every key is handed on) and hash
-/// fields whose TTL passed before `options.now_ms` are dropped as in
-/// [`load`]. Err only when the header cannot be read (not an RDB, an
-/// unsupported version) or `sink` refuses a key (its message, kind
-/// [`ErrorKind::Rejected`]). Memory: one value at a time.
-pub fn salvage(
-    data: &[u8],
-    options: &Options,
-    sink: &mut dyn FnMut(u64, LoadedKey) -> SinkResult,
-) -> Result<SalvageReport, RdbError> {
-    let (version, valkey, header_len) = read_header(data)?;
-    let mut report = SalvageReport {
-        version,
-        valkey,
-        len: data.len() as u64,
-        ..SalvageReport::default()
-    };
-    let checksum_len = if version >= 5 { 8 } else { 0 };
-    let mut c = Cursor::new(data, header_len);
-    let mut db = 0usize;
-    let mut expire: Option<i64> = None;
-    loop {
-        let record_at = c.pos;
-        match next_record(&mut c, options, &mut report, &mut db, &mut expire) {
-            Ok(Record::Eof) => {
-                report.eof_at = Some(record_at as u64);
-                break;
-            }
-            Ok(Record::Other) => {}
-            Ok(Record::Key(key)) => {
-                let ident = (key.db, key.key.clone());
-                sink(record_at as u64, key).map_err(|message| RdbError {
-                    kind: ErrorKind::Rejected,
-                    offset: record_at as u64,
-                    message,
-                    key: Some(ident),
-                })?;
-                report.keys += 1;
-            }
-            Err(error) => {
-                expire = None;
-                let resume = (record_at + 1..data.len())
-                    .find(|&at| resyncs_at(data, at, options, (db, valkey), checksum_len));
-                report.damaged.push(DamagedRegion {
-                    start: record_at as u64,
-                    end: resume.unwrap_or(data.len()) as u64,
-                    error,
-                    resumed: resume.is_some(),
-                });
-                match resume {
-                    Some(at) => c.pos = at,
-                    None => return Ok(report),
-                }
-            }
-        }
-    }
-    if version < 5 {
-        report.checksum = Some(Ok(Checksum::Absent));
-        report.len = c.pos as u64;
-        return Ok(report);
-    }
-    let covered = c.pos;
-    let checked = match c.array::<8>("the checksum") {
-        Err(e) => Err(e),
-        Ok(stored) => {
-            let stored = u64::from_le_bytes(stored);
-            let computed = super::crc64(&data[..covered]);
-            if stored == 0 {
-                Ok(Checksum::Unchecked)
-            } else if stored == computed {
-                Ok(Checksum::Verified)
-            } else {
-                Err(RdbError::new(
-                    ErrorKind::Checksum,
-                    covered,
-                    format!(
-                        "checksum mismatch: the file says {stored:016x}, the data gives {computed:016x}"
-                    ),
-                ))
-            }
-        }
-    };
-    report.checksum = Some(checked);
-    report.len = c.pos as u64;
-    Ok(report)
 }
 
 #[cfg(test)]
@@ -2443,6 +1442,7 @@ mod tests {
 
     use super::*;
     use crate::rdb::writer::{encode_file, Encoder};
+    use scan::CRC_STEP_BYTES;
 
     /// A file with one key of each kind in databases 0 and 2: (db, key,
     /// value, expiry ms). Keys are long enough that LZF applies to one.

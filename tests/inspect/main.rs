@@ -3,6 +3,7 @@
 //! fixture generator's model), on a dump.hoz and an AOF written by the
 //! engine, on a Redis 7 appendonlydir, and on damaged inputs.
 
+mod agreement;
 mod aof_cmd;
 mod diff;
 mod export;

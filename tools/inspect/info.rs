@@ -173,13 +173,19 @@ fn file_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &
         return hoz_report(report, data, options, problems);
     }
     if reader::is_rdb(data) {
-        let scanned = reader::scan(data);
-        if let Ok(s) = &scanned {
-            if s.len < data.len() && looks_like_aof(&data[s.len..]) {
-                return aof_report(report, data, options, problems);
+        // An RDB file ends with the EOF opcode and 8 checksum bytes; an AOF
+        // with an RDB preamble ends with its log's CRLF. Only when the end
+        // does not say which is the image walked to find where it ends.
+        let ends_as_rdb = data.len() >= 9 && data[data.len() - 9] == 0xff;
+        if !ends_as_rdb || data.ends_with(b"\r\n") {
+            if let Ok(s) = reader::scan(data) {
+                if s.len < data.len() && looks_like_aof(&data[s.len..]) {
+                    return aof_report(report, data, options, problems);
+                }
             }
         }
-        return rdb_report(report, data, scanned, problems);
+        let scanned = read_rdb(data, options);
+        return rdb_report(report, data, scanned, options, problems);
     }
     if looks_like_aof(data) {
         return aof_report(report, data, options, problems);
@@ -245,10 +251,35 @@ fn logical_type(t: u8) -> &'static str {
 
 const TYPE_ORDER: [&str; 7] = ["string", "list", "hash", "set", "zset", "stream", "module"];
 
+/// The options the checking walk reads with: the loader's (hash fields
+/// whose TTL passed are dropped, keys whose expiry passed are not kept,
+/// so they cannot clash with a later key of the same name).
+pub(crate) fn check_options() -> reader::Options {
+    let now = hozon::engine::now_ms();
+    reader::Options {
+        limits: hozon::Config::default().limits,
+        databases: reader::MAX_DATABASES,
+        skip_expired_before_ms: Some(now),
+        now_ms: now,
+    }
+}
+
+/// The RDB image at the start of `data`: checked as the loader reads it,
+/// or with `--quick` only walked (lengths and the CRC).
+fn read_rdb(data: &[u8], options: InfoOptions) -> Result<reader::ScanSummary, reader::RdbError> {
+    if options.quick {
+        return reader::scan(data);
+    }
+    reader::check_keys(data, &check_options(), &mut |_| {
+        std::ops::ControlFlow::Continue(())
+    })
+}
+
 fn rdb_report(
     report: &mut Node,
     data: &[u8],
     scanned: Result<reader::ScanSummary, reader::RdbError>,
+    options: InfoOptions,
     problems: &mut Problems,
 ) {
     report.set("format", "rdb");
@@ -329,6 +360,23 @@ fn rdb_report(
     );
     report.set("function_libraries", s.functions);
     report.set(
+        "empty_keys_skipped",
+        if options.quick {
+            Node::Null
+        } else {
+            Node::from(s.empty_skipped)
+        },
+    );
+    report.set(
+        "values",
+        if options.quick {
+            "not checked (--quick)".to_string()
+        } else {
+            format!("verified ({total} keys, as hozon-server loads them)")
+        },
+    );
+    report.set("redis_7_0", redis_7_0(&s, options));
+    report.set(
         "checksum",
         match s.checksum {
             Some(reader::Checksum::Verified) => "verified",
@@ -350,20 +398,58 @@ fn rdb_report(
     }
 }
 
+/// Where Redis 7.0's verdict on an intact file differs from hozon-server's.
+fn redis_7_0(s: &reader::ScanSummary, options: InfoOptions) -> Node {
+    let mut notes: Vec<Node> = Vec::new();
+    let mut loads = true;
+    if s.valkey || s.version > 10 {
+        loads = false;
+        notes.push(Node::from(format!(
+            "Redis 7.0 reads RDB versions up to 10 and refuses this {} version {} file",
+            if s.valkey { "Valkey" } else { "RDB" },
+            s.version
+        )));
+    }
+    let modules = s
+        .types
+        .iter()
+        .filter(|(t, _)| logical_type(**t) == "module")
+        .map(|(_, c)| c.keys)
+        .sum::<u64>();
+    if modules > 0 {
+        loads = false;
+        notes.push(Node::from(format!(
+            "{modules} module values: Redis 7.0 loads them only with their module loaded; hozon-server skips them"
+        )));
+    }
+    if s.functions > 0 {
+        notes.push(Node::from(format!(
+            "{} function libraries: Redis 7.0 loads them; hozon-server does not",
+            s.functions
+        )));
+    }
+    if s.empty_skipped > 0 {
+        notes.push(Node::from(format!(
+            "{} empty collections: Redis 7.0 skips them with a log line, as hozon-server does; redis-check-rdb 7.0 fails on the file",
+            s.empty_skipped
+        )));
+    }
+    if options.quick {
+        notes.push(Node::from(
+            "values not checked (--quick): nothing is known of damage inside them",
+        ));
+    }
+    Node::object()
+        .with("loads", if loads { "yes" } else { "no" })
+        .with("notes", notes)
+}
+
 // ---------------------------------------------------------------------------
 // dump.hoz.
 
 /// Where a snapshot error is in the file.
 pub(crate) fn snapshot_offset(e: &snapshot::SnapshotError) -> u64 {
-    use snapshot::SnapshotError as E;
-    match e {
-        E::Header { offset, .. }
-        | E::Trailer { offset, .. }
-        | E::Footer { offset, .. }
-        | E::Block { offset, .. } => *offset,
-        E::Truncated { file_len, .. } => *file_len,
-        _ => 0,
-    }
+    e.offset().unwrap_or(0)
 }
 
 fn hoz_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &mut Problems) {
@@ -474,18 +560,55 @@ fn hoz_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
     report.set("stored_bytes", s.stored_bytes);
     if options.quick {
         checks.set("block_payloads", "not checked (--quick)");
+        checks.set("records", "not decoded (--quick: counts are the footer's)");
+    } else if !problems.list.is_empty() {
+        // The load stops at the frame's damage: so does the verdict.
+        checks.set("block_payloads", "not checked (the frame is damaged)");
+        checks.set("records", "not decoded (the frame is damaged)");
     } else {
-        let damaged = check_payloads(data, &s, problems);
-        checks.set(
-            "block_payloads",
-            if damaged == 0 {
-                format!("verified ({} blocks)", s.blocks.len())
-            } else {
-                format!("FAILED ({damaged} of {} blocks)", s.blocks.len())
-            },
-        );
+        // What a load does: every block's CRC, every record decoded (on
+        // one thread per core), a key stored twice refused.
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut seen = crate::source::KeysSeen::default();
+        let mut twice: Option<(u32, String)> = None;
+        let scanned = snapshot::scan_keys(data, workers, &mut |k| {
+            if !seen.insert(k.db, &k.key) {
+                twice = Some((
+                    k.block,
+                    format!(
+                        "the key '{}' (db {}) appears twice in the snapshot",
+                        crate::keys::escape_key(&k.key),
+                        k.db
+                    ),
+                ));
+                return std::ops::ControlFlow::Break(());
+            }
+            std::ops::ControlFlow::Continue(())
+        });
+        match (scanned, twice) {
+            (_, Some((block, message))) => {
+                let at = s.blocks.get(block as usize).map_or(0, |b| b.offset);
+                checks.set("block_payloads", format!("verified up to block {block}"));
+                checks.set("records", "FAILED");
+                problems.push(at, format!("at offset {at}: {message}"));
+            }
+            (Ok(_), None) => {
+                checks.set(
+                    "block_payloads",
+                    format!("verified ({} blocks)", s.blocks.len()),
+                );
+                checks.set(
+                    "records",
+                    format!("verified ({} keys, as hozon-server loads them)", st.keys),
+                );
+            }
+            (Err(e), None) => {
+                checks.set("block_payloads", "FAILED");
+                checks.set("records", "FAILED");
+                problems.push(snapshot_offset(&e), e.to_string());
+            }
+        }
     }
-    checks.set("records", "not decoded (counts are the footer's)");
     report.set("checks", checks);
 }
 
@@ -568,7 +691,7 @@ fn aof_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
         }
     } else if reader::is_rdb(data) {
         let mut pre = Node::object().with("kind", "rdb");
-        match reader::scan(data) {
+        match read_rdb(data, options) {
             Ok(s) => {
                 start = s.len;
                 pre.set("version", s.version);

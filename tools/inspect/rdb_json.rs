@@ -221,6 +221,8 @@ fn walk<'a>(
     let mut bytes = 0u64;
     let mut end = 0u64;
     let mut refused = false;
+    let mut seen = crate::source::KeysSeen::default();
+    let now = hozon::engine::now_ms();
     let send = |jobs: Vec<Job<'a>>, end: u64| -> Result<(), ()> {
         let (tx, rx) = mpsc::sync_channel(1);
         order.send(rx).map_err(drop)?;
@@ -238,9 +240,11 @@ fn walk<'a>(
         if stop.load(Ordering::Relaxed) {
             return ControlFlow::Break(());
         }
-        if k.db == usize::MAX {
-            // SELECTDB 2^64-1: the loaders refuse it (no configuration
-            // has that many databases); the value model says so.
+        if k.db >= reader::MAX_DATABASES
+            || (k.expire_ms.is_none_or(|at| at >= now) && !seen.insert(k.db, &k.key))
+        {
+            // A SELECTDB no configuration has, or a key stored twice: the
+            // loaders refuse the file; the value model says where.
             refused = true;
             return ControlFlow::Break(());
         }
@@ -274,7 +278,15 @@ fn walk<'a>(
     let stopped = stop.load(Ordering::Relaxed);
     let sent = send(jobs, end);
     match scanned {
-        Ok(summary) if summary.checksum.is_some() && !stopped && !refused && sent.is_ok() => Ok(()),
+        Ok(summary)
+            if summary.checksum.is_some()
+                && summary.len == data.len()
+                && !stopped
+                && !refused
+                && sent.is_ok() =>
+        {
+            Ok(())
+        }
         _ => Err(()),
     }
 }

@@ -318,7 +318,16 @@ fn for_each_hoz(
     match result {
         Ok(_) => Ok(()),
         Err(_) if stopped => Ok(()),
-        Err(e) => Err(Failure::Damaged(e.to_string())),
+        Err(e) => Err(Failure::Damaged(hoz_damage(&e))),
+    }
+}
+
+/// A snapshot error as the tools print it: with its offset first when
+/// the error knows it (as hozon-server's message has it).
+fn hoz_damage(e: &snapshot::SnapshotError) -> String {
+    match e.offset() {
+        Some(at) => format!("at offset {at}: {e}"),
+        None => e.to_string(),
     }
 }
 
@@ -326,18 +335,25 @@ fn for_each_rdb(
     data: &[u8],
     f: &mut dyn FnMut(KeyValue<'_>) -> ControlFlow<()>,
 ) -> Result<(), Failure> {
+    let now = hozon::engine::now_ms();
     let options = reader::Options {
         limits: Config::default().limits,
-        databases: usize::MAX,
+        databases: reader::MAX_DATABASES,
         skip_expired_before_ms: None,
-        now_ms: hozon::engine::now_ms(),
+        now_ms: now,
     };
     let mut stopped = false;
+    let mut seen = KeysSeen::default();
     // The RDB reader does not say where it is: elapsed time only.
     let _progress = Progress::spinner(data.len() as u64, "reading");
     let result = reader::load(data, &options, &mut |k| {
         if stopped {
             return Ok(());
+        }
+        // A server loading the file refuses a key stored twice (among
+        // the keys it keeps: an expired one is dropped first).
+        if k.expire_ms.is_none_or(|at| at >= now) && !seen.insert(k.db, &k.key) {
+            return Err("the key appears twice in the file".into());
         }
         if f(KeyValue::of(&k)).is_break() {
             stopped = true;
@@ -346,9 +362,30 @@ fn for_each_rdb(
         Ok(())
     });
     match result {
+        Ok(_) if stopped => Ok(()),
+        Ok(s) if s.len < data.len() => Err(Failure::Damaged(format!(
+            "at offset {}: {} bytes after the end of the RDB image",
+            s.len,
+            data.len() - s.len
+        ))),
         Ok(_) => Ok(()),
         Err(_) if stopped => Ok(()),
         Err(e) => Err(Failure::Damaged(e.to_string())),
+    }
+}
+
+/// The keys of a walk, as 128-bit fingerprints of (db, key): finds a key
+/// stored twice without keeping the keys (16 bytes a key).
+#[derive(Default)]
+pub struct KeysSeen(std::collections::HashSet<u128, foldhash::fast::RandomState>);
+
+impl KeysSeen {
+    /// False when (db, key) was inserted before.
+    pub fn insert(&mut self, db: usize, key: &[u8]) -> bool {
+        use std::hash::BuildHasher;
+        let a = foldhash::fast::FixedState::with_seed(0x6b65_7931).hash_one((db, key));
+        let b = foldhash::fast::FixedState::with_seed(0x6b65_7932).hash_one((key, db));
+        self.0.insert((u128::from(a) << 64) | u128::from(b))
     }
 }
 
@@ -459,7 +496,8 @@ impl Source {
                 let mut stopped = false;
                 let progress = Progress::bytes(data.len() as u64, "reading");
                 let mut releaser = Releaser::new(&self.bytes);
-                let result = reader::scan_keys(data, &mut |k| {
+                // Every value checked as the server's loader reads it.
+                let result = reader::check_keys(data, &crate::info::check_options(), &mut |k| {
                     progress.set(k.offset);
                     releaser.reached(k.offset);
                     let facts = KeyFacts {
@@ -522,7 +560,7 @@ impl Source {
                     f(&facts)
                 });
                 result.map(|_| ()).map_err(|e| {
-                    FactsError::Damaged(Some(crate::info::snapshot_offset(&e)), e.to_string())
+                    FactsError::Damaged(Some(crate::info::snapshot_offset(&e)), hoz_damage(&e))
                 })
             }
             Format::Aof | Format::Manifest => {

@@ -44,7 +44,7 @@ use crate::model::{Content, Dropped, Keys, Piece, Plan, Problem, ProblemKind, Re
 /// Databases a salvaged RDB may select: beyond this a SELECTDB is taken
 /// for damage (Redis's own limit is the configured `databases`; no real
 /// deployment comes near this, while random bytes usually do).
-const RDB_MAX_DATABASES: usize = 1 << 16;
+const RDB_MAX_DATABASES: usize = reader::MAX_DATABASES;
 
 /// Databases recorded in a salvaged dump.hoz whose original header and
 /// footer are both unreadable (Redis's default).
@@ -529,6 +529,8 @@ impl HeaderProblem {
 struct RdbAnalysis {
     report: SalvageReport,
     file_len: u64,
+    /// Keys stored twice ([`RdbCounts::twice`]).
+    twice: Vec<(u64, usize, hozon::types::Blob)>,
 }
 
 fn rdb_options() -> reader::Options {
@@ -557,6 +559,7 @@ fn rdb_analyse(data: &[u8]) -> Result<(RdbAnalysis, RdbCounts), HeaderProblem> {
     let analysis = RdbAnalysis {
         report,
         file_len: data.len() as u64,
+        twice: counts.twice.clone(),
     };
     Ok((analysis, counts))
 }
@@ -565,6 +568,21 @@ impl RdbAnalysis {
     fn problems(&self, file: &Path) -> Vec<Problem> {
         let r = &self.report;
         let mut out: Vec<Problem> = r.damaged.iter().map(|d| region_problem(file, d)).collect();
+        for (at, db, key) in &self.twice {
+            let mut p = problem(
+                file,
+                (*at, at + 1),
+                ProblemKind::DamagedRecord,
+                format!(
+                    "at offset {at} (db {db}, key '{}'): the key appears twice in the file \
+                     (a server refuses the file; salvage keeps the first)",
+                    reader::display_key(key)
+                ),
+                Remedy::Salvage,
+            );
+            p.keys.add(&db_key(*db, key));
+            out.push(p);
+        }
         if let (Some(eof), Some(Err(e))) = (r.eof_at, &r.checksum) {
             let detail = if e.kind == ErrorKind::Checksum && !r.damaged.is_empty() {
                 format!("{e} (expected: the damaged records above change what it covers)")
@@ -607,7 +625,9 @@ impl RdbAnalysis {
 
     /// True when the image itself is intact (only trailing bytes, if any).
     fn image_intact(&self) -> bool {
-        self.report.damaged.is_empty() && matches!(self.report.checksum, Some(Ok(_)))
+        self.report.damaged.is_empty()
+            && self.twice.is_empty()
+            && matches!(self.report.checksum, Some(Ok(_)))
     }
 }
 
@@ -653,11 +673,18 @@ fn key_fingerprint(db: usize, key: &[u8]) -> u128 {
 }
 
 /// What writing (or counting) the salvaged keys gives.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct RdbCounts {
     keys: u64,
     duplicates: u64,
+    /// Keys a server would refuse as stored twice (not expired, read
+    /// before any damage): record offset, db, key. At most
+    /// [`TWICE_LISTED`].
+    twice: Vec<(u64, usize, hozon::types::Blob)>,
 }
+
+/// Keys stored twice listed as problems at most.
+const TWICE_LISTED: usize = 100;
 
 /// Walks the original, handing each key not seen before to `keep`.
 fn rdb_walk(
@@ -666,14 +693,28 @@ fn rdb_walk(
 ) -> Result<(SalvageReport, RdbCounts), reader::RdbError> {
     let mut seen: HashSet<u128> = HashSet::new();
     let mut counts = RdbCounts::default();
-    let report = reader::salvage(data, &rdb_options(), &mut |_, k| {
-        if !seen.insert(key_fingerprint(k.db, &k.key)) {
+    let now = hozon::engine::now_ms();
+    // Keys a load keeps (an expired one is dropped before the check).
+    let mut kept: HashSet<u128> = HashSet::new();
+    let report = reader::salvage(data, &rdb_options(), &mut |at, k| {
+        let print = key_fingerprint(k.db, &k.key);
+        if k.expire_ms.is_none_or(|e| e >= now)
+            && !kept.insert(print)
+            && counts.twice.len() < TWICE_LISTED
+        {
+            counts.twice.push((at, k.db, k.key.clone()));
+        }
+        if !seen.insert(print) {
             counts.duplicates += 1;
             return Ok(());
         }
         counts.keys += 1;
         keep(k)
     })?;
+    // A resynchronisation can read garbage as keys: only a key repeated
+    // before any damage is surely in the file twice.
+    let first_damage = report.damaged.first().map_or(u64::MAX, |d| d.start);
+    counts.twice.retain(|t| t.0 < first_damage);
     Ok((report, counts))
 }
 
