@@ -4,6 +4,9 @@
 //! like: nothing here needs cryptographic quality, and a local generator
 //! keeps the hot path free of a dependency and of thread-local lookups.
 
+#[cfg(test)]
+pub(crate) mod fairness;
+
 /// xorshift64* generator. Never yields the same stream twice unless built
 /// with the same seed (tests use [`Rng::with_seed`] for determinism).
 #[derive(Debug, Clone)]

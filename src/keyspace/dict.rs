@@ -806,6 +806,7 @@ impl<'a, K, V> Iterator for Iter<'a, K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rand::fairness;
     use std::collections::{BTreeMap, HashSet};
 
     #[test]
@@ -988,5 +989,116 @@ mod tests {
             seen.insert(*d.random(&mut rng).unwrap().0);
         }
         assert_eq!(seen.len(), 10);
+    }
+
+    /// Draws `per_element` times the number of elements from `d` and
+    /// checks the histogram against the uniform distribution.
+    fn check_uniform(d: &Dict<u64, ()>, rng: &mut Rng, per_element: usize, what: &str) -> f64 {
+        let keys: Vec<u64> = d.keys().copied().collect();
+        let index: std::collections::HashMap<u64, usize> =
+            keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+        let mut counts = vec![0u64; keys.len()];
+        for _ in 0..per_element * keys.len() {
+            let (k, _) = d.random(rng).expect("not empty");
+            counts[index[k]] += 1;
+        }
+        let chi = fairness::assert_uniform(what, &counts);
+        eprintln!("{what}: chi-square {chi:.1}");
+        chi
+    }
+
+    /// A table held at `buckets` buckets (resizing paused, as during a
+    /// point-in-time capture) whose bucket `i` holds `lengths[i]` keys.
+    fn table_with_chains(lengths: &[usize]) -> Dict<u64, ()> {
+        let mut d: Dict<u64, ()> = Dict::with_capacity(lengths.len());
+        assert_eq!(d.tables[0].len(), lengths.len());
+        d.set_resize_paused(true);
+        let mut filled = vec![0usize; lengths.len()];
+        let mut k = 0u64;
+        while filled != lengths {
+            let b = d.index(0, d.hash(&k));
+            if filled[b] < lengths[b] {
+                d.insert(k, ());
+                filled[b] += 1;
+            }
+            k += 1;
+        }
+        d
+    }
+
+    #[test]
+    fn random_is_uniform_over_chains_of_different_lengths() {
+        let seed = fairness::seed(
+            "keyspace::dict::tests::random_is_uniform_over_chains_of_different_lengths",
+        );
+        let mut rng = seed.rng(0);
+        let d = table_with_chains(&[1, 3, 9, 27]);
+        assert_eq!(d.len(), 40);
+        check_uniform(&d, &mut rng, 1000, "chains of 1, 3, 9 and 27");
+        let d = table_with_chains(&[0, 5, 0, 1, 30, 0, 2, 2]);
+        check_uniform(&d, &mut rng, 1000, "chains of 0 to 30");
+    }
+
+    #[test]
+    fn random_is_uniform_while_rehashing() {
+        let seed = fairness::seed("keyspace::dict::tests::random_is_uniform_while_rehashing");
+        let mut rng = seed.rng(0);
+        // Long chains, then resizing resumes: the next insert starts the
+        // move to 64 buckets (moving the first bucket); check at each stage.
+        let mut d = table_with_chains(&[1, 3, 9, 27]);
+        d.set_resize_paused(false);
+        d.insert(1_000_000, ());
+        let mut stage = 0;
+        while d.is_rehashing() {
+            check_uniform(&d, &mut rng, 500, &format!("rehashing, stage {stage}"));
+            d.rehash_step();
+            stage += 1;
+        }
+        assert!(stage >= 2, "the resize took {stage} steps");
+        check_uniform(&d, &mut rng, 500, "after the resize");
+    }
+
+    /// Random table states: sizes, chain lengths of an overfilled paused
+    /// table, removals, and a resize stopped anywhere.
+    #[test]
+    fn random_is_uniform_in_random_table_states() {
+        let seed =
+            fairness::seed("keyspace::dict::tests::random_is_uniform_in_random_table_states");
+        let mut rng = seed.rng(0);
+        for round in 0..12 {
+            let mut d: Dict<u64, ()> = Dict::new();
+            let n = 20 + rng.index(300);
+            // Paused at a few buckets (long chains), or growing normally.
+            let paused_at = (rng.below(2) == 0).then(|| 1 + rng.index(n / 4));
+            let mut k = 0u64;
+            while d.len() < n {
+                if Some(d.len()) == paused_at {
+                    d.set_resize_paused(true);
+                }
+                d.insert(rng.next_u64() | 1, ());
+                k += 1;
+            }
+            // Remove some (removals never resize while paused).
+            let victims: Vec<u64> = d.keys().copied().filter(|_| rng.below(4) == 0).collect();
+            for v in victims {
+                d.remove(&v);
+            }
+            d.set_resize_paused(false);
+            // Insert until a resize starts, then stop it at a random step.
+            while !d.is_rehashing() && d.len() < 4 * n {
+                d.insert(rng.next_u64() & !1, ());
+                k += 1;
+            }
+            for _ in 0..rng.index(8) {
+                d.rehash_step();
+            }
+            let what = format!(
+                "round {round}: {} elements, {} buckets, rehashing {}, {k} inserts",
+                d.len(),
+                d.bucket_count(),
+                d.is_rehashing()
+            );
+            check_uniform(&d, &mut rng, 200, &what);
+        }
     }
 }
