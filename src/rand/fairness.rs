@@ -119,6 +119,20 @@ mod tests {
     }
 
     #[test]
+    fn below_is_exact_for_huge_bounds() {
+        // 2^64 / (3 * 2^62) = 4/3: plain multiply-shift gives every third
+        // result two inputs and the others one, so the results' residues
+        // mod 3 would come out about 2:1:1.
+        let seed = seed("rand::fairness::tests::below_is_exact_for_huge_bounds");
+        let mut rng = seed.rng(0);
+        let mut counts = [0u64; 3];
+        for _ in 0..30_000 {
+            counts[(rng.below(3 << 62) % 3) as usize] += 1;
+        }
+        assert_uniform("Rng::below(3 * 2^62) mod 3", &counts);
+    }
+
+    #[test]
     fn the_generator_itself_passes() {
         let seed = seed("rand::fairness::tests::the_generator_itself_passes");
         let mut rng = seed.rng(0);
