@@ -4,6 +4,9 @@
 //! like: nothing here needs cryptographic quality, and a local generator
 //! keeps the hot path free of a dependency and of thread-local lookups.
 
+#[cfg(test)]
+pub(crate) mod fairness;
+
 /// xorshift64* generator. Never yields the same stream twice unless built
 /// with the same seed (tests use [`Rng::with_seed`] for determinism).
 #[derive(Debug, Clone)]
@@ -43,11 +46,23 @@ impl Rng {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    /// A uniformly distributed number in `0..bound` (`bound` > 0).
+    /// A uniformly distributed number in `0..bound` (`bound` > 0), every
+    /// value exactly equally likely.
     pub fn below(&mut self, bound: u64) -> u64 {
         debug_assert!(bound > 0, "Rng::below needs a positive bound");
-        // Multiply-shift (Lemire) is unbiased enough for our uses.
-        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
+        // Lemire's multiply-shift: the high word of x * bound. The low word
+        // tells whether x is one of the 2^64 mod bound values that would
+        // give some results one more chance than others; those are drawn
+        // again (the check costs a division only when the low word is
+        // below `bound`, which for small bounds almost never happens).
+        let mut m = u128::from(self.next_u64()) * u128::from(bound);
+        if (m as u64) < bound {
+            let threshold = bound.wrapping_neg() % bound;
+            while (m as u64) < threshold {
+                m = u128::from(self.next_u64()) * u128::from(bound);
+            }
+        }
+        (m >> 64) as u64
     }
 
     /// A uniformly distributed index in `0..len` (`len` > 0).

@@ -30,6 +30,8 @@ pub mod string;
 pub mod zset;
 
 #[cfg(test)]
+mod random_tests;
+#[cfg(test)]
 mod test_support;
 
 use std::collections::HashMap;

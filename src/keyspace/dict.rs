@@ -35,6 +35,12 @@ pub struct Dict<K, V> {
     /// `rehash_index` have been moved to `tables[1]`.
     tables: [Vec<Link<K, V>>; 2],
     rehash_index: Option<usize>,
+    /// Upper bounds on the chain lengths of `tables[0]` and `tables[1]`:
+    /// no bucket of table `t` holds more than `chain_bound[t]` nodes. An
+    /// insert counts the chain it adds to; a removal leaves the bound as
+    /// it is (a loose bound only costs [`Dict::random`] more tries); a
+    /// table starts at 0.
+    chain_bound: [usize; 2],
     len: usize,
     /// While true, no resize starts and no bucket moves (a point-in-time
     /// capture walks the buckets by position; see `keyspace::capture`).
@@ -128,6 +134,7 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         Dict {
             tables: [Vec::new(), Vec::new()],
             rehash_index: None,
+            chain_bound: [0, 0],
             len: 0,
             resize_paused: false,
             hasher: foldhash::quality::RandomState::default(),
@@ -170,6 +177,24 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     /// The bucket index of hash `h` in table `t` (which must be non-empty).
     fn index(&self, t: usize, h: u64) -> usize {
         (h as usize) & (self.tables[t].len() - 1)
+    }
+
+    /// Keeps `chain_bound[t]` an upper bound after one node was pushed
+    /// onto bucket `b` of table `t`. The chain had at most the bound
+    /// before, so it exceeds it only when the walk gets one node past the
+    /// bound; the walk stops there.
+    fn note_push(&mut self, t: usize, b: usize) {
+        let bound = self.chain_bound[t];
+        let mut link = &self.tables[t][b];
+        let mut n = 0;
+        while let Some(node) = link {
+            n += 1;
+            if n > bound {
+                self.chain_bound[t] = n;
+                return;
+            }
+            link = &node.next;
+        }
     }
 
     /// Asks the CPU to start fetching the bucket `key` hashes to, for a
@@ -299,6 +324,7 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         let next = self.tables[t][b].take();
         self.tables[t][b] = Some(Box::new(Node { key, value, next }));
         self.len += 1;
+        self.note_push(t, b);
         &mut self.tables[t][b].as_mut().expect("just inserted").value
     }
 
@@ -320,6 +346,7 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         let next = self.tables[0][b].take();
         self.tables[0][b] = Some(Box::new(Node { key, value, next }));
         self.len += 1;
+        self.note_push(0, b);
         Ok(&mut self.tables[0][b].as_mut().expect("just inserted").value)
     }
 
@@ -397,6 +424,7 @@ impl<K: Hash + Eq, V> Dict<K, V> {
             *table = Vec::new();
         }
         self.rehash_index = None;
+        self.chain_bound = [0, 0];
         self.len = 0;
         // No buckets are left whose positions could be kept stable.
         self.resize_paused = false;
@@ -422,9 +450,11 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         debug_assert!(self.rehash_index.is_none(), "one resize at a time");
         if self.tables[0].is_empty() {
             self.tables[0] = empty_buckets(new_count);
+            self.chain_bound[0] = 0;
             return;
         }
         self.tables[1] = empty_buckets(new_count);
+        self.chain_bound[1] = 0;
         self.rehash_index = Some(0);
         self.rehash_step();
     }
@@ -455,11 +485,13 @@ impl<K: Hash + Eq, V> Dict<K, V> {
                 let b = (self.hasher.hash_one(&node.key) as usize) & mask;
                 node.next = self.tables[1][b].take();
                 self.tables[1][b] = Some(node);
+                self.note_push(1, b);
             }
             index += 1;
         }
         if index >= self.tables[0].len() {
             self.tables[0] = std::mem::take(&mut self.tables[1]);
+            self.chain_bound = [self.chain_bound[1], 0];
             self.rehash_index = None;
         } else {
             self.rehash_index = Some(index);
@@ -694,37 +726,45 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         }
     }
 
-    /// A random element, or `None` when empty. Picks a random non-empty
-    /// bucket (of either table while rehashing), then a random node of its
-    /// chain (Redis's approach: not perfectly uniform for long chains, which
-    /// the load factor keeps rare).
+    /// A random element, uniform over the elements, or `None` when empty.
+    ///
+    /// Every bucket is seen as `chain_bound` slots, its chain's nodes in
+    /// the first ones and the rest empty: a slot is drawn uniformly from
+    /// the slots of both tables (those of buckets a running resize has
+    /// already emptied left out), and drawn again while it is empty. Each
+    /// element fills exactly one slot, so each is returned with the same
+    /// probability, whatever the chain lengths and whether a resize is
+    /// under way (picking a bucket and then one of its nodes would favour
+    /// the nodes of short chains). The expected number of draws is the
+    /// number of slots over the number of elements: about the longest
+    /// chain over the load factor (8.4 for a million elements, whose
+    /// longest chain is typically 8).
     pub fn random(&self, rng: &mut Rng) -> Option<(&K, &V)> {
         if self.len == 0 {
             return None;
         }
-        let sizes = [self.tables[0].len(), self.tables[1].len()];
-        let total = sizes[0] + sizes[1];
+        // Buckets of the old table below the rehash index are empty.
+        let first = self.rehash_index.unwrap_or(0);
+        let [bound0, bound1] = self.chain_bound.map(|b| b as u64);
+        let span0 = (self.tables[0].len() - first) as u64 * bound0;
+        let span1 = self.tables[1].len() as u64 * bound1;
+        debug_assert!(span0 + span1 > 0, "a non-empty table has slots");
         loop {
-            let pick = rng.index(total);
-            let (t, b) = if pick < sizes[0] {
-                (0, pick)
+            let slot = rng.below(span0 + span1);
+            let (mut link, mut depth) = if slot < span0 {
+                let b = slot / bound0;
+                (&self.tables[0][first + b as usize], slot - b * bound0)
             } else {
-                (1, pick - sizes[0])
+                let slot = slot - span0;
+                let b = slot / bound1;
+                (&self.tables[1][b as usize], slot - b * bound1)
             };
-            if let Some(head) = &self.tables[t][b] {
-                let mut chain_len = 0usize;
-                let mut link = &self.tables[t][b];
-                while let Some(node) = link {
-                    chain_len += 1;
-                    link = &node.next;
+            while let Some(node) = link {
+                if depth == 0 {
+                    return Some((&node.key, &node.value));
                 }
-                let mut pick = rng.index(chain_len);
-                let mut node = head;
-                while pick > 0 {
-                    node = node.next.as_ref().expect("pick < chain length");
-                    pick -= 1;
-                }
-                return Some((&node.key, &node.value));
+                depth -= 1;
+                link = &node.next;
             }
         }
     }
@@ -806,6 +846,7 @@ impl<'a, K, V> Iterator for Iter<'a, K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rand::fairness;
     use std::collections::{BTreeMap, HashSet};
 
     #[test]
@@ -988,5 +1029,175 @@ mod tests {
             seen.insert(*d.random(&mut rng).unwrap().0);
         }
         assert_eq!(seen.len(), 10);
+    }
+
+    /// The longest chain of each table.
+    fn longest_chains<K, V>(d: &Dict<K, V>) -> [usize; 2] {
+        let mut longest = [0; 2];
+        for (t, table) in d.tables.iter().enumerate() {
+            for bucket in table {
+                let mut n = 0;
+                let mut link = bucket;
+                while let Some(node) = link {
+                    n += 1;
+                    link = &node.next;
+                }
+                longest[t] = longest[t].max(n);
+            }
+        }
+        longest
+    }
+
+    #[test]
+    fn chain_bounds_cover_every_chain() {
+        let seed = fairness::seed("keyspace::dict::tests::chain_bounds_cover_every_chain");
+        let mut rng = seed.rng(0);
+        let mut d: Dict<u64, ()> = Dict::new();
+        for step in 0..30_000u32 {
+            let k = rng.below(2000);
+            match rng.below(12) {
+                0..=4 => {
+                    d.insert(k, ());
+                }
+                5 => {
+                    let _ = d.try_insert(k, ());
+                }
+                6..=8 => {
+                    d.remove(&k);
+                }
+                9 => d.set_resize_paused(rng.below(3) == 0),
+                10 => d.rehash_step(),
+                _ => match rng.below(40) {
+                    0 => d.clear(),
+                    1 => d.reserve(rng.index(500)),
+                    2 => d.retain(|k, _| k % 3 != 0),
+                    3 if d.positions() > 0 => {
+                        d.set_resize_paused(true);
+                        d.drain_position(rng.index(d.positions()), |_, _| {});
+                    }
+                    _ => {}
+                },
+            }
+            let longest = longest_chains(&d);
+            assert!(
+                longest[0] <= d.chain_bound[0] && longest[1] <= d.chain_bound[1],
+                "step {step}: chains {longest:?} over bounds {:?}",
+                d.chain_bound
+            );
+            if !d.is_rehashing() {
+                assert_eq!(d.chain_bound[1], 0, "step {step}: no second table");
+            }
+        }
+    }
+
+    /// Draws `per_element` times the number of elements from `d` and
+    /// checks the histogram against the uniform distribution.
+    fn check_uniform(d: &Dict<u64, ()>, rng: &mut Rng, per_element: usize, what: &str) -> f64 {
+        let keys: Vec<u64> = d.keys().copied().collect();
+        let index: std::collections::HashMap<u64, usize> =
+            keys.iter().enumerate().map(|(i, &k)| (k, i)).collect();
+        let mut counts = vec![0u64; keys.len()];
+        for _ in 0..per_element * keys.len() {
+            let (k, _) = d.random(rng).expect("not empty");
+            counts[index[k]] += 1;
+        }
+        let chi = fairness::assert_uniform(what, &counts);
+        eprintln!("{what}: chi-square {chi:.1}");
+        chi
+    }
+
+    /// A table held at `buckets` buckets (resizing paused, as during a
+    /// point-in-time capture) whose bucket `i` holds `lengths[i]` keys.
+    fn table_with_chains(lengths: &[usize]) -> Dict<u64, ()> {
+        let mut d: Dict<u64, ()> = Dict::with_capacity(lengths.len());
+        assert_eq!(d.tables[0].len(), lengths.len());
+        d.set_resize_paused(true);
+        let mut filled = vec![0usize; lengths.len()];
+        let mut k = 0u64;
+        while filled != lengths {
+            let b = d.index(0, d.hash(&k));
+            if filled[b] < lengths[b] {
+                d.insert(k, ());
+                filled[b] += 1;
+            }
+            k += 1;
+        }
+        d
+    }
+
+    #[test]
+    fn random_is_uniform_over_chains_of_different_lengths() {
+        let seed = fairness::seed(
+            "keyspace::dict::tests::random_is_uniform_over_chains_of_different_lengths",
+        );
+        let mut rng = seed.rng(0);
+        let d = table_with_chains(&[1, 3, 9, 27]);
+        assert_eq!(d.len(), 40);
+        check_uniform(&d, &mut rng, 1000, "chains of 1, 3, 9 and 27");
+        let d = table_with_chains(&[0, 5, 0, 1, 30, 0, 2, 2]);
+        check_uniform(&d, &mut rng, 1000, "chains of 0 to 30");
+    }
+
+    #[test]
+    fn random_is_uniform_while_rehashing() {
+        let seed = fairness::seed("keyspace::dict::tests::random_is_uniform_while_rehashing");
+        let mut rng = seed.rng(0);
+        // Long chains, then resizing resumes: the next insert starts the
+        // move to 64 buckets (moving the first bucket); check at each stage.
+        let mut d = table_with_chains(&[1, 3, 9, 27]);
+        d.set_resize_paused(false);
+        d.insert(1_000_000, ());
+        let mut stage = 0;
+        while d.is_rehashing() {
+            check_uniform(&d, &mut rng, 500, &format!("rehashing, stage {stage}"));
+            d.rehash_step();
+            stage += 1;
+        }
+        assert!(stage >= 2, "the resize took {stage} steps");
+        check_uniform(&d, &mut rng, 500, "after the resize");
+    }
+
+    /// Random table states: sizes, chain lengths of an overfilled paused
+    /// table, removals, and a resize stopped anywhere.
+    #[test]
+    fn random_is_uniform_in_random_table_states() {
+        let seed =
+            fairness::seed("keyspace::dict::tests::random_is_uniform_in_random_table_states");
+        let mut rng = seed.rng(0);
+        for round in 0..12 {
+            let mut d: Dict<u64, ()> = Dict::new();
+            let n = 20 + rng.index(300);
+            // Paused at a few buckets (long chains), or growing normally.
+            let paused_at = (rng.below(2) == 0).then(|| 1 + rng.index(n / 4));
+            let mut k = 0u64;
+            while d.len() < n {
+                if Some(d.len()) == paused_at {
+                    d.set_resize_paused(true);
+                }
+                d.insert(rng.next_u64() | 1, ());
+                k += 1;
+            }
+            // Remove some (removals never resize while paused).
+            let victims: Vec<u64> = d.keys().copied().filter(|_| rng.below(4) == 0).collect();
+            for v in victims {
+                d.remove(&v);
+            }
+            d.set_resize_paused(false);
+            // Insert until a resize starts, then stop it at a random step.
+            while !d.is_rehashing() && d.len() < 4 * n {
+                d.insert(rng.next_u64() & !1, ());
+                k += 1;
+            }
+            for _ in 0..rng.index(8) {
+                d.rehash_step();
+            }
+            let what = format!(
+                "round {round}: {} elements, {} buckets, rehashing {}, {k} inserts",
+                d.len(),
+                d.bucket_count(),
+                d.is_rehashing()
+            );
+            check_uniform(&d, &mut rng, 200, &what);
+        }
     }
 }

@@ -249,7 +249,8 @@ impl Db {
         &self.main
     }
 
-    /// A random key (possibly expired; the caller checks).
+    /// A random key, uniform over the keys ([`Dict::random`]); possibly
+    /// expired (the caller checks).
     pub fn random_key(&self, rng: &mut Rng) -> Option<&Blob> {
         self.main.random(rng).map(|(k, _)| k)
     }

@@ -163,8 +163,9 @@ impl Hash {
         }
     }
 
-    /// A random pair (uniform over fields for the listpack), or `None` when
-    /// the hash is empty.
+    /// A random pair, uniform over the fields in either encoding (by index
+    /// in a listpack, [`Dict::random`] in a hash table), or `None` when the
+    /// hash is empty.
     pub fn random_pair(&self, rng: &mut Rng) -> Option<(&Blob, &Blob)> {
         match self {
             Hash::Listpack(pairs) if pairs.is_empty() => None,

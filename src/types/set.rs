@@ -254,7 +254,9 @@ impl Set {
         }
     }
 
-    /// A random member, or `None` when empty.
+    /// A random member, uniform over the members in either encoding (by
+    /// index in an intset, [`Dict::random`] in a hash table), or `None`
+    /// when empty.
     pub fn random(&self, rng: &mut Rng) -> Option<Member<'_>> {
         match self {
             Set::Intset(ints) if ints.is_empty() => None,
@@ -263,7 +265,8 @@ impl Set {
         }
     }
 
-    /// Removes and returns a random member, or `None` when empty.
+    /// Removes and returns a random member (chosen as by [`Set::random`]),
+    /// or `None` when empty.
     pub fn pop_random(&mut self, rng: &mut Rng) -> Option<Blob> {
         match self {
             Set::Intset(ints) if ints.is_empty() => None,

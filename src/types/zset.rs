@@ -631,8 +631,8 @@ impl ZSet {
         }
     }
 
-    /// A random element: uniform over a listpack, the hash table's
-    /// sampling otherwise (as Redis's `zsetTypeRandomElement`).
+    /// A random element, uniform over the elements in either encoding (by
+    /// index in a listpack, [`Dict::random`] in the general encoding).
     pub fn random(&self, rng: &mut Rng) -> Option<(&[u8], f64)> {
         match &self.repr {
             Repr::Listpack(v) if v.is_empty() => None,
