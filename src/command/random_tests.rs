@@ -6,7 +6,7 @@
 //! members); positive counts must also return distinct members, as many
 //! as asked for (or the whole collection).
 //!
-//! The engine's generator is seeded from `HOZON_TEST_SEED` (printed when a
+//! The engine's generator is seeded from `HOZON_SEED` (printed when a
 //! test fails); the hash tables' layouts come from the per-process hash
 //! seed, so a failure on a table reproduces with the seed in most, not all,
 //! runs.

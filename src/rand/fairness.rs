@@ -2,14 +2,14 @@
 //! chi-square statistic against a uniform distribution, the limits Redis's
 //! own test suite uses, and reproducible seeds.
 //!
-//! A randomised test takes its seed from [`seed`]: `HOZON_TEST_SEED` when
+//! A randomised test takes its seed from [`seed`]: `HOZON_SEED` when
 //! set, otherwise a fresh one. The returned guard prints the seed (and how
 //! to rerun with it) if the test fails.
 
 use super::Rng;
 
 /// The environment variable that fixes the seed of the randomised tests.
-pub const SEED_VAR: &str = "HOZON_TEST_SEED";
+pub const SEED_VAR: &str = "HOZON_SEED";
 
 /// A test's seed; prints it when dropped during a panic (a failed test).
 pub struct Seed {
@@ -37,7 +37,7 @@ impl Drop for Seed {
     }
 }
 
-/// The seed for `test`: `HOZON_TEST_SEED` when set, otherwise random.
+/// The seed for `test`: `HOZON_SEED` when set, otherwise random.
 pub fn seed(test: &'static str) -> Seed {
     let value = match std::env::var(SEED_VAR) {
         Ok(v) => v
