@@ -12,7 +12,7 @@ use crate::types::set::{Member, Set};
 use crate::types::stream::{Fields, Stream, StreamId};
 use crate::types::{Blob, Value};
 
-/// An uncompressed block: encoded records, ready for [`FileWriter`].
+/// An uncompressed block: encoded records, ready for [`FileWriter`](super::FileWriter).
 #[derive(Debug)]
 pub struct RawBlock {
     /// The records, back to back.
@@ -40,7 +40,7 @@ struct OpenRecord {
 
 /// Encodes records into blocks of about [`BLOCK_TARGET_BYTES`]
 /// uncompressed, on the thread that can read the keyspace, and keeps the
-/// statistics the footer carries. Hand each block to a [`FileWriter`].
+/// statistics the footer carries. Hand each block to a [`FileWriter`](super::FileWriter).
 pub struct BlockBuilder {
     buf: Vec<u8>,
     records: u32,
@@ -77,13 +77,13 @@ impl BlockBuilder {
     }
 
     /// The statistics of everything pushed so far (pass them to
-    /// [`FileWriter::finish`]).
+    /// [`FileWriter::finish`](super::FileWriter::finish)).
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
 
     /// Gives back a block's buffer (returned by
-    /// [`FileWriter::write_block`]) so the next block reuses it.
+    /// [`FileWriter::write_block`](super::FileWriter::write_block)) so the next block reuses it.
     pub fn recycle(&mut self, mut buf: Vec<u8>) {
         if self.spare.len() < 4 && buf.capacity() >= self.target {
             buf.clear();

@@ -162,7 +162,7 @@ pub enum SnapshotError {
     },
     /// The decoded contents disagree with the footer's totals.
     Mismatch(String),
-    /// [`commit`] renamed the file into place, but the fsync of its
+    /// [`commit`](super::commit) renamed the file into place, but the fsync of its
     /// directory failed: the file is complete under its name, and the
     /// rename may not survive a power loss (the name may still refer to
     /// the previous file then).

@@ -13,7 +13,7 @@
 //!   [`commit`] renames the temp file into place;
 //! - [`save_keyspace`] does all of it for a keyspace (SAVE, tests);
 //! - [`read_summary`] answers summary questions from trailer and footer;
-//! - [`load`] / [`load_into`] verify everything and decode blocks on
+//! - [`load`](fn@load) / [`load_into`] verify everything and decode blocks on
 //!   several threads; [`load_salvaging`] keeps every intact block.
 
 mod builder;

@@ -78,7 +78,7 @@ impl Builder {
 }
 
 /// Walks a snapshot key by key without assembling split values: every
-/// check of [`load`] is made (header, footer, trailer, each block's CRC,
+/// check of [`load`](fn@super::load) is made (header, footer, trailer, each block's CRC,
 /// every record, the key count), blocks are decoded by `workers` threads
 /// (0: the caller), and `visit` sees each key in file order, expired ones
 /// included. Memory holds a few decoded blocks. `visit` returning Break
