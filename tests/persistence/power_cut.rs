@@ -362,7 +362,7 @@ fn the_workload_exercises_every_step() {
 /// engine runs on the fault-injecting file system (group commit: replies
 /// leave after the turn's batch is written, and fsynced under `always`).
 /// Acknowledged means the client read the reply.
-fn server_sweep(policy: AppendFsync, seed: u64) -> Result<u64, String> {
+fn server_sweep(policy: AppendFsync, seed: u64, lying: (bool, bool)) -> Result<u64, String> {
     let mode = Mode::Aof(policy);
     let run_server = |io: &FaultyIo| -> Result<History, String> {
         let mut config = config(mode);
@@ -421,6 +421,7 @@ fn server_sweep(policy: AppendFsync, seed: u64) -> Result<u64, String> {
     let ops = clean.operations();
     for n in 1..=ops + 1 {
         let io = FaultyIo::new();
+        io.set_lying_disk(lying.0, lying.1);
         let how = stop_for(n);
         io.inject(Fault::Stop { nth_op: n, how });
         let history = run_server(&io).map_err(|e| format!("stop at op {n}: {e}"))?;
@@ -463,9 +464,26 @@ fn call_or_closed(
 fn stops_at_every_step_of_a_running_server() {
     let seed = seed(201);
     for policy in [AppendFsync::Always, AppendFsync::Everysec, AppendFsync::No] {
-        match server_sweep(policy, seed) {
+        match server_sweep(policy, seed, (false, false)) {
             Ok(runs) => eprintln!("server {policy:?}: {runs} stopped runs checked"),
             Err(violation) => panic!("seed {seed}: {violation}"),
         }
+    }
+}
+
+/// The server sweep has teeth too: under `always`, a disk whose data
+/// fsyncs (or directory fsyncs) do nothing loses acknowledged writes.
+#[test]
+fn the_server_sweep_notices_missing_fsyncs() {
+    let seed = seed(201);
+    for (lying, what) in [
+        ((true, false), "data fsync"),
+        ((false, true), "directory fsync"),
+    ] {
+        let found = server_sweep(AppendFsync::Always, seed, lying);
+        assert!(
+            found.is_err(),
+            "skipping every {what} went unnoticed by the server sweep: {found:?}"
+        );
     }
 }
