@@ -6,9 +6,13 @@
 //! with the benchmark client for the other core. One readiness loop reads
 //! every ready socket, parses and executes all complete requests
 //! (pipelining), encodes the replies, and only at the end of the turn writes
-//! them out. That end-of-turn point is where the append-only file will write
-//! and fsync once for every client's writes of the turn (group commit)
-//! before any reply is released.
+//! them out. That end-of-turn point is where the append-only file is
+//! written (`commit_log`): the effects every client's commands logged in the
+//! turn go out as one batch in one write(2), fsynced there and then under
+//! `appendfsync always` (group commit; under `everysec` a background thread
+//! fsyncs about once a second). Replies to those writes are held until their
+//! batch is written (and fsynced under `always`); a client whose batch can
+//! no longer be made durable (a failed fsync) is disconnected without them.
 
 mod busy_poll;
 pub mod host;
