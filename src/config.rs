@@ -184,6 +184,19 @@ pub struct CommandRenames {
     names: Vec<(Vec<u8>, Option<&'static str>)>,
 }
 
+/// The command names `rename-command` checks against. The configuration
+/// sits below the command layer (ARCHITECTURE.md, "Layers"), so the
+/// loader is given the names rather than importing the command table;
+/// the engine supplies them ([`Config::apply_text`], [`Config::from_args`]).
+pub trait CommandCatalog {
+    /// The real (lower-case) name of the command `name` names, if hozon
+    /// has it (`name` in any case, no renames applied).
+    fn real_name(&self, name: &[u8]) -> Option<&'static str>;
+    /// True when `name` (lower case) is a Redis 7.0 command, whether or
+    /// not hozon has it.
+    fn known_to_redis(&self, name: &str) -> bool;
+}
+
 /// How a client's command name resolves under `rename-command`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommandName {
@@ -216,11 +229,11 @@ impl CommandRenames {
     }
 
     /// The real command `name` reaches, if any (renames applied).
-    fn target(&self, name: &[u8]) -> Option<&'static str> {
+    fn target(&self, name: &[u8], commands: &dyn CommandCatalog) -> Option<&'static str> {
         match self.resolve(name) {
             CommandName::Renamed(real) => Some(real),
             CommandName::Removed => None,
-            CommandName::Unchanged => crate::command::lookup(name).map(|spec| spec.name),
+            CommandName::Unchanged => commands.real_name(name),
         }
     }
 
@@ -229,19 +242,25 @@ impl CommandRenames {
     /// chain (`a b` then `b c`). The errors are Redis's. A Redis 7.0
     /// command hozon does not have (DEBUG, MODULE, ACL, …) is unknown
     /// under any name already: renaming it is accepted and changes
-    /// nothing, so a redis.conf that disables it loads.
-    pub fn rename(&mut self, from: &[u8], to: &[u8]) -> Result<(), String> {
-        let Some(real) = self.target(from) else {
+    /// nothing, so a redis.conf that disables it loads. `commands` tells
+    /// which commands exist.
+    pub fn rename(
+        &mut self,
+        from: &[u8],
+        to: &[u8],
+        commands: &dyn CommandCatalog,
+    ) -> Result<(), String> {
+        let Some(real) = self.target(from, commands) else {
             let lower = String::from_utf8_lossy(from).to_ascii_lowercase();
             let redis_only = self.resolve(from) == CommandName::Unchanged
                 && !lower.contains('|')
-                && crate::command::docs::lookup(&lower).is_some();
+                && commands.known_to_redis(&lower);
             if redis_only {
                 return Ok(());
             }
             return Err("No such command in rename-command".into());
         };
-        if !to.is_empty() && self.target(to).is_some() {
+        if !to.is_empty() && self.target(to, commands).is_some() {
             return Err("Target command name already exists".into());
         }
         self.set(from, None);
@@ -1215,13 +1234,19 @@ const MAX_INCLUDE_DEPTH: usize = 16;
 impl Config {
     /// Applies configuration text (redis.conf syntax: `name value …` per
     /// line, `#` comments, quoting as in redis-cli, `include <file>`).
-    /// Line numbers in errors count from 1 in `text`.
-    pub fn apply_text(&mut self, text: &[u8]) -> Result<(), ConfigError> {
+    /// Line numbers in errors count from 1 in `text`. `rename-command`
+    /// lines are checked against `commands` ([`Config::apply_text`] passes
+    /// hozon's command table).
+    pub fn apply_text_with_commands(
+        &mut self,
+        text: &[u8],
+        commands: &dyn CommandCatalog,
+    ) -> Result<(), ConfigError> {
         let mut state = LoadState {
             reading_file: true,
             save_seen: false,
         };
-        self.apply_text_with(text, &mut state, 0)?;
+        self.apply_text_with(text, &mut state, 0, commands)?;
         Ok(())
     }
 
@@ -1230,6 +1255,7 @@ impl Config {
         text: &[u8],
         state: &mut LoadState,
         depth: usize,
+        commands: &dyn CommandCatalog,
     ) -> Result<(), ConfigError> {
         for (index, raw) in text.split(|&b| b == b'\n').enumerate() {
             let line = trim(raw);
@@ -1270,7 +1296,7 @@ impl Config {
             }
             if name == b"rename-command" && args.len() == 3 {
                 self.command_renames
-                    .rename(&args[1], &args[2])
+                    .rename(&args[1], &args[2], commands)
                     .map_err(at)?;
                 continue;
             }
@@ -1287,7 +1313,7 @@ impl Config {
                             os_error_text(&e)
                         ))
                     })?;
-                    self.apply_text_with(&content, state, depth + 1)?;
+                    self.apply_text_with(&content, state, depth + 1, commands)?;
                 }
                 continue;
             }
@@ -1301,19 +1327,17 @@ impl Config {
     }
 
     /// Parses a `redis-server`-style command line (without the program
-    /// name): `[config-file | -] [--name value …]`. Flags are turned into
-    /// configuration lines appended after the file, exactly as
+    /// name): `[config-file | -] [--name value …]`, reading `-`
+    /// (configuration from standard input) from `stdin`. Flags are turned
+    /// into configuration lines appended after the file, exactly as
     /// `redis-server` does, so a flag overrides the file and error line
-    /// numbers count the file's lines first.
-    pub fn from_args(args: &[String]) -> Result<Invocation, ConfigError> {
-        Config::from_args_with_stdin(args, &mut std::io::stdin().lock())
-    }
-
-    /// [`Config::from_args`] reading `-` (configuration from standard
-    /// input) from `stdin`.
-    pub fn from_args_with_stdin(
+    /// numbers count the file's lines first. `rename-command` lines are
+    /// checked against `commands` ([`Config::from_args`] passes hozon's
+    /// command table).
+    pub fn from_args_with_commands(
         args: &[String],
         stdin: &mut dyn std::io::Read,
+        commands: &dyn CommandCatalog,
     ) -> Result<Invocation, ConfigError> {
         let mut config = Config::default();
         if args.is_empty() {
@@ -1347,7 +1371,7 @@ impl Config {
         }
         text.push(b'\n');
         text.extend_from_slice(&options);
-        config.apply_text(&text)?;
+        config.apply_text_with_commands(&text, commands)?;
         Ok(Invocation::Run(Box::new(config)))
     }
 
