@@ -1,5 +1,5 @@
 //! The engine's periodic work: background saves and rewrites, active
-//! expiry, timed-out waits.
+//! rehashing and expiry, the AOF's timed flushes and fsyncs.
 
 use crate::clock::now_ms;
 
