@@ -15,12 +15,16 @@
 //! assert_eq!(engine.execute(&mut session, &[b"GET", b"k"]), Reply::Bulk(b"v".to_vec()));
 //! ```
 
+pub mod clock;
 pub mod command;
 pub mod config;
+pub mod core;
 pub mod engine;
 pub mod error;
 pub mod glob;
 pub mod keyspace;
+#[cfg(test)]
+mod layers;
 pub mod persist;
 pub mod rand;
 pub mod rdb;

@@ -11,7 +11,6 @@
 //! received; a handler that must log something else (absolute expiry times,
 //! SPOP as SREM, …) calls [`Ctx::log`] instead.
 
-pub mod clients;
 pub mod ctx;
 pub mod docs;
 pub mod dump;
@@ -37,6 +36,7 @@ mod test_support;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+pub use crate::core::clients;
 pub use clients::{BlockKind, BlockRequest, BlockState};
 pub use ctx::{Ctx, Effect, Host, MultiState, NullHost, Session};
 

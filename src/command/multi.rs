@@ -9,7 +9,7 @@
 
 use super::flags::*;
 use super::{CmdResult, CommandSpec, Ctx, Effect, Session};
-use crate::engine::Core;
+use crate::core::Core;
 use crate::reply::Reply;
 
 const TRANSACTIONS: &str = "transactions";

@@ -10,7 +10,7 @@
 use super::clients::Message;
 use super::flags::*;
 use super::{CmdResult, CommandSpec, Ctx, Session};
-use crate::engine::Core;
+use crate::core::Core;
 use crate::reply::Reply;
 use crate::types::Blob;
 

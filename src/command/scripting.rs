@@ -52,7 +52,7 @@ const SCRIPT_HELP: &[&str] = &[
 /// The state is taken out of `Core` for the call (a script's commands
 /// borrow `Core` while the Lua state runs them) and put back after.
 fn with_scripting(ctx: &mut Ctx, f: impl FnOnce(&mut Scripting, &mut Ctx) -> Reply) -> Reply {
-    let mut scripting = match ctx.core.scripting.take() {
+    let mut scripting = match ctx.core.scripting.take::<Scripting>() {
         Some(s) => s,
         None => match Scripting::new() {
             Ok(s) => Box::new(s),
@@ -60,7 +60,7 @@ fn with_scripting(ctx: &mut Ctx, f: impl FnOnce(&mut Scripting, &mut Ctx) -> Rep
         },
     };
     let reply = f(&mut scripting, ctx);
-    ctx.core.scripting = Some(scripting);
+    ctx.core.scripting.put(scripting);
     reply
 }
 
@@ -126,7 +126,7 @@ fn script_load(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 }
 
 fn script_exists(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let scripting = ctx.core.scripting.as_deref();
+    let scripting = ctx.core.scripting.get::<Scripting>();
     Ok(Reply::Array(
         argv[2..]
             .iter()
@@ -146,7 +146,7 @@ fn script_flush(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
         ));
     }
-    if let Some(scripting) = ctx.core.scripting.as_mut() {
+    if let Some(scripting) = ctx.core.scripting.get_mut::<Scripting>() {
         scripting
             .flush()
             .map_err(|e| Reply::error(format!("ERR {e}")))?;

@@ -1818,9 +1818,13 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
     let total_system = proc_kb_field(&proc_text("/proc/meminfo"), "MemTotal:");
     // A script calling INFO runs while the Lua state is out of Core: it
     // reports none then.
-    let (lua, scripts, cached) = ctx.core.scripting.as_deref().map_or((0, 0, 0), |s| {
-        (s.lua_bytes() as u64, s.scripts_bytes() as u64, s.cached())
-    });
+    let (lua, scripts, cached) = ctx
+        .core
+        .scripting
+        .get::<crate::script::Scripting>()
+        .map_or((0, 0, 0), |s| {
+            (s.lua_bytes() as u64, s.scripts_bytes() as u64, s.cached())
+        });
     let config = &ctx.core.config;
     let policy = config::MAXMEMORY_POLICIES
         .get(config.maxmemory_policy)
@@ -2350,9 +2354,9 @@ fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 }
 
 fn config_resetstat(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
-    ctx.core.stats = crate::engine::Stats {
+    ctx.core.stats = crate::core::Stats {
         reset_ms: ctx.now_ms,
-        ..crate::engine::Stats::default()
+        ..crate::core::Stats::default()
     };
     Ok(Reply::ok())
 }

@@ -5,7 +5,14 @@
 
 use std::ops::Range;
 
-use crate::command::Effect;
+/// A logged effect: one command to append to the AOF, in database `db`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effect {
+    /// The database the command applies to.
+    pub db: usize,
+    /// The command and its arguments.
+    pub argv: Vec<Vec<u8>>,
+}
 
 /// First line of every AOF hozon creates. Redis skips it like any `#` line;
 /// the loader uses it to know the file's batches carry checksums.

@@ -7,8 +7,8 @@
 use std::io;
 
 use super::aof::{BatchBuilder, FILE_HEADER};
-use crate::command::Effect;
 use crate::keyspace::Keyspace;
+use crate::persist::aof::Effect;
 use crate::types::{num, Value};
 
 /// Most elements per command (Redis's `AOF_REWRITE_ITEMS_PER_CMD`).

@@ -21,8 +21,8 @@ use super::io::{AppendFile, Io};
 use super::rewrite::commands_for;
 use super::snapshot::{self, BlockBuilder, FileWriter, HeaderInfo, RawBlock, Stats};
 use super::writer::error_text;
-use crate::command::Effect;
 use crate::keyspace::Keyspace;
+use crate::persist::aof::Effect;
 use crate::types::{Blob, Value};
 
 /// Image chunks queued for the rewriter thread before the capture pauses.

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 
 use super::aof::{self, BatchBuilder, FILE_HEADER};
 use super::io::{AppendFile, Io, SyncHandle};
-use crate::command::Effect;
+use crate::persist::aof::Effect;
 
 pub use crate::config::AppendFsync as FsyncPolicy;
 

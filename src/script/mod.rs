@@ -1097,11 +1097,7 @@ mod tests {
     }
 
     impl Host for CountingHost {
-        fn while_busy(
-            &mut self,
-            _busy: &BusyScript,
-            _core: &mut crate::engine::Core,
-        ) -> BusyAction {
+        fn while_busy(&mut self, _busy: &BusyScript, _core: &mut crate::core::Core) -> BusyAction {
             self.polls += 1;
             if self.polls >= self.kill_after {
                 self.action

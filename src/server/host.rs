@@ -17,7 +17,7 @@ use std::io::{Read, Write};
 use crate::command::ctx::{BusyAction, BusyScript, Connection, MemoryUse};
 use crate::command::{self, flags, Ctx, Host, Session};
 use crate::config::{CommandName, Config, LogLevel};
-use crate::engine::Core;
+use crate::core::Core;
 use crate::reply::Reply;
 use crate::script;
 

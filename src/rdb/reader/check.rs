@@ -424,7 +424,7 @@ fn walk<'a>(
         out: ScanSummary {
             version,
             valkey,
-            scanned_at_ms: crate::engine::now_ms(),
+            scanned_at_ms: crate::clock::now_ms(),
             ..ScanSummary::default()
         },
         seen: HashMap::default(),

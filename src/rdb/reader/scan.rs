@@ -73,7 +73,7 @@ fn scan_with(
     let mut out = ScanSummary {
         version,
         valkey,
-        scanned_at_ms: crate::engine::now_ms(),
+        scanned_at_ms: crate::clock::now_ms(),
         ..ScanSummary::default()
     };
     let mut c = Cursor::new(data, header_len);
@@ -482,7 +482,7 @@ fn scan_keys_with<'a>(
     let mut out = ScanSummary {
         version,
         valkey,
-        scanned_at_ms: crate::engine::now_ms(),
+        scanned_at_ms: crate::clock::now_ms(),
         ..ScanSummary::default()
     };
     let mut c = Cursor::new(data, header_len);

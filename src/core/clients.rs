@@ -28,7 +28,7 @@ pub enum BlockKind {
 }
 
 /// What a command asks for when it blocks (see
-/// [`Ctx::block`](super::Ctx::block)).
+/// [`Ctx::block`](crate::command::Ctx::block)).
 #[derive(Debug, Clone)]
 pub struct BlockRequest {
     /// Keys in the selected database, in the command's order.

@@ -1,0 +1,822 @@
+//! The parameter table: every parameter once, with its parsing and
+//! validation (Redis's error texts).
+
+use super::*;
+
+/// CONFIG SET refuses the parameter (`can't set immutable config`).
+pub const IMMUTABLE: u8 = 1;
+/// CONFIG SET refuses the parameter for safety (`can't set protected
+/// config`): where data files go must not be changeable over the network.
+pub const PROTECTED: u8 = 2;
+/// The value is a list of words (`save`, `bind`).
+pub const MULTI_ARG: u8 = 4;
+
+/// How a parameter's value is parsed, stored and shown.
+pub enum Kind {
+    /// `yes` / `no`.
+    Bool {
+        /// Reads the value.
+        get: fn(&Config) -> bool,
+        /// Stores a value.
+        set: fn(&mut Config, bool),
+    },
+    /// An integer with inclusive bounds.
+    Int {
+        /// Lower bound.
+        min: i128,
+        /// Upper bound.
+        max: i128,
+        /// Accepts memory units (`1gb`, `64k`), like Redis's MEMORY_CONFIG.
+        memory: bool,
+        /// Redis stores it in an unsigned type: negative input wraps and
+        /// fails the bounds check, as in Redis.
+        unsigned: bool,
+        /// Reads the value.
+        get: fn(&Config) -> i128,
+        /// Stores a value (within bounds).
+        set: fn(&mut Config, i128),
+    },
+    /// One of a fixed set of words.
+    Enum {
+        /// The accepted words, in the order error messages list them.
+        values: &'static [&'static str],
+        /// Reads the index of the value.
+        get: fn(&Config) -> usize,
+        /// Stores the index of a value.
+        set: fn(&mut Config, usize),
+    },
+    /// A string, with an optional validation.
+    Str {
+        /// Reads the value.
+        get: fn(&Config) -> Vec<u8>,
+        /// Validates and stores a value.
+        set: fn(&mut Config, &[u8]) -> Result<(), String>,
+    },
+    /// Anything else (`save`, `bind`, `dir`).
+    Special {
+        /// Reads the value as CONFIG GET shows it.
+        get: fn(&Config) -> Vec<u8>,
+        /// Validates and stores the value's words.
+        set: SpecialSetter,
+    },
+}
+
+/// Stores the words of a [`Kind::Special`] value; the error is Redis's text.
+pub type SpecialSetter = fn(&mut Config, &[&[u8]], &mut LoadState) -> Result<(), String>;
+
+/// One configuration parameter.
+pub struct Param {
+    /// Redis's name.
+    pub name: &'static str,
+    /// The older name Redis also accepts, if any.
+    pub alias: Option<&'static str>,
+    /// [`IMMUTABLE`], [`PROTECTED`], [`MULTI_ARG`].
+    pub flags: u8,
+    /// The default, as it would be written in the configuration file.
+    pub default: &'static str,
+    /// Type, storage and validation.
+    pub kind: Kind,
+    /// What is not supported yet: a value for which this returns `Some`
+    /// is refused at startup and by CONFIG SET.
+    pub unsupported: Option<fn(&Config) -> Option<&'static Unsupported>>,
+}
+
+/// State carried across the lines of one configuration load (Redis's
+/// `save` lines accumulate within a file, but the first one replaces the
+/// defaults).
+#[derive(Debug, Default)]
+pub struct LoadState {
+    pub(super) reading_file: bool,
+    pub(super) save_seen: bool,
+}
+
+macro_rules! bool_param {
+    ($name:expr, $alias:expr, $flags:expr, $default:expr, $field:ident) => {
+        Param {
+            name: $name,
+            alias: $alias,
+            flags: $flags,
+            default: $default,
+            kind: Kind::Bool {
+                get: |c| c.$field,
+                set: |c, v| c.$field = v,
+            },
+            unsupported: None,
+        }
+    };
+}
+
+macro_rules! int_param {
+    ($name:expr, $alias:expr, $flags:expr, $default:expr, $min:expr, $max:expr, $memory:expr, $unsigned:expr,
+     |$c:ident| $get:expr, |$cs:ident, $v:ident| $set:expr) => {
+        Param {
+            name: $name,
+            alias: $alias,
+            flags: $flags,
+            default: $default,
+            kind: Kind::Int {
+                min: $min as i128,
+                max: $max as i128,
+                memory: $memory,
+                unsigned: $unsigned,
+                get: |$c| $get as i128,
+                set: |$cs, $v| $set,
+            },
+            unsupported: None,
+        }
+    };
+}
+
+const INT_MAX: i128 = i32::MAX as i128;
+const INT_MIN: i128 = i32::MIN as i128;
+const UINT_MAX: i128 = u32::MAX as i128;
+const LONG_MAX: i128 = i64::MAX as i128;
+const ULLONG_MAX: i128 = u64::MAX as i128;
+const MB: i128 = 1024 * 1024;
+
+/// `maxmemory-policy` values, in Redis's order.
+pub const MAXMEMORY_POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
+const FSYNC_POLICIES: &[&str] = &["everysec", "always", "no"];
+
+/// Why a setting is refused, and what to do instead.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    /// One line: what is missing (CONFIG SET's error text).
+    pub reason: &'static str,
+    /// What to do instead (printed at startup).
+    pub remedy: &'static str,
+}
+
+const NO_DAEMONIZE: Unsupported = Unsupported {
+    reason: "daemonize yes is not supported",
+    remedy: "Run hozon-server in the foreground under a supervisor (systemd, docker, ...).",
+};
+
+const NO_MAXMEMORY: Unsupported = Unsupported {
+    reason: "maxmemory is not supported yet (hozon does not evict keys)",
+    remedy: "Remove maxmemory or set it to 0.",
+};
+
+/// Every parameter hozon knows, each defined once. Integer parameters read
+/// `int_param!(name, alias, flags, default, min, max, memory units?,
+/// unsigned in Redis?, get, set)`.
+#[rustfmt::skip]
+pub static PARAMS: &[Param] = &[
+    int_param!("port", None, 0, "6379", 0, 65535, false, false, |c| c.port, |c, v| c.port = v as u16),
+    Param {
+        name: "bind",
+        alias: None,
+        flags: MULTI_ARG,
+        default: "127.0.0.1",
+        kind: Kind::Special {
+            get: |c| c.bind.join(" ").into_bytes(),
+            set: set_bind,
+        },
+        unsupported: None,
+    },
+    bool_param!("protected-mode", None, 0, "yes", protected_mode),
+    Param {
+        name: "requirepass",
+        alias: None,
+        flags: 0,
+        default: "",
+        kind: Kind::Str {
+            get: |c| c.requirepass.clone().unwrap_or_default(),
+            set: |c, v| {
+                c.requirepass = if v.is_empty() { None } else { Some(v.to_vec()) };
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    int_param!("maxclients", None, 0, "10000", 1, UINT_MAX, false, true, |c| c.maxclients, |c, v| c.maxclients = v as u64),
+    int_param!("timeout", None, 0, "0", 0, INT_MAX, false, false, |c| c.timeout_s, |c, v| c.timeout_s = v as u64),
+    int_param!("tcp-keepalive", None, 0, "300", 0, INT_MAX, false, false, |c| c.tcp_keepalive_s, |c, v| c.tcp_keepalive_s = v as u64),
+    int_param!("databases", None, IMMUTABLE, "16", 1, INT_MAX, false, false, |c| c.databases, |c, v| c.databases = v as usize),
+    Param {
+        name: "dir",
+        alias: None,
+        flags: PROTECTED,
+        default: "./data",
+        kind: Kind::Special {
+            get: |c| c.dir.to_string_lossy().into_owned().into_bytes(),
+            set: |c, args, _| match args {
+                [dir] => {
+                    c.dir = PathBuf::from(String::from_utf8_lossy(dir).into_owned());
+                    Ok(())
+                }
+                _ => Err("wrong number of arguments".into()),
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "dbfilename",
+        alias: None,
+        flags: PROTECTED,
+        default: "dump.hoz",
+        kind: Kind::Str {
+            get: |c| c.dbfilename.clone().into_bytes(),
+            set: |c, v| {
+                if !is_base_name(v) {
+                    return Err("dbfilename can't be a path, just a filename".into());
+                }
+                c.dbfilename = String::from_utf8_lossy(v).into_owned();
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "appendonly",
+        alias: None,
+        flags: 0,
+        default: "yes",
+        kind: Kind::Bool {
+            get: |c| c.appendonly,
+            set: |c, v| c.appendonly = v,
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "appendfilename",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "appendonly.aof",
+        kind: Kind::Str {
+            get: |c| c.appendfilename.clone().into_bytes(),
+            set: |c, v| {
+                if v.is_empty() {
+                    return Err("appendfilename can't be empty".into());
+                }
+                if !is_base_name(v) {
+                    return Err("appendfilename can't be a path, just a filename".into());
+                }
+                c.appendfilename = String::from_utf8_lossy(v).into_owned();
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "appendfsync",
+        alias: None,
+        flags: 0,
+        default: "everysec",
+        kind: Kind::Enum {
+            values: FSYNC_POLICIES,
+            get: |c| match c.appendfsync {
+                AppendFsync::Everysec => 0,
+                AppendFsync::Always => 1,
+                AppendFsync::No => 2,
+            },
+            set: |c, i| {
+                c.appendfsync = match i {
+                    0 => AppendFsync::Everysec,
+                    1 => AppendFsync::Always,
+                    _ => AppendFsync::No,
+                }
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "save",
+        alias: None,
+        flags: MULTI_ARG,
+        default: "3600 1 300 100 60 10000",
+        kind: Kind::Special {
+            get: |c| {
+                let points: Vec<String> = c
+                    .save
+                    .iter()
+                    .map(|p| format!("{} {}", p.seconds, p.changes))
+                    .collect();
+                points.join(" ").into_bytes()
+            },
+            set: set_save,
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "client-output-buffer-limit",
+        alias: None,
+        flags: MULTI_ARG,
+        default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        kind: Kind::Special {
+            get: |c| {
+                let class = |name: &str, l: &OutputLimit| {
+                    format!("{name} {} {} {}", l.hard_bytes, l.soft_bytes, l.soft_seconds)
+                };
+                [
+                    class("normal", &c.normal_output_limit),
+                    class("slave", &c.replica_output_limit),
+                    class("pubsub", &c.pubsub_output_limit),
+                ]
+                .join(" ")
+                .into_bytes()
+            },
+            set: set_output_limits,
+        },
+        unsupported: None,
+    },
+    bool_param!("aof-load-truncated", None, 0, "yes", aof_load_truncated),
+    int_param!("auto-aof-rewrite-percentage", None, 0, "100", 0, INT_MAX, false, false, |c| c.auto_aof_rewrite_percentage, |c, v| c.auto_aof_rewrite_percentage = v as u32),
+    int_param!("auto-aof-rewrite-min-size", None, 0, "67108864", 0, LONG_MAX, true, false, |c| c.auto_aof_rewrite_min_size, |c, v| c.auto_aof_rewrite_min_size = v as u64),
+    bool_param!("no-appendfsync-on-rewrite", None, 0, "no", no_appendfsync_on_rewrite),
+    bool_param!("aof-rewrite-incremental-fsync", None, 0, "yes", aof_rewrite_incremental_fsync),
+    Param {
+        name: "aof-preamble",
+        alias: None,
+        flags: 0,
+        default: "native",
+        kind: Kind::Enum {
+            values: &["native", "none", "rdb"],
+            get: |c| match c.aof_preamble {
+                AofPreamble::Native => 0,
+                AofPreamble::None => 1,
+                AofPreamble::Rdb => 2,
+            },
+            set: |c, i| {
+                c.aof_preamble = match i {
+                    0 => AofPreamble::Native,
+                    1 => AofPreamble::None,
+                    _ => AofPreamble::Rdb,
+                }
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "snapshot-format",
+        alias: None,
+        flags: 0,
+        default: "native",
+        kind: Kind::Enum {
+            values: &["native", "rdb"],
+            get: |c| match c.snapshot_format {
+                SnapshotFormat::Native => 0,
+                SnapshotFormat::Rdb => 1,
+            },
+            set: |c, i| {
+                c.snapshot_format = if i == 0 {
+                    SnapshotFormat::Native
+                } else {
+                    SnapshotFormat::Rdb
+                }
+            },
+        },
+        unsupported: None,
+    },
+    bool_param!("rdbcompression", None, 0, "yes", rdbcompression),
+    bool_param!("rdbchecksum", None, 0, "yes", rdbchecksum),
+    bool_param!(
+        "stop-writes-on-bgsave-error",
+        None,
+        0,
+        "yes",
+        stop_writes_on_bgsave_error
+    ),
+    int_param!("hz", None, 0, "10", 0, INT_MAX, false, false, |c| c.hz, |c, v| c.hz = v.clamp(1, 500) as u32),
+    Param {
+        name: "loglevel",
+        alias: None,
+        flags: 0,
+        default: "notice",
+        kind: Kind::Enum {
+            values: LOGLEVELS,
+            get: |c| c.loglevel as usize,
+            set: |c, i| {
+                c.loglevel = match i {
+                    0 => LogLevel::Debug,
+                    1 => LogLevel::Verbose,
+                    2 => LogLevel::Notice,
+                    _ => LogLevel::Warning,
+                }
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "logfile",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "",
+        kind: Kind::Str {
+            get: |c| c.logfile.clone().into_bytes(),
+            set: |c, v| {
+                c.logfile = String::from_utf8_lossy(v).into_owned();
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "daemonize",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "no",
+        kind: Kind::Bool {
+            get: |c| c.daemonize,
+            set: |c, v| c.daemonize = v,
+        },
+        unsupported: Some(|c| c.daemonize.then_some(&NO_DAEMONIZE)),
+    },
+    int_param!("proto-max-bulk-len", None, 0, "536870912", MB, LONG_MAX, true, false, |c| c.proto_max_bulk_len, |c, v| c.proto_max_bulk_len = v as u64),
+    int_param!("client-query-buffer-limit", None, 0, "1073741824", MB, LONG_MAX, true, true, |c| c.client_query_buffer_limit, |c, v| c.client_query_buffer_limit = v as u64),
+    int_param!("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), 0, "512", 0, LONG_MAX, false, true, |c| c.limits.hash_max_listpack_entries, |c, v| c.limits.hash_max_listpack_entries = v as usize),
+    int_param!("hash-max-listpack-value", Some("hash-max-ziplist-value"), 0, "64", 0, LONG_MAX, true, true, |c| c.limits.hash_max_listpack_value, |c, v| c.limits.hash_max_listpack_value = v as usize),
+    int_param!("set-max-intset-entries", None, 0, "512", 0, LONG_MAX, false, true, |c| c.limits.set_max_intset_entries, |c, v| c.limits.set_max_intset_entries = v as usize),
+    int_param!("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), 0, "128", 0, LONG_MAX, false, true, |c| c.limits.zset_max_listpack_entries, |c, v| c.limits.zset_max_listpack_entries = v as usize),
+    int_param!("zset-max-listpack-value", Some("zset-max-ziplist-value"), 0, "64", 0, LONG_MAX, true, true, |c| c.limits.zset_max_listpack_value, |c, v| c.limits.zset_max_listpack_value = v as usize),
+    int_param!("list-max-listpack-size", Some("list-max-ziplist-size"), 0, "-2", INT_MIN, INT_MAX, false, false, |c| c.limits.list_max_listpack_size, |c, v| c.limits.list_max_listpack_size = v as i64),
+    Param {
+        name: "maxmemory",
+        alias: None,
+        flags: 0,
+        default: "0",
+        kind: Kind::Int {
+            min: 0,
+            max: ULLONG_MAX,
+            memory: true,
+            unsigned: true,
+            get: |c| c.maxmemory as i128,
+            set: |c, v| c.maxmemory = v as u64,
+        },
+        unsupported: Some(|c| (c.maxmemory != 0).then_some(&NO_MAXMEMORY)),
+    },
+    Param {
+        name: "maxmemory-policy",
+        alias: None,
+        flags: 0,
+        default: "noeviction",
+        kind: Kind::Enum {
+            values: MAXMEMORY_POLICIES,
+            get: |c| c.maxmemory_policy,
+            set: |c, i| c.maxmemory_policy = i,
+        },
+        unsupported: None,
+    },
+    int_param!("busy-reply-threshold", Some("lua-time-limit"), 0, "5000", 0, LONG_MAX, false, false, |c| c.busy_reply_threshold_ms, |c, v| c.busy_reply_threshold_ms = v as u64),
+    int_param!("busy-poll-us", None, 0, "20", 0, 10000, false, false, |c| c.busy_poll_us, |c, v| c.busy_poll_us = v as u64),
+];
+
+/// Redis 7.0 parameters hozon does not implement, so a configuration
+/// written for Redis gets a precise refusal instead of "bad directive".
+#[rustfmt::skip]
+pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
+    "io-threads-do-reads", "always-show-logo", "rdb-del-sync-files",
+    "activerehashing", "set-proc-title", "dynamic-hz", "lazyfree-lazy-eviction", "lazyfree-lazy-expire",
+    "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", "repl-disable-tcp-nodelay",
+    "repl-diskless-sync",
+    "cluster-require-full-coverage", "rdb-save-incremental-fsync", "aof-use-rdb-preamble", "aof-timestamp-enabled",
+    "cluster-replica-no-failover", "cluster-slave-no-failover", "replica-lazy-flush", "slave-lazy-flush",
+    "replica-serve-stale-data", "slave-serve-stale-data", "replica-read-only", "slave-read-only",
+    "replica-ignore-maxmemory", "slave-ignore-maxmemory", "jemalloc-bg-thread", "activedefrag", "syslog-enabled",
+    "cluster-enabled", "cluster-allow-reads-when-down", "cluster-allow-pubsubshard-when-down", "crash-log-enabled",
+    "crash-memcheck-enabled", "disable-thp", "cluster-allow-replica-migration", "replica-announced",
+    "latency-tracking", "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", "unixsocket",
+    "pidfile", "replica-announce-ip", "slave-announce-ip", "masteruser", "cluster-announce-ip",
+    "cluster-config-file", "cluster-announce-hostname", "syslog-ident", "appenddirname", "server_cpulist",
+    "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", "proc-title-template",
+    "bind-source-addr", "masterauth", "supervised", "syslog-facility", "repl-diskless-load", "oom-score-adj",
+    "acl-pubsub-default", "sanitize-dump-payload", "enable-protected-configs", "enable-debug-command",
+    "enable-module-command", "cluster-preferred-endpoint-type", "propagation-error-behavior", "shutdown-on-sigint",
+    "shutdown-on-sigterm", "io-threads", "cluster-replica-validity-factor",
+    "cluster-slave-validity-factor", "cluster-migration-barrier", "active-defrag-cycle-min",
+    "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "lfu-log-factor",
+    "lfu-decay-time", "replica-priority", "slave-priority", "repl-diskless-sync-delay", "maxmemory-samples",
+    "maxmemory-eviction-tenacity", "replica-announce-port", "slave-announce-port", "tcp-backlog", "cluster-port",
+    "cluster-announce-bus-port", "cluster-announce-port", "cluster-announce-tls-port", "repl-timeout",
+    "repl-ping-replica-period", "repl-ping-slave-period", "list-compress-depth", "active-expire-effort",
+    "min-replicas-to-write", "min-slaves-to-write", "min-replicas-max-lag", "min-slaves-max-lag",
+    "shutdown-timeout", "repl-diskless-sync-max-replicas", "unixsocketperm", "socket-mark-id",
+    "active-defrag-max-scan-fields", "slowlog-max-len", "acllog-max-len", "cluster-node-timeout",
+    "slowlog-log-slower-than", "latency-monitor-threshold", "stream-node-max-entries", "repl-backlog-size",
+    "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes", "stream-node-max-bytes", "hll-sparse-max-bytes",
+    "tracking-table-max-keys", "maxmemory-clients", "repl-backlog-ttl",
+    "oom-score-adj-values", "notify-keyspace-events", "replicaof", "slaveof",
+    "latency-tracking-info-percentiles", "tls-port", "user", "loadmodule",
+];
+
+/// Directives Redis still accepts and ignores (with their argument count).
+pub(super) const DEPRECATED: &[&str] = &[
+    "list-max-ziplist-entries",
+    "list-max-ziplist-value",
+    "lua-replicate-commands",
+];
+
+/// The parameter named `name` (or its alias), case-insensitively.
+pub fn lookup(name: &[u8]) -> Option<&'static Param> {
+    PARAMS.iter().find(|p| {
+        p.name.as_bytes().eq_ignore_ascii_case(name)
+            || p.alias
+                .is_some_and(|a| a.as_bytes().eq_ignore_ascii_case(name))
+    })
+}
+
+pub(super) fn default_args(param: &Param) -> Vec<Vec<u8>> {
+    if param.flags & MULTI_ARG != 0 {
+        param
+            .default
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .map(|w| w.as_bytes().to_vec())
+            .collect()
+    } else {
+        vec![param.default.as_bytes().to_vec()]
+    }
+}
+
+pub(super) fn is_base_name(name: &[u8]) -> bool {
+    !name.contains(&b'/') && !name.contains(&b'\\')
+}
+
+fn set_bind(config: &mut Config, args: &[&[u8]], _: &mut LoadState) -> Result<(), String> {
+    const BIND_MAX: usize = 16;
+    if args.len() > BIND_MAX {
+        return Err("Too many bind addresses specified.".into());
+    }
+    // A single empty word means "no address given": listen everywhere,
+    // as Redis does.
+    let args = if args.len() == 1 && args[0].is_empty() {
+        &[][..]
+    } else {
+        args
+    };
+    config.bind = args
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    Ok(())
+}
+
+fn set_save(config: &mut Config, args: &[&[u8]], state: &mut LoadState) -> Result<(), String> {
+    // A single empty word means "no save points".
+    let args = if args.len() == 1 && args[0].is_empty() {
+        &[][..]
+    } else {
+        args
+    };
+    if args.len() % 2 == 1 {
+        return Err("Invalid save parameters".into());
+    }
+    let mut points = Vec::with_capacity(args.len() / 2);
+    for pair in args.chunks(2) {
+        let seconds = strtoll_whole(pair[0]).filter(|&s| s >= 1);
+        let changes = strtoll_whole(pair[1]).filter(|&c| c >= 0);
+        match (seconds, changes) {
+            (Some(s), Some(c)) => points.push(SavePoint {
+                seconds: s as u64,
+                changes: c as u64,
+            }),
+            _ => return Err("Invalid save parameters".into()),
+        }
+    }
+    // Within a configuration file, `save` lines add up; the first one
+    // replaces the defaults. Elsewhere (CONFIG SET, defaults) the value
+    // replaces the list.
+    if state.reading_file && state.save_seen {
+        config.save.extend(points);
+    } else {
+        config.save = points;
+    }
+    if state.reading_file {
+        state.save_seen = true;
+    }
+    Ok(())
+}
+
+/// C's `strtoll(s, &end, 10)` requiring `*end == '\0'`: optional leading
+/// whitespace and sign, digits; the empty string is 0; overflow saturates.
+pub(super) fn strtoll_whole(s: &[u8]) -> Option<i64> {
+    let mut i = 0;
+    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+        i += 1;
+    }
+    let mut negative = false;
+    if i < s.len() && (s[i] == b'+' || s[i] == b'-') {
+        negative = s[i] == b'-';
+        i += 1;
+    }
+    let digits_start = i;
+    let mut value: i128 = 0;
+    while i < s.len() && s[i].is_ascii_digit() {
+        value = (value * 10 + i128::from(s[i] - b'0')).min(i128::from(i64::MAX) + 1);
+        i += 1;
+    }
+    if i == digits_start {
+        // No digits: strtoll consumes nothing, so the end is the start.
+        return if s.is_empty() { Some(0) } else { None };
+    }
+    if i != s.len() {
+        return None;
+    }
+    let value = if negative { -value } else { value };
+    Some(value.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
+}
+
+/// Redis's setConfigClientOutputBufferLimitOption: groups of
+/// `<class> <hard> <soft> <soft seconds>`; only the named classes change,
+/// and nothing changes unless every group is valid.
+fn set_output_limits(c: &mut Config, args: &[&[u8]], _: &mut LoadState) -> Result<(), String> {
+    if !args.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut limits = [
+        c.normal_output_limit,
+        c.replica_output_limit,
+        c.pubsub_output_limit,
+    ];
+    for group in args.chunks(4) {
+        let class = String::from_utf8_lossy(group[0]).to_ascii_lowercase();
+        let target = match class.as_str() {
+            "normal" => &mut limits[0],
+            "slave" | "replica" => &mut limits[1],
+            "pubsub" => &mut limits[2],
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        };
+        let bad = || {
+            "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string()
+        };
+        let hard = memtoull(group[1]).filter(|v| *v >= 0).ok_or_else(bad)?;
+        let soft = memtoull(group[2]).filter(|v| *v >= 0).ok_or_else(bad)?;
+        let seconds = crate::types::num::parse_i64(group[3])
+            .filter(|v| *v >= 0)
+            .ok_or_else(bad)?;
+        *target = OutputLimit {
+            hard_bytes: hard as u64,
+            soft_bytes: soft as u64,
+            soft_seconds: seconds as u64,
+        };
+    }
+    [
+        c.normal_output_limit,
+        c.replica_output_limit,
+        c.pubsub_output_limit,
+    ] = limits;
+    Ok(())
+}
+
+/// Redis's `memtoull`: digits followed by an optional unit (`b`, `k`,
+/// `kb`, `m`, `mb`, `g`, `gb`, any case); no sign. Returns the value as
+/// Redis stores it in a `long long` (wrapping on overflow, as C does).
+pub(super) fn memtoull(s: &[u8]) -> Option<i64> {
+    if s.first() == Some(&b'-') {
+        return None;
+    }
+    let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    let unit = &s[digits..];
+    let mul: u64 = match unit.to_ascii_lowercase().as_slice() {
+        b"" | b"b" => 1,
+        b"k" => 1000,
+        b"kb" => 1024,
+        b"m" => 1000 * 1000,
+        b"mb" => 1024 * 1024,
+        b"g" => 1000 * 1000 * 1000,
+        b"gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    if digits >= 128 {
+        return None;
+    }
+    // strtoull saturates at ULLONG_MAX on overflow (and Redis only checks
+    // for EINVAL), then the multiplication wraps.
+    let mut value: u64 = 0;
+    for &d in &s[..digits] {
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d - b'0')))
+            .unwrap_or(u64::MAX);
+        if value == u64::MAX {
+            break;
+        }
+    }
+    Some(value.wrapping_mul(mul) as i64)
+}
+
+impl Param {
+    /// The names this parameter answers to: its name, then its alias.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        std::iter::once(self.name).chain(self.alias)
+    }
+
+    /// True when the value is a list of words.
+    pub fn is_multi_arg(&self) -> bool {
+        self.flags & MULTI_ARG != 0
+    }
+
+    /// The value as CONFIG GET shows it.
+    pub fn get(&self, config: &Config) -> Vec<u8> {
+        match &self.kind {
+            Kind::Bool { get, .. } => (if get(config) { "yes" } else { "no" }).as_bytes().to_vec(),
+            Kind::Int { get, .. } => get(config).to_string().into_bytes(),
+            Kind::Enum { values, get, .. } => values
+                .get(get(config))
+                .copied()
+                .unwrap_or("unknown")
+                .as_bytes()
+                .to_vec(),
+            Kind::Str { get, .. } | Kind::Special { get, .. } => get(config),
+        }
+    }
+
+    /// Parses and stores `args` (one word, or several for a multi-word
+    /// parameter). The error is Redis's text (`argument must be 'yes' or
+    /// 'no'`).
+    pub fn set(
+        &self,
+        config: &mut Config,
+        args: &[&[u8]],
+        state: &mut LoadState,
+    ) -> Result<(), String> {
+        let single = || -> Result<&[u8], String> {
+            match args {
+                [one] => Ok(one),
+                _ => Err("wrong number of arguments".into()),
+            }
+        };
+        match &self.kind {
+            Kind::Bool { set, .. } => {
+                let value = single()?;
+                if value.eq_ignore_ascii_case(b"yes") {
+                    set(config, true);
+                } else if value.eq_ignore_ascii_case(b"no") {
+                    set(config, false);
+                } else {
+                    return Err("argument must be 'yes' or 'no'".into());
+                }
+                Ok(())
+            }
+            Kind::Int {
+                min,
+                max,
+                memory,
+                unsigned,
+                set,
+                ..
+            } => {
+                let text = single()?;
+                let parsed = if *memory {
+                    memtoull(text)
+                } else {
+                    parse_i64(text)
+                };
+                let Some(raw) = parsed else {
+                    return Err(if *memory {
+                        "argument must be a memory value".into()
+                    } else {
+                        "argument couldn't be parsed into an integer".into()
+                    });
+                };
+                let value = if *unsigned {
+                    i128::from(raw as u64)
+                } else {
+                    i128::from(raw)
+                };
+                if value < *min || value > *max {
+                    return Err(format!(
+                        "argument must be between {min} and {max} inclusive"
+                    ));
+                }
+                set(config, value);
+                Ok(())
+            }
+            Kind::Enum { values, set, .. } => {
+                let word = match args {
+                    [one] => Some(*one),
+                    _ => None,
+                };
+                match word.and_then(|w| {
+                    values
+                        .iter()
+                        .position(|v| v.as_bytes().eq_ignore_ascii_case(w))
+                }) {
+                    Some(i) => {
+                        set(config, i);
+                        Ok(())
+                    }
+                    None => Err(format!(
+                        "argument(s) must be one of the following: {}",
+                        values.join(", ")
+                    )),
+                }
+            }
+            Kind::Str { set, .. } => set(config, single()?),
+            Kind::Special { set, .. } => set(config, args, state),
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! [`Core`]: the engine's state as commands see it (keyspace, configuration,
+//! statistics, the AOF, the client registries) and its background work
+//! (`background.rs`: the AOF switched on and off, SAVE/BGSAVE, rewrites).
+//!
+//! This layer sits below the commands and above the files
+//! (ARCHITECTURE.md, "Layers"): it knows nothing of the command table.
+
+mod background;
+pub mod clients;
+mod session;
+
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::clock::now_ms;
+use crate::config::Config;
+use crate::keyspace::Keyspace;
+use crate::persist::aof::{Effect, LoadReport};
+use crate::persist::io::Io;
+use crate::persist::lock::DirLock;
+use crate::persist::rewriter::RewriteState;
+use crate::persist::saver::SaveState;
+use crate::persist::writer::AofWriter;
+use crate::rand::Rng;
+
+pub use session::{MultiState, Session};
+
+/// Counters reported by INFO stats.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Commands executed.
+    pub commands_processed: u64,
+    /// Keys removed because their TTL passed.
+    pub expired_keys: u64,
+    /// Successful key lookups.
+    pub keyspace_hits: u64,
+    /// Failed key lookups.
+    pub keyspace_misses: u64,
+    /// Connections accepted (server).
+    pub connections_received: u64,
+    /// Connections refused by `maxclients` (server).
+    pub rejected_connections: u64,
+    /// Unix ms when the counters were last reset.
+    pub reset_ms: i64,
+    /// Bytes read from clients (server).
+    pub net_input_bytes: u64,
+    /// Bytes written to clients (server).
+    pub net_output_bytes: u64,
+    /// Socket reads (server).
+    pub reads_processed: u64,
+    /// Socket writes (server).
+    pub writes_processed: u64,
+}
+
+/// The engine's state, reachable by commands through [`Ctx::core`](crate::command::Ctx::core).
+pub struct Core {
+    /// The databases.
+    pub keyspace: Keyspace,
+    /// Configuration in force.
+    pub config: Config,
+    /// Statistics.
+    pub stats: Stats,
+    /// Random source for RANDOMKEY, SPOP, sampling.
+    pub rng: Rng,
+    /// Effects logged and not yet taken by the persistence layer.
+    pub effects: Vec<Effect>,
+    /// Changes since the last save (`rdb_changes_since_last_save`).
+    pub dirty: u64,
+    /// Unix ms when the engine started.
+    pub start_ms: i64,
+    /// True while the AOF is being replayed: no lazy expiry, nothing logged.
+    pub loading: bool,
+    /// The append-only file, when `appendonly yes`.
+    pub aof: Option<AofWriter>,
+    /// What loading the AOF found at startup.
+    pub aof_load: Option<LoadReport>,
+    /// Blocked clients, WATCHed keys and Pub/Sub subscriptions.
+    pub clients: clients::Clients,
+    /// Snapshot (SAVE/BGSAVE) status and the BGSAVE in progress.
+    pub save: SaveState,
+    /// AOF rewrite status and the rewrite in progress.
+    pub rewrite: RewriteState,
+    /// The Lua state and script cache, created by the first script
+    /// command (taken out while a script runs).
+    pub scripting: ScriptSlot,
+    /// The file-system layer every persistence file goes through.
+    pub(crate) io: Arc<dyn Io>,
+    /// Held while the engine uses the data directory.
+    pub(crate) dir_lock: Option<DirLock>,
+    pub(crate) next_session_id: u64,
+    /// When the engine's cron last ran (Unix ms).
+    pub(crate) last_cron_ms: i64,
+}
+impl Core {
+    /// The RDB value encoder the configuration asks for (`rdbcompression`,
+    /// `list-max-listpack-size`): SAVE with `snapshot-format rdb`, an RDB
+    /// AOF preamble and DUMP use it.
+    pub fn rdb_encoder(&self) -> crate::rdb::writer::Encoder {
+        crate::rdb::writer::Encoder {
+            compress: self.config.rdbcompression,
+            list_max_listpack_size: self.config.limits.list_max_listpack_size,
+        }
+    }
+
+    /// What SAVE and BGSAVE write (`snapshot-format`, `rdbchecksum`).
+    pub fn save_format(&self) -> crate::persist::saver::Format {
+        match self.config.snapshot_format {
+            crate::config::SnapshotFormat::Native => crate::persist::saver::Format::Native,
+            crate::config::SnapshotFormat::Rdb => crate::persist::saver::Format::Rdb {
+                encoder: self.rdb_encoder(),
+                checksum: self.config.rdbchecksum,
+            },
+        }
+    }
+
+    /// The file SAVE and BGSAVE write: `dbfilename`, except that with
+    /// `snapshot-format rdb` and the default `dump.hoz` it is `dump.rdb`.
+    pub fn snapshot_file_name(&self) -> String {
+        match self.config.snapshot_format {
+            crate::config::SnapshotFormat::Rdb if self.config.dbfilename == "dump.hoz" => {
+                "dump.rdb".into()
+            }
+            _ => self.config.dbfilename.clone(),
+        }
+    }
+
+    /// A new client session (a fresh id; authenticated unless a password
+    /// is required).
+    pub fn new_session(&mut self) -> Session {
+        let id = self.next_session_id;
+        self.next_session_id += 1;
+        let authenticated = self.config.requirepass.is_none();
+        Session::new(id, authenticated, now_ms())
+    }
+    /// The MISCONF error writes get while the AOF cannot be written.
+    pub fn write_refusal(&self) -> Option<String> {
+        if self.config.stop_writes_on_bgsave_error
+            && !self.config.save.is_empty()
+            && !self.save.last_bgsave_ok
+        {
+            return Some(BGSAVE_ERROR.to_string());
+        }
+        self.aof.as_ref().and_then(AofWriter::refusal)
+    }
+
+    /// Called for every modified key: invalidates WATCHes on it and wakes
+    /// clients blocked on it.
+    pub fn signal_modified(&mut self, db: usize, key: &[u8]) {
+        let keyspace = &self.keyspace;
+        self.clients
+            .key_touched(db, key, || keyspace.db(db).get(key).is_some());
+    }
+
+    /// Active expiry: samples keys with a TTL in every database and removes
+    /// expired ones, like Redis's `activeExpireCycle` (20 keys a sample,
+    /// repeated while more than a quarter were expired, bounded by a time
+    /// budget of 25 ms so a cycle never stalls clients for long).
+    pub fn active_expire_cycle(&mut self, now_ms: i64) -> usize {
+        const SAMPLE: usize = 20;
+        const BUDGET_US: u128 = 25_000;
+        let started = std::time::Instant::now();
+        let mut removed_total = 0;
+        for db in 0..self.keyspace.db_count() {
+            loop {
+                let database = self.keyspace.db(db);
+                if database.expires_len() == 0 {
+                    break;
+                }
+                let expired = database.sample_expired(&mut self.rng, SAMPLE, now_ms);
+                for key in &expired {
+                    self.keyspace.db_mut(db).remove(key);
+                    self.stats.expired_keys += 1;
+                    self.effects.push(Effect {
+                        db,
+                        argv: vec![b"DEL".to_vec(), key.to_vec()],
+                    });
+                    self.signal_modified(db, key);
+                }
+                removed_total += expired.len();
+                if expired.len() * 4 <= SAMPLE || started.elapsed().as_micros() > BUDGET_US {
+                    break;
+                }
+            }
+            if started.elapsed().as_micros() > BUDGET_US {
+                break;
+            }
+        }
+        removed_total
+    }
+}
+
+/// Redis's refusal while `stop-writes-on-bgsave-error` applies.
+pub(crate) const BGSAVE_ERROR: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// Where [`Core`] keeps the Lua state (`script::Scripting`, a type of the
+/// command layer above this one): created by the first script command,
+/// taken out while a script runs. Holding it type-erased keeps this layer
+/// free of imports from the scripting code.
+#[derive(Default)]
+pub struct ScriptSlot(Option<Box<dyn Any + Send>>);
+
+impl ScriptSlot {
+    /// Takes the state out (None when there is none yet, or it is out).
+    pub fn take<T: Any + Send>(&mut self) -> Option<Box<T>> {
+        let state = self.0.take()?;
+        match state.downcast::<T>() {
+            Ok(state) => Some(state),
+            Err(other) => {
+                self.0 = Some(other);
+                None
+            }
+        }
+    }
+
+    /// Puts the state (back) in.
+    pub fn put<T: Any + Send>(&mut self, state: Box<T>) {
+        self.0 = Some(state);
+    }
+
+    /// The state, when it is in.
+    pub fn get<T: Any + Send>(&self) -> Option<&T> {
+        self.0.as_ref()?.downcast_ref::<T>()
+    }
+
+    /// The state, mutably, when it is in.
+    pub fn get_mut<T: Any + Send>(&mut self) -> Option<&mut T> {
+        self.0.as_mut()?.downcast_mut::<T>()
+    }
+}

@@ -1,0 +1,390 @@
+//! Executing commands: checks, MULTI queueing, logging each command's
+//! effects, and serving blocked clients.
+
+use crate::clock::now_ms;
+use crate::command::{
+    self, flags, BlockKind, BlockState, CommandSpec, Ctx, Effect, Host, NullHost, Session,
+};
+use crate::config::CommandName;
+use crate::reply::Reply;
+use crate::types::{Blob, Value};
+
+use super::{not_durable_reply, Engine};
+
+impl Engine {
+    /// Executes one command for `session` with no host (embedded use).
+    ///
+    /// With the AOF on, a write's batch is written (and fsynced under
+    /// `appendfsync always`) before this returns. A write's error reply
+    /// says whether it was applied:
+    ///
+    /// - `MISCONF …`: refused before it ran (the AOF cannot be written
+    ///   now, or lost durability): nothing changed; repeat it once writes
+    ///   are accepted again.
+    /// - `NOTDURABLE …` ([`NOT_DURABLE`](super::NOT_DURABLE)): it ran and is visible in memory,
+    ///   but its batch could not be made durable. After a failed write(2)
+    ///   the batch is kept and written by a later retry (cron); after a
+    ///   failed fsync it may or may not survive a restart. Do not repeat
+    ///   it (that would apply it twice); [`Engine::sync`] tells when
+    ///   everything logged is durable.
+    pub fn execute(&mut self, session: &mut Session, argv: &[&[u8]]) -> Reply {
+        self.execute_with_host(session, argv, &mut NullHost)
+    }
+
+    /// Executes one command for `session`, with `host` answering for the
+    /// surrounding program (other clients, shutdown).
+    ///
+    /// When the command blocks (BLPOP on an empty list, …) `session.blocked`
+    /// is set on return and the returned reply must not be sent: the reply
+    /// comes later from [`Engine::serve_blocked`] or
+    /// [`Engine::unblock`]. Pub/Sub messages for any session are queued
+    /// for [`Engine::take_messages`].
+    pub fn execute_with_host(
+        &mut self,
+        session: &mut Session,
+        argv: &[&[u8]],
+        host: &mut dyn Host,
+    ) -> Reply {
+        let now = now_ms();
+        if !self.core.loading
+            && now - self.core.last_cron_ms >= i64::from(1000 / self.core.config.hz.max(1))
+        {
+            self.cron_at(now);
+        }
+        // rename-command: the client's name for the command becomes its
+        // real name, so everything after (errors, MULTI's queue, the AOF)
+        // sees the real command. Replay uses real names already.
+        let renamed: Vec<&[u8]>;
+        let mut argv = argv;
+        if !self.core.loading && !self.core.config.command_renames.is_empty() {
+            if let Some(name) = argv.first() {
+                match self.core.config.command_renames.resolve(name) {
+                    CommandName::Unchanged => {}
+                    CommandName::Renamed(real) => {
+                        renamed = std::iter::once(real.as_bytes())
+                            .chain(argv[1..].iter().copied())
+                            .collect();
+                        argv = &renamed;
+                    }
+                    CommandName::Removed => {
+                        session.last_command = "NULL";
+                        if let Some(multi) = session.multi.as_mut() {
+                            multi.failed = true;
+                        }
+                        return command::unknown_command_error(argv);
+                    }
+                }
+            }
+        }
+        let (top, spec) = match self.admit(session, argv) {
+            Ok(specs) => specs,
+            Err(reply) => {
+                let is_exec = argv
+                    .first()
+                    .is_some_and(|name| name.eq_ignore_ascii_case(b"exec"));
+                if is_exec {
+                    // Redis's rejectCommand for EXEC: the transaction is
+                    // discarded and the reason given under EXECABORT.
+                    command::multi::discard_transaction(&mut self.core, session);
+                    if let Reply::Error(text) = &reply {
+                        let reason = text.strip_prefix("ERR ").unwrap_or(text);
+                        return Reply::error(format!(
+                            "EXECABORT Transaction discarded because of: {reason}"
+                        ));
+                    }
+                }
+                // An error while queueing aborts the transaction at EXEC.
+                if let Some(multi) = session.multi.as_mut() {
+                    multi.failed = true;
+                }
+                return reply;
+            }
+        };
+        if let Some(multi) = session.multi.as_mut() {
+            if !matches!(
+                top.name,
+                "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+            ) {
+                session.last_command = spec.name;
+                multi.has_write |= spec.is_write();
+                // Nothing is kept for a transaction that will not run.
+                if !multi.failed && !self.core.clients.is_dirty(session.id) {
+                    multi
+                        .commands
+                        .push(argv.iter().map(|a| a.to_vec()).collect());
+                }
+                return Reply::simple("QUEUED");
+            }
+        }
+        session.last_command = spec.name;
+        self.core.stats.commands_processed += 1;
+        let effects_before = self.core.effects.len();
+        let mut ctx = Ctx::new(&mut self.core, session, host, now);
+        let reply = match (spec.handler)(&mut ctx, argv) {
+            Ok(r) | Err(r) => r,
+        };
+        let dirty = ctx.dirty;
+        let logged_custom = ctx.logged_custom;
+        let block = ctx.block_request.take();
+        let db = ctx.session.db;
+        if let Some(request) = block {
+            let state = BlockState {
+                db,
+                argv: request
+                    .argv
+                    .clone()
+                    .unwrap_or_else(|| argv.iter().map(|a| a.to_vec()).collect()),
+                request,
+            };
+            self.core.clients.add_blocked(session.id, &state);
+            session.blocked = Some(Box::new(state));
+        }
+        if dirty > 0 {
+            self.core.dirty += dirty;
+            if !logged_custom {
+                match self.core.aof.as_mut() {
+                    // The common case: logged as received, nothing else
+                    // logged by this command: encode straight into the batch.
+                    Some(aof)
+                        if !self.core.loading && self.core.effects.len() == effects_before =>
+                    {
+                        aof.push_command(db, argv);
+                        if !self.group_commit {
+                            if let Err(e) = aof.flush(now) {
+                                return not_durable_reply(e);
+                            }
+                        }
+                        return reply;
+                    }
+                    // No log and nobody collecting effects: nothing to build.
+                    None if !self.capture_effects => {}
+                    _ => self.core.effects.push(Effect {
+                        db,
+                        argv: argv.iter().map(|a| a.to_vec()).collect(),
+                    }),
+                }
+            }
+        }
+        match self.log_unit(effects_before, now) {
+            Ok(()) => reply,
+            Err(refusal) => refusal,
+        }
+    }
+
+    /// Redis's processCommand checks before a command runs or is queued:
+    /// lookup and arity, authentication, the write refusal (MISCONF), the
+    /// RESP2 subscribed context.
+    fn admit(
+        &mut self,
+        session: &mut Session,
+        argv: &[&[u8]],
+    ) -> Result<(&'static CommandSpec, &'static CommandSpec), Reply> {
+        let (top, spec) = command::resolve(argv).inspect_err(|_| {
+            // Redis's lastcmd is the looked-up command: NULL when unknown.
+            let known = argv
+                .first()
+                .and_then(|name| command::lookup(name))
+                .is_some_and(|top| {
+                    top.subcommands.is_empty()
+                        || argv.get(1).is_some_and(|sub| top.subcommand(sub).is_some())
+                });
+            if !known {
+                session.last_command = "NULL";
+            }
+        })?;
+        if !session.authenticated
+            && self.core.config.requirepass.is_some()
+            && !spec.has(flags::NO_AUTH)
+        {
+            return Err(Reply::err("NOAUTH Authentication required."));
+        }
+        if !self.core.loading {
+            let exec_writes =
+                top.name == "exec" && session.multi.as_ref().is_some_and(|m| m.has_write);
+            if spec.is_write() || top.name == "ping" || exec_writes {
+                if let Some(refusal) = self.core.write_refusal() {
+                    return Err(Reply::error(refusal));
+                }
+            }
+        }
+        if session.multi.is_some() && spec.has(flags::NO_MULTI) {
+            return Err(Reply::err("ERR Command not allowed inside a transaction"));
+        }
+        if session.resp == 2
+            && session.subscribed()
+            && !matches!(
+                top.name,
+                "ping"
+                    | "subscribe"
+                    | "ssubscribe"
+                    | "unsubscribe"
+                    | "sunsubscribe"
+                    | "psubscribe"
+                    | "punsubscribe"
+                    | "quit"
+                    | "reset"
+            )
+        {
+            return Err(Reply::error(format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                command::full_name(top, spec)
+            )));
+        }
+        Ok((top, spec))
+    }
+
+    /// Sends the effects logged since `effects_before` to the AOF as one
+    /// atomic unit (and, without group commit, writes them). Err is the
+    /// reply a write gets when its effect could not be logged.
+    fn log_unit(&mut self, effects_before: usize, now: i64) -> Result<(), Reply> {
+        debug_assert!(
+            self.core.effects.len() >= effects_before,
+            "a command never removes logged effects"
+        );
+        if self.core.loading {
+            return Ok(());
+        }
+        if self.core.aof.is_none() && !self.capture_effects {
+            self.core.effects.clear();
+        }
+        if let Some(aof) = self.core.aof.as_mut() {
+            let logged = self.core.effects.len() > effects_before;
+            if logged {
+                aof.push_unit(&self.core.effects[effects_before..]);
+                self.core.effects.truncate(effects_before);
+            }
+            // Only a command that logged something waits for the log; a
+            // batch that failed earlier is retried by cron.
+            if !self.group_commit && logged {
+                if let Err(e) = aof.flush(now) {
+                    // Applied in memory but not logged: not acknowledged.
+                    return Err(not_durable_reply(e));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// True when keys that blocked clients wait on received data: the host
+    /// should call [`Engine::take_ready_keys`] and serve those clients.
+    pub fn has_ready_keys(&self) -> bool {
+        self.core.clients.has_ready()
+    }
+
+    /// The keys that became ready, in order, each with the ids of the
+    /// sessions blocked on it (first come first): call
+    /// [`Engine::serve_blocked`] for each, in that order.
+    pub fn take_ready_keys(&mut self) -> Vec<(usize, Blob, Vec<u64>)> {
+        let ready = self.core.clients.take_ready();
+        ready
+            .into_iter()
+            .map(|(db, key)| {
+                let waiting = self.core.clients.blocked_on(db, &key);
+                (db, key, waiting)
+            })
+            .collect()
+    }
+
+    /// Runs `session`'s blocked command again because `key` in `db`
+    /// received data. Returns its reply when it was served (the session is
+    /// no longer blocked), None when it still waits (the key holds another
+    /// type, or what arrived was taken by a client ahead of it).
+    pub fn serve_blocked(&mut self, session: &mut Session, db: usize, key: &[u8]) -> Option<Reply> {
+        let state = session.blocked.as_ref()?;
+        if state.db != db || !state.request.keys.iter().any(|k| k.as_bytes() == key) {
+            return None;
+        }
+        let now = now_ms();
+        let database = self.core.keyspace.db(db);
+        let live = database.get(key).filter(|_| !database.is_expired(key, now));
+        let matches = matches!(
+            (state.request.kind, live),
+            (BlockKind::List, Some(Value::List(_)))
+                | (BlockKind::ZSet, Some(Value::ZSet(_)))
+                | (BlockKind::Stream, Some(Value::Stream(_)))
+        );
+        if !matches && !state.request.wake_on_delete {
+            return None;
+        }
+        let argv_owned = state.argv.clone();
+        let argv: Vec<&[u8]> = argv_owned.iter().map(Vec::as_slice).collect();
+        let Ok((_, spec)) = command::resolve(&argv) else {
+            return None;
+        };
+        let effects_before = self.core.effects.len();
+        let saved_db = session.db;
+        session.db = db;
+        let mut host = NullHost;
+        let mut ctx = Ctx::new(&mut self.core, session, &mut host, now);
+        ctx.ready_key = Some(Blob::new(key));
+        let reply = match (spec.handler)(&mut ctx, &argv) {
+            Ok(r) | Err(r) => r,
+        };
+        let still_blocked = ctx.block_request.take().is_some();
+        let dirty = ctx.dirty;
+        let logged_custom = ctx.logged_custom;
+        session.db = saved_db;
+        if still_blocked {
+            debug_assert!(dirty == 0, "a command that blocks changes nothing");
+            return None;
+        }
+        if let Some(state) = session.blocked.take() {
+            self.core.clients.remove_blocked(session.id, &state);
+        }
+        self.core.dirty += dirty;
+        if dirty > 0 && !logged_custom && (self.core.aof.is_some() || self.capture_effects) {
+            self.core.effects.push(Effect {
+                db,
+                argv: argv_owned,
+            });
+        }
+        Some(match self.log_unit(effects_before, now) {
+            Ok(()) => reply,
+            Err(refusal) => refusal,
+        })
+    }
+
+    /// Ids of blocked sessions whose timeout has passed: answer each with
+    /// [`Engine::unblock`].
+    pub fn timed_out_sessions(&self) -> Vec<u64> {
+        self.core.clients.timed_out(now_ms())
+    }
+
+    /// The earliest blocking deadline (Unix ms), for the host's timer.
+    pub fn next_block_deadline(&self) -> Option<i64> {
+        self.core.clients.next_deadline()
+    }
+
+    /// Ends `session`'s wait: with its timeout reply, or with the
+    /// UNBLOCKED error (CLIENT UNBLOCK … ERROR). None if it was not blocked.
+    pub fn unblock(&mut self, session: &mut Session, with_error: bool) -> Option<Reply> {
+        let state = session.blocked.take()?;
+        self.core.clients.remove_blocked(session.id, &state);
+        Some(if with_error {
+            Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+        } else {
+            state.request.timeout_reply
+        })
+    }
+
+    /// Forgets everything the engine holds for `session` (its wait, WATCHes,
+    /// subscriptions, queued transaction): call it when a client goes away.
+    pub fn end_session(&mut self, session: &mut Session) {
+        if let Some(state) = session.blocked.take() {
+            self.core.clients.remove_blocked(session.id, &state);
+        }
+        command::multi::discard_transaction(&mut self.core, session);
+        command::pubsub::unsubscribe_everything(&mut self.core, session);
+    }
+
+    /// True when Pub/Sub messages wait for delivery.
+    pub fn has_messages(&self) -> bool {
+        self.core.clients.has_messages()
+    }
+
+    /// Takes the Pub/Sub messages queued for sessions: (session id,
+    /// message), in publication order.
+    pub fn take_messages(&mut self) -> Vec<(u64, crate::command::clients::Message)> {
+        self.core.clients.take_messages()
+    }
+}

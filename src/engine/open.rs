@@ -1,0 +1,647 @@
+//! Opening an engine: the startup rule, snapshot and AOF loading, recovery.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::clock::now_ms;
+use crate::command;
+use crate::config::{CommandCatalog, Config, ConfigError, Invocation};
+use crate::core::{Core, Stats};
+use crate::keyspace::Keyspace;
+use crate::persist::aof::{self, LoadReport};
+use crate::persist::io::{Io, RealIo};
+use crate::persist::lock::DirLock;
+use crate::persist::rewriter::RewriteState;
+use crate::persist::saver::SaveState;
+use crate::persist::writer::AofWriter;
+use crate::rand::Rng;
+use crate::reply::Reply;
+
+use super::Engine;
+
+/// hozon's command table, as the configuration loader sees it
+/// (`rename-command`).
+struct CommandTable;
+
+impl CommandCatalog for CommandTable {
+    fn real_name(&self, name: &[u8]) -> Option<&'static str> {
+        command::lookup(name).map(|spec| spec.name)
+    }
+
+    fn known_to_redis(&self, name: &str) -> bool {
+        command::docs::lookup(name).is_some()
+    }
+}
+
+impl Config {
+    /// Applies configuration text (redis.conf syntax: `name value …` per
+    /// line, `#` comments, quoting as in redis-cli, `include <file>`),
+    /// `rename-command` checked against hozon's commands. Line numbers in
+    /// errors count from 1 in `text`.
+    pub fn apply_text(&mut self, text: &[u8]) -> Result<(), ConfigError> {
+        self.apply_text_with_commands(text, &CommandTable)
+    }
+
+    /// Parses a `redis-server`-style command line (without the program
+    /// name): `[config-file | -] [--name value …]` (see
+    /// [`Config::from_args_with_commands`]).
+    pub fn from_args(args: &[String]) -> Result<Invocation, ConfigError> {
+        Config::from_args_with_stdin(args, &mut std::io::stdin().lock())
+    }
+
+    /// [`Config::from_args`] reading `-` (configuration from standard
+    /// input) from `stdin`.
+    pub fn from_args_with_stdin(
+        args: &[String],
+        stdin: &mut dyn std::io::Read,
+    ) -> Result<Invocation, ConfigError> {
+        Config::from_args_with_commands(args, stdin, &CommandTable)
+    }
+
+    /// A configuration with persistence off and no data directory (`dir`
+    /// empty): the engine reads and writes no file at all, a pure
+    /// in-memory cache. SAVE, BGSAVE and BGREWRITEAOF are refused until a
+    /// `dir` is set. Everything else has its default.
+    pub fn in_memory() -> Config {
+        Config {
+            appendonly: false,
+            save: Vec::new(),
+            dir: PathBuf::new(),
+            ..Config::default()
+        }
+    }
+}
+
+impl Engine {
+    /// Opens an engine with `config`. With `appendonly yes` it locks the
+    /// data directory, replays `appendonly.aof` (verifying every batch) and
+    /// appends to it from then on; with persistence off it touches no file.
+    pub fn open(config: Config) -> Result<Engine, crate::Error> {
+        Engine::open_with_io(config, Arc::new(RealIo))
+    }
+
+    /// [`Engine::open`] with an explicit I/O backend (tests inject faults).
+    pub fn open_with_io(config: Config, io: Arc<dyn Io>) -> Result<Engine, crate::Error> {
+        if config.databases == 0 {
+            return Err(crate::Error::Config("databases must be at least 1".into()));
+        }
+        let now = now_ms();
+        let mut engine = Engine {
+            group_commit: false,
+            notices: Vec::new(),
+            capture_effects: true,
+            core: Core {
+                keyspace: Keyspace::new(config.databases),
+                config,
+                stats: Stats {
+                    reset_ms: now,
+                    ..Stats::default()
+                },
+                rng: Rng::new(),
+                effects: Vec::new(),
+                dirty: 0,
+                start_ms: now,
+                loading: false,
+                aof: None,
+                aof_load: None,
+                clients: Default::default(),
+                save: SaveState {
+                    last_save_ms: now,
+                    last_bgsave_ok: true,
+                    last_bgsave_secs: -1,
+                    ..SaveState::default()
+                },
+                rewrite: RewriteState::default(),
+                scripting: Default::default(),
+                io: Arc::clone(&io),
+                dir_lock: None,
+                next_session_id: 1,
+                last_cron_ms: now,
+            },
+        };
+        engine.open_files(io)?;
+        Ok(engine)
+    }
+
+    /// The startup rule (docs/persistence.md, "Startup"): with `appendonly
+    /// yes`, the AOF if it exists, else a Redis 7 multi-part AOF
+    /// (`appendonlydir/`) to import; otherwise (and with `appendonly no`)
+    /// the snapshot if one exists (the file SAVE writes, then `dump.hoz`,
+    /// then a Redis `dump.rdb`; the format is told by its magic). With
+    /// persistence configured (`appendonly yes` or save points) the
+    /// directory is locked and `temp-*` files are removed first; without
+    /// it nothing is written unless asked (SAVE, BGSAVE). With `appendonly
+    /// yes` and no AOF yet, the initial AOF is written from what was loaded
+    /// before any write is accepted. Every start logs what was loaded.
+    fn open_files(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
+        let dir = self.core.config.dir.clone();
+        let appendonly = self.core.config.appendonly;
+        let persistent = appendonly || !self.core.config.save.is_empty();
+        if dir.as_os_str().is_empty() {
+            if persistent {
+                return Err(crate::Error::Config(
+                    "dir is empty: appendonly yes and save points need a data directory".into(),
+                ));
+            }
+            self.notices.push(
+                "No data directory (dir is empty): starting with 0 keys; no file is read or written"
+                    .into(),
+            );
+            return Ok(());
+        }
+        if persistent {
+            if io.is_real() {
+                self.core.dir_lock = Some(DirLock::acquire(&dir)?);
+            }
+            self.remove_temp_files(io.as_ref(), &dir)?;
+        }
+        let aof_path = dir.join(&self.core.config.appendfilename);
+        let aof_present = appendonly && io.exists(&aof_path);
+        let imported_aof = !aof_present && appendonly && self.import_redis_aof_dir(io.as_ref())?;
+        if !aof_present && !imported_aof {
+            match self.snapshot_to_load(io.as_ref()) {
+                Some(path) => self.load_snapshot(io.as_ref(), &path)?,
+                None => self.notices.push(format!(
+                    "No data to load in {} (no {}{}): starting with 0 keys",
+                    dir.display(),
+                    if appendonly {
+                        format!("{}, appendonlydir/, ", self.core.config.appendfilename)
+                    } else {
+                        String::new()
+                    },
+                    self.snapshot_candidates().join(", ")
+                )),
+            }
+            if !appendonly {
+                self.warn_unread_aofs(io.as_ref(), &dir);
+            }
+        }
+        if !appendonly {
+            return Ok(());
+        }
+        if !aof_present && self.core.keyspace.total_keys() > 0 {
+            self.core
+                .write_initial_aof(now_ms())
+                .map_err(crate::Error::Config)?;
+        }
+        // The initial AOF holds what is already loaded: it is opened for
+        // appending, never replayed on top of it.
+        self.open_aof(io, aof_present)
+    }
+
+    /// The snapshot names looked for, in order: the file SAVE writes, the
+    /// configured `dbfilename`, `dump.hoz`, `dump.rdb`.
+    fn snapshot_candidates(&self) -> Vec<String> {
+        let mut names = vec![
+            self.core.snapshot_file_name(),
+            self.core.config.dbfilename.clone(),
+            "dump.hoz".to_string(),
+            "dump.rdb".to_string(),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|n| seen.insert(n.clone()));
+        names
+    }
+
+    /// The first snapshot candidate present in the data directory.
+    fn snapshot_to_load(&self, io: &dyn Io) -> Option<PathBuf> {
+        self.snapshot_candidates()
+            .iter()
+            .map(|name| self.core.config.dir.join(name))
+            .find(|path| io.exists(path))
+    }
+
+    /// With `appendonly no`, an AOF in the directory is not read (Redis's
+    /// rule): say so, so that nobody wonders where its data went.
+    fn warn_unread_aofs(&mut self, io: &dyn Io, dir: &std::path::Path) {
+        let name = &self.core.config.appendfilename;
+        for path in [
+            dir.join(name),
+            dir.join("appendonlydir").join(format!("{name}.manifest")),
+        ] {
+            if io.exists(&path) {
+                self.notices.push(format!(
+                    "!!! Warning: {} was not loaded because appendonly is no (Redis's rule: the \
+                     snapshot is read, the AOF only with appendonly yes); start with appendonly yes \
+                     to load it",
+                    path.display()
+                ));
+            }
+        }
+    }
+
+    /// Loads `dump.hoz` (every checksum verified, blocks decoded in
+    /// parallel) or an RDB file. Damage refuses the start with the offset
+    /// and what to do.
+    fn load_snapshot(&mut self, io: &dyn Io, path: &std::path::Path) -> Result<(), crate::Error> {
+        let started = std::time::Instant::now();
+        let data = io.map(path).map_err(|source| crate::Error::Io {
+            context: format!("reading {}", path.display()),
+            source,
+        })?;
+        if crate::rdb::reader::is_rdb(&data) {
+            let summary = self.load_rdb(&data, path, Some(now_ms()))?;
+            if summary.len != data.len() {
+                return Err(crate::Error::Corrupt(format!(
+                    "cannot load the RDB file {}: {} bytes follow its checksum at offset {}. Nothing was loaded and the file was not changed.",
+                    path.display(),
+                    data.len() - summary.len,
+                    summary.len
+                )));
+            }
+            self.core.save.last_load_keys = summary.keys;
+            self.core.save.last_load_expired = summary.expired_skipped;
+            self.notices.push(format!(
+                "DB loaded from disk: {:.3} seconds ({} keys from the RDB file {}, version {}{})",
+                started.elapsed().as_secs_f64(),
+                summary.keys,
+                path.display(),
+                summary.version,
+                if summary.valkey { ", Valkey" } else { "" }
+            ));
+            return Ok(());
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let limits = self.core.config.limits;
+        let (summary, expired) = crate::persist::snapshot::load_into(
+            &data,
+            &mut self.core.keyspace,
+            limits,
+            threads,
+            now_ms(),
+        )
+        .map_err(|e| {
+            let at = e
+                .offset()
+                .map_or_else(String::new, |n| format!(" (damage at offset {n})"));
+            crate::Error::Corrupt(format!(
+                "cannot load the snapshot {}{at}: {e}. Nothing was loaded and the file was not changed.",
+                path.display()
+            ))
+        })?;
+        let loaded = summary.stats.keys.saturating_sub(expired);
+        self.core.save.last_load_keys = loaded;
+        self.core.save.last_load_expired = expired;
+        self.core.save.last_save_ms = summary.created_ms;
+        self.notices.push(format!(
+            "DB loaded from disk: {:.3} seconds ({loaded} keys from {})",
+            started.elapsed().as_secs_f64(),
+            path.display()
+        ));
+        Ok(())
+    }
+
+    /// Reads an RDB image (a file, an AOF preamble, a Redis AOF base) into
+    /// the keyspace; keys expired before `skip_expired_before_ms` are left
+    /// out. Anything that cannot be loaded refuses the start; what was
+    /// skipped is logged.
+    fn load_rdb(
+        &mut self,
+        data: &[u8],
+        path: &std::path::Path,
+        skip_expired_before_ms: Option<i64>,
+    ) -> Result<crate::rdb::reader::Summary, crate::Error> {
+        let options = crate::rdb::reader::Options {
+            limits: self.core.config.limits,
+            databases: self.core.keyspace.db_count(),
+            skip_expired_before_ms,
+            now_ms: now_ms(),
+        };
+        let keyspace = std::cell::RefCell::new(&mut self.core.keyspace);
+        let summary = crate::rdb::reader::load_with_hints(
+            data,
+            &options,
+            &mut |k| {
+                keyspace
+                    .borrow_mut()
+                    .db_mut(k.db)
+                    .insert_loaded(k.key, k.value, k.expire_ms)
+                    .map_err(|_| "the key appears twice in the file".to_string())
+            },
+            &mut |db, keys, expiring| {
+                let mut keyspace = keyspace.borrow_mut();
+                let db = keyspace.db_mut(db);
+                if db.is_empty() {
+                    db.reserve(keys as usize, expiring as usize);
+                }
+            },
+        )
+        .map_err(|e| {
+            crate::Error::Corrupt(format!(
+                "cannot load the RDB file {}: {e}. Nothing was loaded and the file was not changed. \
+                 Run `hozon-repair check {}` to see every problem, then `hozon-repair salvage {}` \
+                 to see what a repair keeps (add --apply to write it).",
+                path.display(),
+                path.display(),
+                path.display()
+            ))
+        })?;
+        if !summary.functions.is_empty() {
+            self.notices.push(format!(
+                "!!! Warning: {} holds {} function libraries (FUNCTION LOAD); hozon has no Redis Functions, so they were not loaded",
+                path.display(),
+                summary.functions.len()
+            ));
+        }
+        if summary.empty_skipped > 0 {
+            // Redis 7.0 skips them too, with a log line (`hozon-inspect
+            // info` reports them as empty_keys_skipped).
+            self.notices.push(format!(
+                "{} empty collections in {} were skipped (an empty key cannot exist)",
+                summary.empty_skipped,
+                path.display()
+            ));
+        }
+        if !summary.modules_skipped.is_empty() {
+            self.notices.push(format!(
+                "!!! Warning: {} holds module data that was skipped ({}): hozon has no modules",
+                path.display(),
+                summary.modules_skipped.join(", ")
+            ));
+        }
+        if summary.field_ttls_dropped > 0 {
+            self.notices.push(format!(
+                "!!! Warning: {} hash fields in {} had a TTL (HEXPIRE); hozon has no field expiry, so they were loaded without it",
+                summary.field_ttls_dropped,
+                path.display()
+            ));
+        }
+        Ok(summary)
+    }
+
+    /// Imports a Redis 7 multi-part AOF (`appendonlydir/<appendfilename>.manifest`,
+    /// a base `.rdb` or `.aof` and `incr` files, in manifest order) when
+    /// the directory has one. Returns whether it did. The Redis files are
+    /// only read; hozon then writes its own AOF.
+    fn import_redis_aof_dir(&mut self, io: &dyn Io) -> Result<bool, crate::Error> {
+        let aof_dir = self.core.config.dir.join("appendonlydir");
+        let manifest_path = aof_dir.join(format!("{}.manifest", self.core.config.appendfilename));
+        if !io.exists(&manifest_path) {
+            return Ok(false);
+        }
+        let started = std::time::Instant::now();
+        let text = io
+            .read_all(&manifest_path)
+            .map_err(|source| crate::Error::Io {
+                context: format!("reading {}", manifest_path.display()),
+                source,
+            })?;
+        let manifest = crate::persist::aof::parse_redis_manifest(&text).map_err(|e| {
+            crate::Error::Corrupt(format!(
+                "cannot import the Redis AOF manifest {}: {e}",
+                manifest_path.display()
+            ))
+        })?;
+        let count = manifest.len();
+        for (i, (name, is_base)) in manifest.into_iter().enumerate() {
+            let path = aof_dir.join(&name);
+            let data = io.map(&path).map_err(|source| crate::Error::Io {
+                context: format!(
+                    "reading {} (listed in {})",
+                    path.display(),
+                    manifest_path.display()
+                ),
+                source,
+            })?;
+            if crate::rdb::reader::is_rdb(&data) && !is_base {
+                return Err(crate::Error::Corrupt(format!(
+                    "{} is an incr file but holds an RDB image",
+                    path.display()
+                )));
+            }
+            let report = self.load_aof_image(&data, &path, false)?;
+            if let Some(torn) = &report.torn {
+                let facts = format!(
+                    "{} ends with a torn write at offset {} ({}): {} bytes and {} complete commands after it",
+                    path.display(),
+                    torn.valid_len,
+                    torn.reason,
+                    torn.dropped_bytes,
+                    torn.dropped_commands
+                );
+                if i + 1 != count || !self.core.config.aof_load_truncated {
+                    return Err(crate::Error::Corrupt(format!(
+                        "cannot import the Redis AOF: {facts}"
+                    )));
+                }
+                self.notices.push(format!(
+                    "!!! Warning: {facts}; they were not imported (the Redis file was not changed)"
+                ));
+            }
+        }
+        self.notices.push(format!(
+            "Imported the Redis multi-part AOF {} ({} files, {} keys) in {:.3} seconds; hozon writes its own {} from now on",
+            aof_dir.display(),
+            count,
+            self.core.keyspace.total_keys(),
+            started.elapsed().as_secs_f64(),
+            self.core.config.appendfilename
+        ));
+        Ok(true)
+    }
+
+    /// Opens the AOF for appending, first replaying it when `replay`.
+    fn open_aof(&mut self, io: Arc<dyn Io>, replay: bool) -> Result<(), crate::Error> {
+        let dir = self.core.config.dir.clone();
+        let path = dir.join(&self.core.config.appendfilename);
+        if replay && io.exists(&path) {
+            let started = std::time::Instant::now();
+            let data = io.map(&path).map_err(|source| crate::Error::Io {
+                context: format!("reading {}", path.display()),
+                source,
+            })?;
+            let report = self.load_aof_image(&data, &path, false)?;
+            // Unmap before the file is truncated or appended to.
+            drop(data);
+            if let Some(torn) = &report.torn {
+                let facts = format!(
+                    "the AOF {} ends with a torn write at offset {} ({}): {} bytes and {} complete commands after it",
+                    path.display(),
+                    torn.valid_len,
+                    torn.reason,
+                    torn.dropped_bytes,
+                    torn.dropped_commands
+                );
+                if !self.core.config.aof_load_truncated {
+                    return Err(crate::Error::Corrupt(format!(
+                        "{facts}; not loading because aof-load-truncated is no. \
+                         Run `hozon-repair check {}` to see every problem, then `hozon-repair fix {} --apply` to cut \
+                         the torn tail, or set aof-load-truncated yes to drop it on load",
+                        path.display(),
+                        path.display()
+                    )));
+                }
+                io.truncate(&path, torn.valid_len)
+                    .map_err(|source| crate::Error::Io {
+                        context: format!("truncating {} to {}", path.display(), torn.valid_len),
+                        source,
+                    })?;
+                self.notices.push(format!(
+                    "!!! Warning: {facts}; truncated the file to {} bytes and dropped them",
+                    torn.valid_len
+                ));
+            }
+            self.notices.push(format!(
+                "DB loaded from append only file: {:.3} seconds ({} keys from {}: {} commands in {} verified batches)",
+                started.elapsed().as_secs_f64(),
+                self.core.keyspace.total_keys(),
+                path.display(),
+                report.commands,
+                report.batches
+            ));
+            self.core.aof_load = Some(report);
+        }
+        let checksummed = self.core.aof_load.as_ref().is_none_or(|r| r.checksummed);
+        let writer = AofWriter::open(
+            Arc::clone(&io),
+            &path,
+            self.core.config.appendfsync,
+            checksummed,
+        )
+        .map_err(|source| crate::Error::Io {
+            context: format!("opening the append only file {}", path.display()),
+            source,
+        })?;
+        self.core.aof = Some(writer);
+        Ok(())
+    }
+
+    /// Reads an AOF image into the keyspace without touching any file: a
+    /// log, or a log after the snapshot image a rewrite starts it with (a
+    /// dump.hoz, or an RDB: ours with `aof-preamble rdb`, or Redis's base).
+    /// The server uses it at startup; the inspector uses it (on an
+    /// in-memory engine) to see the data an AOF holds. Keys of a dump.hoz
+    /// preamble whose expiry has passed are left out unless
+    /// `keep_expired`; an RDB preamble's are always kept, as Redis does.
+    /// A torn tail is reported (`torn`, offsets from the start of `data`),
+    /// not removed. Damage anywhere else is an error naming `path`.
+    pub fn load_aof_image(
+        &mut self,
+        data: &[u8],
+        path: &std::path::Path,
+        keep_expired: bool,
+    ) -> Result<LoadReport, crate::Error> {
+        let preamble_len = if data.starts_with(&crate::persist::snapshot::MAGIC) {
+            let now = if keep_expired { i64::MIN } else { now_ms() };
+            self.load_aof_preamble(data, path, now)?
+        } else if crate::rdb::reader::is_rdb(data) {
+            self.load_rdb(data, path, None)?.len
+        } else {
+            0
+        };
+        let mut report = self.replay_aof(&data[preamble_len..], path, preamble_len)?;
+        report.valid_len += preamble_len as u64;
+        if let Some(torn) = report.torn.as_mut() {
+            torn.valid_len += preamble_len as u64;
+        }
+        Ok(report)
+    }
+
+    /// Loads the snapshot image a rewritten AOF starts with, leaving out
+    /// keys expired before `now_ms`; returns its length (where the log part
+    /// starts). Damage there is corruption: the image was fsynced before
+    /// the file got its name.
+    fn load_aof_preamble(
+        &mut self,
+        data: &[u8],
+        path: &std::path::Path,
+        now_ms: i64,
+    ) -> Result<usize, crate::Error> {
+        use crate::persist::snapshot;
+        let corrupt = |e: snapshot::SnapshotError| {
+            crate::Error::Corrupt(format!(
+                "Bad file format reading the append only file {}: its snapshot preamble is damaged: {e}. \
+                 Nothing was loaded and the file was not changed. Run `hozon-repair check {}` to see every \
+                 problem, then `hozon-repair salvage {}` to see what is kept and add --apply to write it.",
+                path.display(),
+                path.display(),
+                path.display()
+            ))
+        };
+        let len = snapshot::image_len(data).map_err(corrupt)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (summary, expired) = snapshot::load_into(
+            &data[..len],
+            &mut self.core.keyspace,
+            self.core.config.limits,
+            threads,
+            now_ms,
+        )
+        .map_err(corrupt)?;
+        self.notices.push(format!(
+            "Reading the snapshot preamble of the append only file: {} keys ({} expired, skipped)",
+            summary.stats.keys.saturating_sub(expired),
+            expired
+        ));
+        Ok(len)
+    }
+
+    fn remove_temp_files(
+        &mut self,
+        io: &dyn Io,
+        dir: &std::path::Path,
+    ) -> Result<(), crate::Error> {
+        let names = match io.list_dir(dir) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => {
+                return Err(crate::Error::Io {
+                    context: format!("listing {}", dir.display()),
+                    source,
+                })
+            }
+        };
+        for name in names.iter().filter(|n| n.starts_with("temp-")) {
+            let path: PathBuf = dir.join(name);
+            io.remove(&path).map_err(|source| crate::Error::Io {
+                context: format!("removing stale temporary file {}", path.display()),
+                source,
+            })?;
+            self.notices
+                .push(format!("Removed stale temporary file {}", path.display()));
+        }
+        Ok(())
+    }
+
+    /// Replays an AOF image into the keyspace.
+    fn replay_aof(
+        &mut self,
+        data: &[u8],
+        path: &std::path::Path,
+        base_offset: usize,
+    ) -> Result<LoadReport, crate::Error> {
+        let mut session = self.new_session();
+        session.authenticated = true;
+        self.core.loading = true;
+        let result = aof::replay(data, &mut |argv| {
+            if command::lookup(argv[0]).is_none() {
+                return Err(format!(
+                    "unknown command '{}'",
+                    String::from_utf8_lossy(argv[0])
+                ));
+            }
+            let reply = self.execute(&mut session, argv);
+            self.core.effects.clear();
+            match reply {
+                Reply::Error(e) => Err(format!(
+                    "replaying '{}' failed: {e}",
+                    String::from_utf8_lossy(argv[0])
+                )),
+                _ => Ok(()),
+            }
+        });
+        self.core.loading = false;
+        result.map_err(|c| {
+            crate::Error::Corrupt(format!(
+                "Bad file format reading the append only file {} at offset {}: {}. Nothing was loaded and the file \
+                 was not changed. Run `hozon-repair check {}` to see every problem, then `hozon-repair salvage {}` \
+                 to see what is kept and add --apply to write it.",
+                path.display(),
+                c.offset + base_offset as u64,
+                c.reason,
+                path.display(),
+                path.display()
+            ))
+        })
+    }
+}
