@@ -5,6 +5,7 @@
 pub mod aof;
 pub mod io;
 pub mod lock;
+pub mod rdb_file;
 pub mod rewrite;
 pub mod rewriter;
 pub mod saver;
