@@ -17,17 +17,13 @@ use std::fmt;
 
 use super::{intset, kind, listpack, lzf, opcode, ziplist, zipmap, EncodingError, Item};
 use super::{MAX_READ_VERSION, MAX_VALKEY_VERSION};
-use crate::keyspace::dict::Dict;
-use crate::persist::snapshot::LoadedKey;
-use crate::types::hash::Hash;
+use crate::keyspace::LoadedKey;
+use crate::types::build::{self, Rejected};
 use crate::types::list::{End, List};
-use crate::types::num::parse_i64;
-use crate::types::ordtree::cmp_key;
 use crate::types::set::Set;
 use crate::types::stream::{
     Consumer, ConsumerGroup, Fields, PendingEntry, Stream, StreamId, ENTRIES_READ_INVALID,
 };
-use crate::types::zset::ZSet;
 use crate::types::{Blob, EncodingLimits, Value};
 
 mod check;
@@ -1326,114 +1322,50 @@ fn item_bytes<'a>(item: &Item<'a>) -> Cow<'a, [u8]> {
     }
 }
 
-const DUPLICATE_FIELDS: &str = "duplicate hash fields detected";
-const DUPLICATE_MEMBERS: &str = "duplicate set members detected";
-const DUPLICATE_ZSET_MEMBERS: &str = "duplicate sorted set members detected";
+const DUPLICATE_FIELDS: Rejected = Rejected::DuplicateFields;
+const DUPLICATE_MEMBERS: Rejected = Rejected::DuplicateMembers;
 
-/// The rule every loaded hash, set and sorted set obeys, for the loader
-/// and the checker alike: no elements means no key (Ok(false): Redis
-/// does not create an empty collection either); two equal elements
-/// (fields, members) are damage.
-fn unique<T>(items: &[T], key: impl Fn(&T) -> &[u8], duplicate: &str) -> Result<bool, String> {
-    if items.is_empty() {
-        return Ok(false);
+/// The rules of [`build`] as the RDB reader applies them, for the loader
+/// and the checker alike: an empty collection is no key (Ok(None), as
+/// Redis skips it), any other broken rule is damage (its message).
+fn loaded<T>(built: Result<T, Rejected>) -> Result<Option<T>, String> {
+    match built {
+        Ok(v) => Ok(Some(v)),
+        Err(Rejected::Empty(_)) => Ok(None),
+        Err(e) => Err(e.message().into()),
     }
-    if has_duplicates(items, key) {
-        return Err(duplicate.into());
-    }
-    Ok(true)
+}
+
+/// The checker's form of the rules for hash fields and set members:
+/// Ok(false) for an empty collection (not loaded).
+fn unique<T>(items: &[T], key: impl Fn(&T) -> &[u8], duplicate: Rejected) -> Result<bool, String> {
+    loaded(build::check_unique(items, key, "", duplicate)).map(|v| v.is_some())
 }
 
 /// [`unique`] for a sorted set's members, and no NaN score.
 fn zset_rules<M: AsRef<[u8]>>(entries: &[(M, f64)]) -> Result<bool, String> {
-    if entries.iter().any(|(_, s)| s.is_nan()) {
-        return Err("sorted set with a NaN score".into());
-    }
-    unique(entries, |e| e.0.as_ref(), DUPLICATE_ZSET_MEMBERS)
+    loaded(build::check_zset(entries)).map(|v| v.is_some())
 }
 
-/// True when two of `items` have equal keys.
-fn has_duplicates<T>(items: &[T], key: impl Fn(&T) -> &[u8]) -> bool {
-    if items.len() <= 16 {
-        return items
-            .iter()
-            .enumerate()
-            .any(|(i, a)| items[i + 1..].iter().any(|b| key(a) == key(b)));
-    }
-    let mut seen: std::collections::HashSet<&[u8], foldhash::fast::RandomState> =
-        std::collections::HashSet::with_capacity_and_hasher(items.len(), Default::default());
-    items.iter().any(|item| !seen.insert(key(item)))
-}
-
-/// A hash as Redis 7.0 builds it on load: a listpack (file order) within
-/// the limits, else a table. Empty: None.
+/// A hash as Redis 7.0 builds it on load. Empty: None.
 fn build_hash(pairs: Vec<(Blob, Blob)>, limits: &EncodingLimits) -> Result<Option<Value>, String> {
-    if !unique(&pairs, |(f, _)| f.as_bytes(), DUPLICATE_FIELDS)? {
-        return Ok(None);
-    }
-    let compact = pairs.len() <= limits.hash_max_listpack_entries
-        && pairs.iter().all(|(f, v)| {
-            f.len() <= limits.hash_max_listpack_value && v.len() <= limits.hash_max_listpack_value
-        });
-    if compact {
-        return Ok(Some(Value::Hash(Box::new(Hash::Listpack(pairs)))));
-    }
-    let mut table = Dict::with_capacity(pairs.len());
-    for (f, v) in pairs {
-        table.insert_new(f, v);
-    }
-    Ok(Some(Value::Hash(Box::new(Hash::Table(table)))))
+    loaded(build::hash(pairs, limits)).map(|h| h.map(|h| Value::Hash(Box::new(h))))
 }
 
-fn intset_limit(limits: &EncodingLimits) -> usize {
-    limits.set_max_intset_entries.min(1 << 30)
-}
-
+/// An intset's members (ascending, checked by its decoder; not empty,
+/// checked by the caller) as a set.
 fn set_from_ints(ints: Vec<i64>, limits: &EncodingLimits) -> Set {
-    if ints.len() <= intset_limit(limits) {
-        return Set::Intset(ints);
-    }
-    let mut table = Dict::with_capacity(ints.len());
-    for v in ints {
-        table.insert_new(Blob::from_i64(v), ());
-    }
-    Set::Table(table)
+    build::set_of_ints(ints, limits).unwrap_or_else(|_| Set::Intset(Vec::new()))
 }
 
-/// A set as Redis 7.0 builds it on load: an intset when every member is
-/// an integer and there are few enough, else a table.
+/// A set as Redis 7.0 builds it on load. Empty: None.
 fn build_set(members: Vec<Blob>, limits: &EncodingLimits) -> Result<Option<Set>, String> {
-    if !unique(&members, Blob::as_bytes, DUPLICATE_MEMBERS)? {
-        return Ok(None);
-    }
-    if members.len() <= intset_limit(limits) {
-        let ints: Option<Vec<i64>> = members.iter().map(|m| parse_i64(m)).collect();
-        if let Some(mut ints) = ints {
-            ints.sort_unstable();
-            return Ok(Some(Set::Intset(ints)));
-        }
-    }
-    let mut table = Dict::with_capacity(members.len());
-    for m in members {
-        table.insert_new(m, ());
-    }
-    Ok(Some(Set::Table(table)))
+    loaded(build::set(members, limits))
 }
 
-/// A sorted set from entries in any order (Redis writes skiplists from
-/// the greatest element down).
-fn build_zset(
-    mut entries: Vec<(Blob, f64)>,
-    limits: &EncodingLimits,
-) -> Result<Option<Value>, String> {
-    if !zset_rules(&entries)? {
-        return Ok(None);
-    }
-    // Stable sort finds an ascending or descending file order in one pass.
-    entries.sort_by(|a, b| cmp_key(a.1, &a.0, b.1, &b.0));
-    Ok(Some(Value::ZSet(Box::new(ZSet::from_sorted(
-        entries, limits,
-    )))))
+/// A sorted set from entries in any order. Empty: None.
+fn build_zset(entries: Vec<(Blob, f64)>, limits: &EncodingLimits) -> Result<Option<Value>, String> {
+    loaded(build::zset(entries, limits)).map(|z| z.map(|z| Value::ZSet(Box::new(z))))
 }
 
 #[cfg(test)]
@@ -1442,6 +1374,7 @@ mod tests {
 
     use super::*;
     use crate::rdb::writer::{encode_file, Encoder};
+    use crate::types::hash::Hash;
     use scan::CRC_STEP_BYTES;
 
     /// A file with one key of each kind in databases 0 and 2: (db, key,
