@@ -80,20 +80,12 @@ pub fn save_keyspace(
     let temp = crate::persist::snapshot::temp_path(dir, file_name);
     let mut file = RdbFile::create(Arc::clone(&io), &temp)?;
     let mut records = RecordEncoder::with_header(encoder, now_ms, 0, false);
-    for db_index in 0..keyspace.db_count() {
-        let db = keyspace.db(db_index);
-        let has_expires = db.expires_len() > 0;
-        for (key, value) in db.iter() {
-            let expire = if has_expires { db.expire_at(key) } else { None };
-            if matches!(expire, Some(at) if at < now_ms) {
-                continue;
-            }
-            records.push(db_index, key, value, expire, |_| {
-                (db.len() as u64, db.expires_len() as u64)
-            });
-            if let Some(chunk) = records.take_full() {
-                file.write(&chunk)?;
-            }
+    for (db_index, db, key, value, expire) in super::live_keys(keyspace, now_ms) {
+        records.push(db_index, key, value, expire, |_| {
+            (db.len() as u64, db.expires_len() as u64)
+        });
+        if let Some(chunk) = records.take_full() {
+            file.write(&chunk)?;
         }
     }
     file.write(&records.take())?;

@@ -239,22 +239,15 @@ pub(super) fn save_keyspace_with_block_size(
             }
             Ok(writer)
         });
-        'dbs: for db_index in 0..keyspace.db_count() {
-            let db = keyspace.db(db_index);
-            let has_expires = db.expires_len() > 0;
-            for (key, value) in db.iter() {
-                let expire = if has_expires { db.expire_at(key) } else { None };
-                if matches!(expire, Some(at) if at < now_ms) {
-                    continue;
+        'keys: for (db_index, _, key, value, expire) in crate::persist::live_keys(keyspace, now_ms)
+        {
+            for block in builder.push(db_index, key, value, expire) {
+                if to_writer.send(block).is_err() {
+                    break 'keys; // the writer failed: its error is reported below
                 }
-                for block in builder.push(db_index, key, value, expire) {
-                    if to_writer.send(block).is_err() {
-                        break 'dbs; // the writer failed: its error is reported below
-                    }
-                }
-                while let Ok(buf) = buffers.try_recv() {
-                    builder.recycle(buf);
-                }
+            }
+            while let Ok(buf) = buffers.try_recv() {
+                builder.recycle(buf);
             }
         }
         if let Some(block) = builder.finish() {
