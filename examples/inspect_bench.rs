@@ -24,8 +24,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use hozon::persist::io::{Io, RealIo};
+use hozon::persist::rdb_file::RdbFile;
 use hozon::persist::snapshot::{self, BlockBuilder, FileWriter, HeaderInfo};
-use hozon::rdb::file::{RdbFile, RecordEncoder};
+use hozon::rdb::writer::RecordEncoder;
 use hozon::rdb::writer::{put_len, Encoder};
 use hozon::rdb::Crc64;
 use hozon::types::list::{End, List};

@@ -133,7 +133,7 @@ impl Core {
             .map(drop)
             .map_err(|e| e.to_string()),
             crate::persist::saver::Format::Rdb { encoder, checksum } => {
-                crate::rdb::file::save_keyspace(
+                crate::persist::rdb_file::save_keyspace(
                     &self.keyspace,
                     now_ms,
                     Arc::clone(&self.io),

@@ -18,6 +18,20 @@ use crate::rand::Rng;
 use crate::types::{Blob, Value};
 use dict::Dict;
 
+/// A key read back from a file (a snapshot, an RDB file), as every loader
+/// delivers it.
+#[derive(Debug, Clone)]
+pub struct LoadedKey {
+    /// Its database.
+    pub db: usize,
+    /// The key.
+    pub key: Blob,
+    /// The value, in the encoding Redis would give it on load.
+    pub value: Value,
+    /// Absolute expiry, Unix ms.
+    pub expire_ms: Option<i64>,
+}
+
 /// One numbered database.
 ///
 /// While a capture runs, the capture's state for this database travels

@@ -5,8 +5,31 @@
 pub mod aof;
 pub mod io;
 pub mod lock;
+pub mod rdb_file;
 pub mod rewrite;
 pub mod rewriter;
 pub mod saver;
 pub mod snapshot;
 pub mod writer;
+
+use crate::keyspace::{Db, Keyspace};
+use crate::types::{Blob, Value};
+
+/// Every key of `keyspace` not expired at `now_ms`, database by database,
+/// as SAVE writes them: (database index, the database, key, value,
+/// absolute expiry).
+pub(crate) fn live_keys(
+    keyspace: &Keyspace,
+    now_ms: i64,
+) -> impl Iterator<Item = (usize, &Db, &Blob, &Value, Option<i64>)> {
+    keyspace.iter().enumerate().flat_map(move |(index, db)| {
+        let has_expires = db.expires_len() > 0;
+        db.iter().filter_map(move |(key, value)| {
+            let expire = if has_expires { db.expire_at(key) } else { None };
+            match expire {
+                Some(at) if at < now_ms => None,
+                _ => Some((index, db, key, value, expire)),
+            }
+        })
+    })
+}

@@ -162,7 +162,7 @@ pub struct Rewrite {
     selected_db: Option<usize>,
     /// The RDB image being encoded (`Preamble::Rdb`), and each database's
     /// sizes at the capture instant (RESIZEDB hints).
-    rdb: Option<(crate::rdb::file::RecordEncoder, Vec<(u64, u64)>)>,
+    rdb: Option<(crate::rdb::writer::RecordEncoder, Vec<(u64, u64)>)>,
     queued: std::collections::VecDeque<ToThread>,
     to_thread: SyncSender<ToThread>,
     progress: Arc<Progress>,
@@ -268,7 +268,7 @@ impl RewriteState {
             .map_err(|e| format!("cannot start the rewrite thread: {e}"))?;
         let rdb = match preamble {
             Preamble::Rdb(encoder) => Some((
-                crate::rdb::file::RecordEncoder::with_header(encoder, now_ms, 0, true),
+                crate::rdb::writer::RecordEncoder::with_header(encoder, now_ms, 0, true),
                 keyspace
                     .iter()
                     .map(|db| (db.len() as u64, db.expires_len() as u64))

@@ -113,7 +113,7 @@ pub struct BgSave {
     pub keys_total: u64,
     builder: BlockBuilder,
     /// The RDB encoder and each database's sizes (`Format::Rdb`).
-    rdb: Option<(crate::rdb::file::RecordEncoder, Vec<(u64, u64)>)>,
+    rdb: Option<(crate::rdb::writer::RecordEncoder, Vec<(u64, u64)>)>,
     queued: VecDeque<ToWriter>,
     to_writer: SyncSender<ToWriter>,
     result: Receiver<Written>,
@@ -161,7 +161,7 @@ impl SaveState {
         }
         let rdb = match format {
             Format::Rdb { encoder, .. } => Some((
-                crate::rdb::file::RecordEncoder::with_header(encoder, now_ms, 0, false),
+                crate::rdb::writer::RecordEncoder::with_header(encoder, now_ms, 0, false),
                 keyspace
                     .iter()
                     .map(|db| (db.len() as u64, db.expires_len() as u64))
@@ -360,7 +360,7 @@ fn write_rdb_file(
     checksum: bool,
     chunks: Receiver<ToWriter>,
 ) -> Written {
-    let mut file = crate::rdb::file::RdbFile::create(Arc::clone(io), temp)?;
+    let mut file = super::rdb_file::RdbFile::create(Arc::clone(io), temp)?;
     loop {
         match chunks.recv() {
             Ok(ToWriter::Bytes(bytes)) => file.write(&bytes)?,

@@ -76,7 +76,6 @@ impl Item<'_> {
     }
 }
 
-pub mod file;
 pub mod reader;
 pub mod writer;
 

@@ -448,3 +448,63 @@ fn tombstone_node(node: NodeLayout<'_>) -> Option<Vec<u8>> {
     }
     Some(lp.finish())
 }
+
+/// Encoded bytes gathered before a write.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// Encodes key records into chunks, adding SELECTDB whenever the database
+/// changes (records must come grouped by database).
+pub struct RecordEncoder {
+    /// The value encoder.
+    pub encoder: Encoder,
+    buf: Vec<u8>,
+    db: Option<usize>,
+    /// Keys encoded.
+    pub keys: u64,
+}
+
+impl RecordEncoder {
+    /// A record encoder that starts with the file header.
+    pub fn with_header(encoder: Encoder, ctime_ms: i64, used_mem: u64, aof_base: bool) -> Self {
+        let mut buf = Vec::with_capacity(CHUNK_BYTES + CHUNK_BYTES / 8);
+        encoder.put_header(&mut buf, ctime_ms, used_mem, aof_base);
+        RecordEncoder {
+            encoder,
+            buf,
+            db: None,
+            keys: 0,
+        }
+    }
+
+    /// Encodes one key. `sizes` gives the RESIZEDB hint for a database
+    /// when one starts.
+    pub fn push(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: &Value,
+        expire_ms: Option<i64>,
+        sizes: impl FnOnce(usize) -> (u64, u64),
+    ) {
+        if self.db != Some(db) {
+            let (keys, expiring) = sizes(db);
+            self.encoder.put_select(&mut self.buf, db, keys, expiring);
+            self.db = Some(db);
+        }
+        self.encoder.put_key(&mut self.buf, key, value, expire_ms);
+        self.keys += 1;
+    }
+
+    /// The encoded bytes when at least a chunk has gathered.
+    pub fn take_full(&mut self) -> Option<Vec<u8>> {
+        (self.buf.len() >= CHUNK_BYTES).then(|| self.take())
+    }
+
+    /// Everything encoded so far.
+    pub fn take(&mut self) -> Vec<u8> {
+        std::mem::replace(
+            &mut self.buf,
+            Vec::with_capacity(CHUNK_BYTES + CHUNK_BYTES / 8),
+        )
+    }
+}

@@ -5,6 +5,7 @@
 //! Nothing here does I/O or knows about keys, clients or files.
 
 pub mod blob;
+pub mod build;
 pub mod hash;
 pub mod list;
 pub mod long_double;

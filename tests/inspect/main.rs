@@ -362,7 +362,7 @@ fn info_counts_keys_already_expired() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let then = 1_000_000_000_000;
-    hozon::rdb::file::save_keyspace(
+    hozon::persist::rdb_file::save_keyspace(
         &ks,
         then,
         Arc::new(RealIo),

@@ -26,10 +26,11 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 
 use hozon::persist::io::{Io, RealIo};
+use hozon::persist::rdb_file::RdbFile;
 use hozon::persist::rewrite::commands_for;
 use hozon::persist::snapshot::{self, BlockBuilder, FileWriter, HeaderInfo};
-use hozon::rdb::file::{RdbFile, RecordEncoder};
 use hozon::rdb::writer::Encoder;
+use hozon::rdb::writer::RecordEncoder;
 use hozon::types::stream::{StreamId, ENTRIES_READ_INVALID};
 use hozon::types::{Stream, Value};
 

@@ -31,12 +31,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use hozon::persist::io::{Io, RealIo};
+use hozon::persist::rdb_file::RdbFile;
 use hozon::persist::snapshot::{
     self, BlockBuilder, Damage, FileWriter, HeaderInfo, LoadedKey, SnapshotError,
 };
-use hozon::rdb::file::{RdbFile, RecordEncoder};
 use hozon::rdb::reader::{self, Checksum, DamagedRegion, ErrorKind, SalvageReport};
 use hozon::rdb::writer::Encoder;
+use hozon::rdb::writer::RecordEncoder;
 use hozon::types::EncodingLimits;
 
 use crate::model::{Content, Dropped, Keys, Piece, Plan, Problem, ProblemKind, Refusal, Remedy};

@@ -5,10 +5,13 @@
 //! inode semantics that fails chosen writes, fsyncs or directory fsyncs
 //! (EIO, ENOSPC, short writes), stops the program (a crash or a power
 //! loss) at any chosen operation, and simulates power loss by dropping or
-//! tearing whatever was not fsynced.
+//! tearing whatever was not fsynced. [`DurableFile`] and [`commit`] are
+//! the one temp file → fsync → rename → directory fsync sequence.
 
+mod durable;
 mod faulty;
 
+pub use durable::{commit, CommitError, DurableFile, FileError, SYNC_EVERY_BYTES};
 pub use faulty::{Fault, FaultyIo, PowerLoss, Stop};
 
 use std::fs::{File, OpenOptions};

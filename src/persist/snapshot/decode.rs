@@ -9,30 +9,15 @@ use super::format::{
     TAG_STREAM, TAG_STRING, TAG_ZSET,
 };
 use super::stats::BlockInfo;
-use crate::keyspace::dict::Dict;
-use crate::types::hash::Hash;
+use crate::types::build::{self, Rejected};
 use crate::types::list::{End, List};
-use crate::types::num::parse_i64;
 use crate::types::ordtree::cmp_key;
-use crate::types::set::Set;
 use crate::types::stream::{
     Consumer, ConsumerGroup, Fields, NodeLayout, PendingEntry, Stream, StreamId,
 };
-use crate::types::zset::ZSet;
 use crate::types::{Blob, EncodingLimits, Value};
 
-/// A key read back from a snapshot.
-#[derive(Debug, Clone)]
-pub struct LoadedKey {
-    /// Its database.
-    pub db: usize,
-    /// The key.
-    pub key: Blob,
-    /// The value, in the encoding Redis would give it on load.
-    pub value: Value,
-    /// Absolute expiry, Unix ms.
-    pub expire_ms: Option<i64>,
-}
+pub use crate::keyspace::LoadedKey;
 
 /// One element of a stream record.
 #[derive(Debug, Clone)]
@@ -115,127 +100,42 @@ impl Builder {
     }
 
     /// Builds the value in the encoding Redis gives it when it loads one
-    /// (docs/snapshot-format.md, "Rebuilding values").
+    /// (docs/snapshot-format.md, "Rebuilding values"), by the rules of
+    /// [`build`], after the format's own rule: a set's integers and a
+    /// sorted set's elements are stored in ascending order.
     pub(super) fn finish(self, limits: &EncodingLimits) -> Result<Value, Malformed> {
+        let rejected = Rejected::message;
         Ok(match self {
             Builder::Str(bytes) => Value::Str(Blob::from_vec(bytes)),
-            Builder::List(l) => {
-                if l.is_empty() {
-                    return Err("empty list");
+            Builder::List(l) => Value::List(Box::new(build::list(l).map_err(rejected)?)),
+            Builder::Hash(pairs) => {
+                Value::Hash(Box::new(build::hash(pairs, limits).map_err(rejected)?))
+            }
+            Builder::SetInts(ints) => {
+                if ints.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err("set integers not ascending");
                 }
-                Value::List(Box::new(l))
+                Value::Set(Box::new(
+                    build::set_of_ints(ints, limits).map_err(rejected)?,
+                ))
             }
-            Builder::Hash(pairs) => Value::Hash(Box::new(finish_hash(pairs, limits)?)),
-            Builder::SetInts(ints) => Value::Set(Box::new(finish_set_ints(ints, limits)?)),
             Builder::SetStrings(members) => {
-                Value::Set(Box::new(finish_set_strings(members, limits)?))
+                Value::Set(Box::new(build::set(members, limits).map_err(rejected)?))
             }
-            Builder::ZSet(entries) => Value::ZSet(Box::new(finish_zset(entries, limits)?)),
+            Builder::ZSet(entries) => {
+                let nan = entries.iter().any(|(_, s)| s.is_nan());
+                if !nan
+                    && entries.windows(2).any(|w| {
+                        cmp_key(w[0].1, &w[0].0, w[1].1, &w[1].0) != std::cmp::Ordering::Less
+                    })
+                {
+                    return Err("sorted-set elements not ascending");
+                }
+                Value::ZSet(Box::new(build::zset(entries, limits).map_err(rejected)?))
+            }
             Builder::Stream(elems) => Value::Stream(Box::new(finish_stream(elems)?)),
         })
     }
-}
-
-/// True when two of `items` have equal keys (`key` gives an item's bytes).
-fn has_duplicates<T>(items: &[T], key: impl Fn(&T) -> &[u8]) -> bool {
-    if items.len() <= 16 {
-        // Small collections: comparing pairs beats hashing, and allocates
-        // nothing.
-        return items
-            .iter()
-            .enumerate()
-            .any(|(i, a)| items[i + 1..].iter().any(|b| key(a) == key(b)));
-    }
-    let mut seen: std::collections::HashSet<&[u8], foldhash::fast::RandomState> =
-        std::collections::HashSet::with_capacity_and_hasher(items.len(), Default::default());
-    items.iter().any(|item| !seen.insert(key(item)))
-}
-
-fn finish_hash(pairs: Vec<(Blob, Blob)>, limits: &EncodingLimits) -> Result<Hash, Malformed> {
-    if pairs.is_empty() {
-        return Err("empty hash");
-    }
-    let compact = pairs.len() <= limits.hash_max_listpack_entries
-        && pairs.iter().all(|(f, v)| {
-            f.len() <= limits.hash_max_listpack_value && v.len() <= limits.hash_max_listpack_value
-        });
-    if compact {
-        if has_duplicates(&pairs, |(f, _)| f.as_bytes()) {
-            return Err("hash field repeated");
-        }
-        return Ok(Hash::Listpack(pairs));
-    }
-    let mut table = Dict::with_capacity(pairs.len());
-    for (f, v) in pairs {
-        if table.insert(f, v).is_some() {
-            return Err("hash field repeated");
-        }
-    }
-    Ok(Hash::Table(table))
-}
-
-/// Most members of an intset (Redis caps `set-max-intset-entries` so).
-fn intset_limit(limits: &EncodingLimits) -> usize {
-    limits.set_max_intset_entries.min(1 << 30)
-}
-
-fn finish_set_ints(ints: Vec<i64>, limits: &EncodingLimits) -> Result<Set, Malformed> {
-    if ints.is_empty() {
-        return Err("empty set");
-    }
-    if ints.windows(2).any(|w| w[0] >= w[1]) {
-        return Err("set integers not ascending");
-    }
-    if ints.len() <= intset_limit(limits) {
-        return Ok(Set::Intset(ints));
-    }
-    let mut table = Dict::with_capacity(ints.len());
-    for v in ints {
-        table.insert_new(Blob::from_i64(v), ());
-    }
-    Ok(Set::Table(table))
-}
-
-fn finish_set_strings(members: Vec<Blob>, limits: &EncodingLimits) -> Result<Set, Malformed> {
-    if members.is_empty() {
-        return Err("empty set");
-    }
-    if members.len() <= intset_limit(limits) {
-        let ints: Option<Vec<i64>> = members.iter().map(|m| parse_i64(m)).collect();
-        if let Some(mut ints) = ints {
-            ints.sort_unstable();
-            if ints.windows(2).any(|w| w[0] == w[1]) {
-                return Err("set member repeated");
-            }
-            return Ok(Set::Intset(ints));
-        }
-    }
-    let mut table = Dict::with_capacity(members.len());
-    for m in members {
-        if table.insert(m, ()).is_some() {
-            return Err("set member repeated");
-        }
-    }
-    Ok(Set::Table(table))
-}
-
-fn finish_zset(entries: Vec<(Blob, f64)>, limits: &EncodingLimits) -> Result<ZSet, Malformed> {
-    if entries.is_empty() {
-        return Err("empty sorted set");
-    }
-    if entries.iter().any(|(_, s)| s.is_nan()) {
-        return Err("sorted-set score is NaN");
-    }
-    if entries
-        .windows(2)
-        .any(|w| cmp_key(w[0].1, &w[0].0, w[1].1, &w[1].0) != std::cmp::Ordering::Less)
-    {
-        return Err("sorted-set elements not ascending");
-    }
-    if has_duplicates(&entries, |(m, _)| m.as_bytes()) {
-        return Err("sorted-set member repeated");
-    }
-    Ok(ZSet::from_sorted(entries, limits))
 }
 
 pub(super) fn finish_stream(elems: Vec<StreamElem>) -> Result<Stream, Malformed> {

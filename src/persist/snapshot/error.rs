@@ -175,13 +175,6 @@ pub enum SnapshotError {
 }
 
 impl SnapshotError {
-    pub(super) fn io(context: impl Into<String>, source: io::Error) -> SnapshotError {
-        SnapshotError::Io {
-            context: context.into(),
-            source,
-        }
-    }
-
     /// Where in the file the problem is, when the error says: the
     /// damaged header, block, footer or trailer; the end of a file cut
     /// short; 0 for content that is not a snapshot.
@@ -299,4 +292,24 @@ pub(super) fn display_key(key: &[u8]) -> String {
         s.push_str("...");
     }
     s
+}
+
+impl From<crate::persist::io::FileError> for SnapshotError {
+    fn from(e: crate::persist::io::FileError) -> SnapshotError {
+        SnapshotError::Io {
+            context: e.context,
+            source: e.source,
+        }
+    }
+}
+
+impl From<crate::persist::io::CommitError> for SnapshotError {
+    fn from(e: crate::persist::io::CommitError) -> SnapshotError {
+        match e {
+            crate::persist::io::CommitError::Rename(e) => e.into(),
+            crate::persist::io::CommitError::DirNotSynced { file, source } => {
+                SnapshotError::DirNotSynced { file, source }
+            }
+        }
+    }
 }

@@ -48,9 +48,6 @@ pub const BLOCK_TARGET_BYTES: usize = 1 << 20;
 /// this size (a 16th of the target for smaller targets), so a nearly full
 /// block does not produce tiny chunks.
 pub(super) const MIN_STRING_CHUNK: usize = 64 << 10;
-/// The writer fsyncs after this many bytes (incremental fsync), so the
-/// final fsync never has a whole snapshot to flush.
-pub(super) const SYNC_EVERY_BYTES: u64 = 32 << 20;
 /// Longest key prefix the footer keeps for the largest value of a type.
 pub(super) const LARGEST_KEY_PREFIX: usize = 64;
 

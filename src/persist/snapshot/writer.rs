@@ -4,47 +4,30 @@ use super::builder::{BlockBuilder, RawBlock};
 use super::error::SnapshotError;
 use super::format::{
     BLOCK_HEADER_LEN, BLOCK_MAGIC, BLOCK_TARGET_BYTES, CODEC_LZ4, CODEC_RAW, FILE_ID_MASK,
-    FORMAT_MAJOR, FORMAT_MINOR, SYNC_EVERY_BYTES,
+    FORMAT_MAJOR, FORMAT_MINOR,
 };
 use super::header::{encode_footer, encode_header, encode_trailer};
 use super::stats::{BlockInfo, HeaderInfo, Stats, Summary};
 use crate::keyspace::Keyspace;
-use crate::persist::io::{AppendFile, Io, SyncHandle};
+use crate::persist::io::{self as durable, DurableFile, Io};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 
-fn write_all(file: &mut dyn AppendFile, mut buf: &[u8]) -> io::Result<()> {
-    while !buf.is_empty() {
-        let n = file.write(buf)?;
-        if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::WriteZero, "write returned 0"));
-        }
-        buf = &buf[n..];
-    }
-    Ok(())
-}
-
 /// Compresses, checksums and appends blocks to a temp file, then writes
 /// the footer and trailer. Meant for a background thread. Any error
 /// removes the temp file; so does dropping an unfinished writer.
 pub struct FileWriter {
-    io: Arc<dyn Io>,
-    path: PathBuf,
-    file: Option<Box<dyn AppendFile>>,
-    syncer: Arc<dyn SyncHandle>,
+    file: DurableFile,
     header: HeaderInfo,
     header_len: u64,
     file_id: u32,
-    offset: u64,
-    unsynced: u64,
     blocks: Vec<BlockInfo>,
     compressed: Vec<u8>,
     /// Scratch for the check of each compressed block before it is
     /// written (see [`verify_compressed`]).
     check: Vec<u8>,
-    done: bool,
 }
 
 /// The pair assertion of the writer: a compressed block must decompress
@@ -66,57 +49,36 @@ impl FileWriter {
         temp_path: &Path,
         header: HeaderInfo,
     ) -> Result<FileWriter, SnapshotError> {
-        let ctx = |what: &str| format!("{what} {}", temp_path.display());
-        if io.exists(temp_path) {
-            io.remove(temp_path)
-                .map_err(|e| SnapshotError::io(ctx("removing stale"), e))?;
-        }
-        let mut file = io
-            .open_append(temp_path)
-            .map_err(|e| SnapshotError::io(ctx("creating"), e))?;
-        let syncer = match file.set_len(0).and_then(|()| file.syncer()) {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = io.remove(temp_path);
-                return Err(SnapshotError::io(ctx("opening"), e));
-            }
-        };
         let mut writer = FileWriter {
-            io,
-            path: temp_path.to_path_buf(),
-            file: Some(file),
-            syncer,
+            file: DurableFile::create(io, temp_path)?,
             header: header.clone(),
             header_len: 0,
             // Random, so blocks of another snapshot (one stored inside a
             // value, say) are never taken for this file's.
             file_id: (crate::rand::Rng::new().next_u64() as u32) & FILE_ID_MASK,
-            offset: 0,
-            unsynced: 0,
             blocks: Vec::new(),
             compressed: Vec::new(),
             check: Vec::new(),
-            done: false,
         };
         let bytes = encode_header(&header, writer.file_id);
         writer.header_len = bytes.len() as u64;
-        writer.append(&bytes)?;
+        writer.file.append(&bytes)?;
         Ok(writer)
     }
 
     /// The temp file's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     /// Bytes written so far.
     pub fn len(&self) -> u64 {
-        self.offset
+        self.file.len()
     }
 
     /// True before anything was written (never, once created).
     pub fn is_empty(&self) -> bool {
-        self.offset == 0
+        self.file.is_empty()
     }
 
     /// Compresses `block`, appends it with its header and records it in
@@ -143,7 +105,7 @@ impl FileWriter {
                 context: format!(
                     "checking block {} of {} before writing it",
                     self.blocks.len(),
-                    self.path.display()
+                    self.file.path().display()
                 ),
                 source: io::Error::other(
                     "the compressed block does not decompress to its records (nothing written)",
@@ -152,7 +114,7 @@ impl FileWriter {
         }
         let payload_crc = crc32fast::hash(payload);
         let info = BlockInfo {
-            offset: self.offset,
+            offset: self.file.len(),
             stored_len: stored_len as u64,
             raw_len: raw.len() as u64,
             records: block.records,
@@ -174,17 +136,15 @@ impl FileWriter {
             // One write: header and payload side by side in one buffer.
             self.compressed[..BLOCK_HEADER_LEN].copy_from_slice(&head);
             let both = std::mem::take(&mut self.compressed);
-            let result = self.append(&both[..BLOCK_HEADER_LEN + stored_len]);
+            let result = self.file.append(&both[..BLOCK_HEADER_LEN + stored_len]);
             self.compressed = both;
             result?;
         } else {
-            self.append(&head)?;
-            self.append(raw)?;
+            self.file.append(&head)?;
+            self.file.append(raw)?;
         }
         self.blocks.push(info);
-        if self.unsynced >= SYNC_EVERY_BYTES {
-            self.sync()?;
-        }
+        self.file.sync_if_due()?;
         Ok(block.data)
     }
 
@@ -205,65 +165,16 @@ impl FileWriter {
             stored_bytes: self.blocks.iter().map(|b| b.stored_len).sum(),
             blocks: std::mem::take(&mut self.blocks),
             file_len: 0,
-            footer_offset: self.offset,
+            footer_offset: self.file.len(),
             footer_len: 0,
         };
         let footer = encode_footer(&summary);
-        let trailer = encode_trailer(self.offset, &footer);
-        self.append(&footer)?;
-        self.append(&trailer)?;
-        self.sync()?;
+        let trailer = encode_trailer(summary.footer_offset, &footer);
+        self.file.append(&footer)?;
+        self.file.append(&trailer)?;
         summary.footer_len = footer.len() as u64;
-        summary.file_len = self.offset;
-        self.done = true;
-        self.file = None;
+        summary.file_len = self.file.finish()?;
         Ok(summary)
-    }
-
-    fn append(&mut self, bytes: &[u8]) -> Result<(), SnapshotError> {
-        let file = self.file.as_mut().ok_or_else(|| {
-            SnapshotError::io(
-                "writing a snapshot after a failure",
-                io::Error::other("the writer already failed"),
-            )
-        })?;
-        if let Err(e) = write_all(file.as_mut(), bytes) {
-            self.abandon();
-            return Err(SnapshotError::io(
-                format!("writing {}", self.path.display()),
-                e,
-            ));
-        }
-        self.offset += bytes.len() as u64;
-        self.unsynced += bytes.len() as u64;
-        Ok(())
-    }
-
-    fn sync(&mut self) -> Result<(), SnapshotError> {
-        if let Err(e) = self.syncer.sync_data() {
-            self.abandon();
-            return Err(SnapshotError::io(
-                format!("fsyncing {}", self.path.display()),
-                e,
-            ));
-        }
-        self.unsynced = 0;
-        Ok(())
-    }
-
-    /// Closes and removes the temp file (best effort: a leftover temp file
-    /// is removed at the next startup anyway).
-    fn abandon(&mut self) {
-        self.file = None;
-        let _ = self.io.remove(&self.path);
-    }
-}
-
-impl Drop for FileWriter {
-    fn drop(&mut self) {
-        if !self.done && self.file.is_some() {
-            self.abandon();
-        }
     }
 }
 
@@ -275,25 +186,7 @@ impl Drop for FileWriter {
 /// [`SnapshotError::DirNotSynced`], and a caller that keeps writing to the
 /// file (the AOF after a rewrite) must treat the switch as done.
 pub fn commit(io: &dyn Io, temp_path: &Path, final_path: &Path) -> Result<(), SnapshotError> {
-    if let Err(e) = io.rename(temp_path, final_path) {
-        let _ = io.remove(temp_path);
-        return Err(SnapshotError::io(
-            format!(
-                "renaming {} to {}",
-                temp_path.display(),
-                final_path.display()
-            ),
-            e,
-        ));
-    }
-    // From here on the new file has the name: a failure is reported as
-    // such (DirNotSynced), never as if the old file were still in place.
-    let dir = final_path.parent().unwrap_or(Path::new("."));
-    io.sync_dir(dir)
-        .map_err(|source| SnapshotError::DirNotSynced {
-            file: final_path.to_path_buf(),
-            source,
-        })
+    durable::commit(io, temp_path, final_path).map_err(SnapshotError::from)
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -346,22 +239,15 @@ pub(super) fn save_keyspace_with_block_size(
             }
             Ok(writer)
         });
-        'dbs: for db_index in 0..keyspace.db_count() {
-            let db = keyspace.db(db_index);
-            let has_expires = db.expires_len() > 0;
-            for (key, value) in db.iter() {
-                let expire = if has_expires { db.expire_at(key) } else { None };
-                if matches!(expire, Some(at) if at < now_ms) {
-                    continue;
+        'keys: for (db_index, _, key, value, expire) in crate::persist::live_keys(keyspace, now_ms)
+        {
+            for block in builder.push(db_index, key, value, expire) {
+                if to_writer.send(block).is_err() {
+                    break 'keys; // the writer failed: its error is reported below
                 }
-                for block in builder.push(db_index, key, value, expire) {
-                    if to_writer.send(block).is_err() {
-                        break 'dbs; // the writer failed: its error is reported below
-                    }
-                }
-                while let Ok(buf) = buffers.try_recv() {
-                    builder.recycle(buf);
-                }
+            }
+            while let Ok(buf) = buffers.try_recv() {
+                builder.recycle(buf);
             }
         }
         if let Some(block) = builder.finish() {

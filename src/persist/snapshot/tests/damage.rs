@@ -575,7 +575,7 @@ fn malformed_records_are_rejected() {
         b
     };
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (rec(&two_same), "hash field repeated"),
+        (rec(&two_same), "duplicate hash fields detected"),
         (rec(&0u32.to_le_bytes()), "empty hash"),
         (rec(&5u32.to_le_bytes()), "ends inside a record"),
         (vec![0x07, 0, 0, 0], "unknown type tag"),
@@ -613,7 +613,11 @@ fn malformed_records_are_rejected() {
     s.extend_from_slice(&2u32.to_le_bytes());
     s.extend_from_slice(&[2, b'0', b'7', 2, b'0', b'7']);
     let d = decode_records(&s, 1, &l, NOW_MS);
-    assert!(d.damage.expect("bad").to_string().contains("repeated"));
+    assert!(d
+        .damage
+        .expect("bad")
+        .to_string()
+        .contains("duplicate set members detected"));
     // Bytes after the last record.
     let d = decode_records(&[TAG_STRING, 0, 1, b'k', 1, b'v', 0], 1, &l, NOW_MS);
     assert!(d

@@ -1,0 +1,392 @@
+//! Tests of the reader: scan_keys, salvage, and load against them.
+
+use std::ops::ControlFlow;
+
+use super::*;
+use crate::rdb::writer::{encode_file, Encoder};
+use crate::types::hash::Hash;
+use scan::CRC_STEP_BYTES;
+
+/// A file with one key of each kind in databases 0 and 2: (db, key,
+/// value, expiry ms). Keys are long enough that LZF applies to one.
+fn sample() -> Vec<u8> {
+    let limits = EncodingLimits::default();
+    let mut list = List::new();
+    for item in ["a", "b", "c"] {
+        list.push(End::Tail, item.as_bytes());
+    }
+    let mut hash = Hash::new();
+    hash.set(b"f1", Blob::from(&b"v1"[..]), &limits);
+    hash.set(b"f2", Blob::from(&b"v2"[..]), &limits);
+    let mut set = Set::default();
+    for m in ["1", "2", "3", "4"] {
+        set.insert(m.as_bytes(), 512);
+    }
+    let mut big = Set::default();
+    for i in 0..600 {
+        big.insert(i.to_string().as_bytes(), 512);
+    }
+    let keys: Vec<(usize, Blob, Value, Option<i64>)> = vec![
+        (
+            0,
+            Blob::from(&b"str"[..]),
+            Value::Str(Blob::from(&b"v"[..])),
+            Some(1_800_000_000_123),
+        ),
+        (
+            0,
+            Blob::from(&b"12345"[..]),
+            Value::Str(Blob::from(&b"int key"[..])),
+            None,
+        ),
+        (
+            0,
+            Blob::from(&[b'z'; 64][..]),
+            Value::Str(Blob::from(&b"lzf key"[..])),
+            None,
+        ),
+        (
+            0,
+            Blob::from(&b"list"[..]),
+            Value::List(Box::new(list)),
+            None,
+        ),
+        (
+            2,
+            Blob::from(&b"hash"[..]),
+            Value::Hash(Box::new(hash)),
+            None,
+        ),
+        (
+            2,
+            Blob::from(&b"set"[..]),
+            Value::Set(Box::new(set)),
+            Some(1),
+        ),
+        (2, Blob::from(&b"big"[..]), Value::Set(Box::new(big)), None),
+    ];
+    encode_file(
+        &Encoder::default(),
+        1_700_000_000_000,
+        keys.iter().map(|(db, k, v, e)| (*db, k, v, *e)),
+    )
+}
+
+fn collect(data: &[u8]) -> (Vec<KeyInfo<'static>>, Result<ScanSummary, RdbError>) {
+    let mut seen = Vec::new();
+    let result = scan_keys(data, &mut |k| {
+        seen.push(KeyInfo {
+            key: Cow::Owned(k.key.to_vec()),
+            ..k.clone()
+        });
+        ControlFlow::Continue(())
+    });
+    (seen, result)
+}
+
+#[test]
+fn scan_keys_checks_the_crc_of_files_larger_than_its_running_step() {
+    // Incompressible strings (LZF gives up on them), 16 MB in all, so
+    // the running CRC is updated several times before the end.
+    let mut rng = crate::rand::Rng::with_seed(7);
+    let keys: Vec<(Blob, Value)> = (0..4000)
+        .map(|i| {
+            let value: Vec<u8> = (0..4096).map(|_| rng.below(256) as u8).collect();
+            (
+                Blob::from(format!("k{i}").as_bytes()),
+                Value::Str(Blob::from(&value[..])),
+            )
+        })
+        .collect();
+    let data = encode_file(
+        &Encoder::default(),
+        1_700_000_000_000,
+        keys.iter().map(|(k, v)| (0, k, v, None)),
+    );
+    assert!(data.len() > 3 * CRC_STEP_BYTES);
+    let (seen, result) = collect(&data);
+    assert_eq!(seen.len(), 4000);
+    assert_eq!(result.expect("valid").checksum, Some(Checksum::Verified));
+    // A flipped byte anywhere in a value is caught by the CRC.
+    for at in [100, data.len() / 2, data.len() - 20] {
+        let mut bad = data.clone();
+        bad[at] ^= 0x01;
+        assert!(collect(&bad).1.is_err(), "flip at {at}");
+    }
+}
+
+#[test]
+fn scan_keys_reports_every_key_with_its_facts() {
+    let data = sample();
+    let (seen, result) = collect(&data);
+    let summary = result.expect("a valid file");
+    let names: Vec<(usize, &[u8], &str)> = seen
+        .iter()
+        .map(|k| (k.db, &k.key[..], k.logical_type))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            (0, &b"str"[..], "string"),
+            (0, &b"12345"[..], "string"),
+            (0, &[b'z'; 64][..], "string"),
+            (0, &b"list"[..], "list"),
+            (2, &b"hash"[..], "hash"),
+            (2, &b"set"[..], "set"),
+            (2, &b"big"[..], "set"),
+        ]
+    );
+    assert_eq!(seen[0].expire_ms, Some(1_800_000_000_123));
+    assert_eq!(seen[5].expire_ms, Some(1));
+    assert!(seen.iter().filter(|k| k.expire_ms.is_some()).count() == 2);
+    // Raw keys are borrowed; integer-encoded and LZF ones are not.
+    let elements: Vec<Option<u64>> = seen.iter().map(|k| k.elements).collect();
+    assert_eq!(
+        elements,
+        vec![None, None, None, Some(3), Some(2), Some(4), Some(600)]
+    );
+    assert_eq!(seen[5].type_byte, kind::SET_INTSET);
+    assert_eq!(seen[6].type_byte, kind::SET);
+    // The same totals as the skip pass, byte for byte.
+    let plain = scan(&data).expect("a valid file");
+    // (Each walk reads the clock for its own "expired".)
+    let summary = ScanSummary {
+        scanned_at_ms: plain.scanned_at_ms,
+        ..summary
+    };
+    assert_eq!(summary, plain);
+    let bytes: u64 = seen.iter().map(|k| k.record_bytes).sum();
+    assert_eq!(bytes, plain.types.values().map(|t| t.bytes).sum::<u64>());
+    for k in &seen {
+        assert_eq!(data[k.offset as usize], k.type_byte);
+    }
+}
+
+#[test]
+fn scan_keys_borrows_raw_keys_and_decodes_encoded_ones() {
+    let data = sample();
+    let mut borrowed = Vec::new();
+    scan_keys(&data, &mut |k| {
+        borrowed.push(matches!(k.key, Cow::Borrowed(_)));
+        ControlFlow::Continue(())
+    })
+    .expect("a valid file");
+    assert_eq!(borrowed, [true, false, false, true, true, true, true]);
+}
+
+#[test]
+fn scan_keys_stops_on_break_and_on_damage_after_earlier_keys() {
+    let data = sample();
+    let mut n = 0;
+    let summary = scan_keys(&data, &mut |_| {
+        n += 1;
+        if n == 2 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .expect("a valid file");
+    assert_eq!(n, 2);
+    assert_eq!(summary.checksum, None);
+    assert_eq!(summary.keys_per_db.values().sum::<u64>(), 2);
+    // Cut inside the big set: the six keys before it are seen.
+    let (full, _) = collect(&data);
+    let cut = full[6].offset as usize + 20;
+    let (seen, result) = collect(&data[..cut]);
+    assert_eq!(seen.len(), 6);
+    let e = result.expect_err("a truncated file");
+    assert_eq!(e.kind, ErrorKind::Truncated);
+    assert!(e.offset as usize <= cut);
+    // A flipped byte in the trailer: every key seen, then the checksum fails.
+    let mut flipped = data.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    let (seen, result) = collect(&flipped);
+    assert_eq!(seen.len(), 7);
+    assert_eq!(result.expect_err("a bad CRC").kind, ErrorKind::Checksum);
+}
+
+/// 40 small hashes (listpacks) in db 0 and 3, keyed `h:<i>`.
+fn hashes() -> Vec<u8> {
+    let limits = EncodingLimits::default();
+    let keys: Vec<(usize, Blob, Value)> = (0..40)
+        .map(|i| {
+            let mut h = Hash::new();
+            for f in 0..3 {
+                h.set(
+                    format!("field{f}").as_bytes(),
+                    Blob::from(format!("value {i}/{f}").as_bytes()),
+                    &limits,
+                );
+            }
+            let db = if i < 20 { 0 } else { 3 };
+            (
+                db,
+                Blob::from(format!("h:{i}").as_bytes()),
+                Value::Hash(Box::new(h)),
+            )
+        })
+        .collect();
+    encode_file(
+        &Encoder::default(),
+        1_700_000_000_000,
+        keys.iter().map(|(db, k, v)| (*db, k, v, None)),
+    )
+}
+
+fn salvage_options() -> Options {
+    Options {
+        limits: EncodingLimits::default(),
+        databases: 16,
+        skip_expired_before_ms: None,
+        now_ms: 0,
+    }
+}
+
+fn salvaged(data: &[u8]) -> (Vec<(usize, Vec<u8>)>, SalvageReport) {
+    let mut keys = Vec::new();
+    let report = salvage(data, &salvage_options(), &mut |_, k| {
+        keys.push((k.db, k.key.to_vec()));
+        Ok(())
+    })
+    .expect("the header is intact");
+    (keys, report)
+}
+
+fn record_offsets(data: &[u8]) -> Vec<(u64, (usize, Vec<u8>))> {
+    let (seen, result) = collect(data);
+    result.expect("a valid file");
+    seen.iter()
+        .map(|k| (k.offset, (k.db, k.key.to_vec())))
+        .collect()
+}
+
+#[test]
+fn salvage_of_an_intact_file_reads_what_load_reads() {
+    let data = sample();
+    let (keys, report) = salvaged(&data);
+    let want: Vec<_> = record_offsets(&data).into_iter().map(|(_, k)| k).collect();
+    assert_eq!(keys, want);
+    assert!(report.damaged.is_empty());
+    assert_eq!(report.checksum, Some(Ok(Checksum::Verified)));
+    assert_eq!(report.len, data.len() as u64);
+    assert_eq!(report.eof_at, Some(data.len() as u64 - 9));
+}
+
+/// Found by the `repair_salvage` fuzz target: salvage read a Valkey
+/// file's type 21 (a hash with field TTLs) as Redis 7.4-rc's type 21,
+/// so an intact Valkey 9 file came out with its hash as damage.
+#[test]
+fn salvage_of_an_intact_valkey_file_reads_what_load_reads() {
+    let data = include_bytes!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/rdb/valkey9.rdb"
+    ))
+    .to_vec();
+    let mut loaded = Vec::new();
+    load(&data, &salvage_options(), &mut |k| {
+        loaded.push((k.db, k.key.to_vec()));
+        Ok(())
+    })
+    .expect("the fixture loads");
+    let (keys, report) = salvaged(&data);
+    assert!(report.damaged.is_empty(), "{:?}", report.damaged);
+    assert!(loaded.contains(&(0, b"hash:hfe".to_vec())), "{loaded:?}");
+    assert_eq!(keys, loaded);
+}
+
+#[test]
+fn salvage_resynchronises_after_a_damaged_record() {
+    let data = hashes();
+    let records = record_offsets(&data);
+    for victim in [0usize, 10, 25, 39] {
+        let (start, _) = records[victim];
+        let mut bad = data.clone();
+        // The listpack's total-bytes field, just after the key and the
+        // string length of the listpack: the record no longer decodes.
+        let key_len = 1 + format!("h:{victim}").len();
+        bad[start as usize + 1 + key_len + 1] ^= 0x5a;
+        let (keys, report) = salvaged(&bad);
+        let want: Vec<_> = records
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != victim)
+            .map(|(_, (_, k))| k.clone())
+            .collect();
+        assert_eq!(keys, want, "victim {victim}");
+        assert_eq!(report.damaged.len(), 1, "{:?}", report.damaged);
+        let region = &report.damaged[0];
+        assert_eq!(region.start, start);
+        assert!(region.resumed);
+        let next = records
+            .get(victim + 1)
+            .map_or(data.len() as u64 - 9, |r| r.0);
+        // Resumed at the next record (a SELECTDB may come first).
+        assert!(region.end <= next && region.end > start, "{region:?}");
+        assert_eq!(
+            region.error.key.as_ref().map(|(_, k)| k.to_vec()),
+            Some(format!("h:{victim}").into_bytes())
+        );
+        assert!(matches!(report.checksum, Some(Err(_))));
+    }
+}
+
+#[test]
+fn salvage_of_a_truncated_file_keeps_the_records_before_the_cut() {
+    let data = hashes();
+    let records = record_offsets(&data);
+    let cut = records[30].0 as usize + 7;
+    let (keys, report) = salvaged(&data[..cut]);
+    let want: Vec<_> = records[..30].iter().map(|(_, k)| k.clone()).collect();
+    assert_eq!(keys, want);
+    assert_eq!(report.damaged.len(), 1);
+    assert_eq!(report.damaged[0].start, records[30].0);
+    assert_eq!(report.damaged[0].end, cut as u64);
+    assert!(!report.damaged[0].resumed);
+    assert_eq!(report.checksum, None);
+    // Cut inside the checksum.
+    let (keys, report) = salvaged(&data[..data.len() - 3]);
+    assert_eq!(keys.len(), 40);
+    assert!(report.damaged.is_empty());
+    assert!(matches!(report.checksum, Some(Err(ref e)) if e.kind == ErrorKind::Truncated));
+}
+
+#[test]
+fn salvage_reports_a_wrong_checksum_and_keeps_every_key() {
+    let mut data = hashes();
+    let n = data.len();
+    data[n - 2] ^= 1;
+    let (keys, report) = salvaged(&data);
+    assert_eq!(keys.len(), 40);
+    assert!(report.damaged.is_empty());
+    assert!(matches!(report.checksum, Some(Err(ref e)) if e.kind == ErrorKind::Checksum));
+    // Trailing bytes are left to the caller: `len` is where the image ends.
+    let mut longer = hashes();
+    longer.extend_from_slice(b"junk");
+    let (_, report) = salvaged(&longer);
+    assert_eq!(report.len, longer.len() as u64 - 4);
+    assert_eq!(report.checksum, Some(Ok(Checksum::Verified)));
+}
+
+#[test]
+fn salvage_never_panics_on_damaged_files() {
+    let data = hashes();
+    let mut rng = crate::rand::Rng::with_seed(7);
+    for round in 0..300 {
+        let mut bad = data.clone();
+        for _ in 0..1 + round % 3 {
+            let at = 9 + (rng.next_u64() as usize) % (bad.len() - 9);
+            bad[at] = rng.next_u64() as u8;
+        }
+        if round % 4 == 0 {
+            let cut = 9 + (rng.next_u64() as usize) % (bad.len() - 9);
+            bad.truncate(cut);
+        }
+        let (keys, report) = salvaged(&bad);
+        assert!(keys.len() <= 41, "round {round}");
+        for r in &report.damaged {
+            assert!(r.start < r.end || r.end == bad.len() as u64, "{r:?}");
+        }
+    }
+}

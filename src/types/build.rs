@@ -1,0 +1,266 @@
+//! Building a value from the parts a file holds: the one set of rules
+//! every loader applies (the `dump.hoz` loader, the RDB reader and
+//! RESTORE), so a value is accepted, refused or encoded the same way
+//! whichever file it came from.
+//!
+//! The rules:
+//!
+//! - a collection with no elements is not a value ([`Rejected::Empty`]):
+//!   Redis never creates one. What that means is the format's to say: an
+//!   RDB file may hold one (Redis skips the key), a `dump.hoz` never does
+//!   (damage);
+//! - two equal hash fields, set members or sorted-set members are damage,
+//!   and so is a NaN score;
+//! - the encoding is the one Redis 7.0 gives a loaded value: a hash is a
+//!   listpack (in file order) within the limits, else a table; a set is an
+//!   intset when every member is an integer and there are few enough, else
+//!   a table; a sorted set is ordered by (score, member) and encoded by
+//!   [`ZSet::from_sorted`].
+
+use super::hash::Hash;
+use super::list::List;
+use super::num::parse_i64;
+use super::ordtree::cmp_key;
+use super::set::Set;
+use super::zset::ZSet;
+use super::{Blob, EncodingLimits};
+use crate::keyspace::dict::Dict;
+use std::fmt;
+
+/// Why decoded parts are not a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejected {
+    /// No elements (the type's name: "hash", "set", "sorted set", "list").
+    Empty(&'static str),
+    /// Two equal hash fields.
+    DuplicateFields,
+    /// Two equal set members.
+    DuplicateMembers,
+    /// Two equal sorted-set members.
+    DuplicateZSetMembers,
+    /// A sorted-set score that is NaN.
+    NanScore,
+}
+
+impl Rejected {
+    /// The rule broken, in words.
+    pub fn message(self) -> &'static str {
+        match self {
+            Rejected::Empty("hash") => "empty hash",
+            Rejected::Empty("set") => "empty set",
+            Rejected::Empty("sorted set") => "empty sorted set",
+            Rejected::Empty(_) => "empty list",
+            Rejected::DuplicateFields => "duplicate hash fields detected",
+            Rejected::DuplicateMembers => "duplicate set members detected",
+            Rejected::DuplicateZSetMembers => "duplicate sorted set members detected",
+            Rejected::NanScore => "sorted set with a NaN score",
+        }
+    }
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+/// True when two of `items` have equal keys (`key` gives an item's bytes).
+pub fn has_duplicates<T>(items: &[T], key: impl Fn(&T) -> &[u8]) -> bool {
+    if items.len() <= 16 {
+        // Small collections: comparing pairs beats hashing, and allocates
+        // nothing.
+        return items
+            .iter()
+            .enumerate()
+            .any(|(i, a)| items[i + 1..].iter().any(|b| key(a) == key(b)));
+    }
+    let mut seen: std::collections::HashSet<&[u8], foldhash::fast::RandomState> =
+        std::collections::HashSet::with_capacity_and_hasher(items.len(), Default::default());
+    items.iter().any(|item| !seen.insert(key(item)))
+}
+
+/// The rules without building (a checker): `items` are not empty
+/// (`Empty(what)`) and no two have equal keys (`duplicate`).
+pub fn check_unique<T>(
+    items: &[T],
+    key: impl Fn(&T) -> &[u8],
+    what: &'static str,
+    duplicate: Rejected,
+) -> Result<(), Rejected> {
+    if items.is_empty() {
+        return Err(Rejected::Empty(what));
+    }
+    if has_duplicates(items, key) {
+        return Err(duplicate);
+    }
+    Ok(())
+}
+
+/// The sorted-set rules without building: not empty, no NaN score, no
+/// two equal members.
+pub fn check_zset<M: AsRef<[u8]>>(entries: &[(M, f64)]) -> Result<(), Rejected> {
+    if entries.is_empty() {
+        return Err(Rejected::Empty("sorted set"));
+    }
+    if entries.iter().any(|(_, s)| s.is_nan()) {
+        return Err(Rejected::NanScore);
+    }
+    check_unique(
+        entries,
+        |e| e.0.as_ref(),
+        "sorted set",
+        Rejected::DuplicateZSetMembers,
+    )
+}
+
+/// A list: any elements but none.
+pub fn list(list: List) -> Result<List, Rejected> {
+    if list.is_empty() {
+        return Err(Rejected::Empty("list"));
+    }
+    Ok(list)
+}
+
+/// A hash from its pairs in file order.
+pub fn hash(pairs: Vec<(Blob, Blob)>, limits: &EncodingLimits) -> Result<Hash, Rejected> {
+    if pairs.is_empty() {
+        return Err(Rejected::Empty("hash"));
+    }
+    let compact = pairs.len() <= limits.hash_max_listpack_entries
+        && pairs.iter().all(|(f, v)| {
+            f.len() <= limits.hash_max_listpack_value && v.len() <= limits.hash_max_listpack_value
+        });
+    if compact {
+        if has_duplicates(&pairs, |(f, _)| f.as_bytes()) {
+            return Err(Rejected::DuplicateFields);
+        }
+        return Ok(Hash::Listpack(pairs));
+    }
+    let mut table = Dict::with_capacity(pairs.len());
+    for (f, v) in pairs {
+        if table.insert(f, v).is_some() {
+            return Err(Rejected::DuplicateFields);
+        }
+    }
+    Ok(Hash::Table(table))
+}
+
+/// Most members of an intset (Redis caps `set-max-intset-entries` so).
+fn intset_limit(limits: &EncodingLimits) -> usize {
+    limits.set_max_intset_entries.min(1 << 30)
+}
+
+/// A set of integers given in ascending order (an intset's contents; the
+/// caller has checked the order).
+pub fn set_of_ints(ints: Vec<i64>, limits: &EncodingLimits) -> Result<Set, Rejected> {
+    if ints.is_empty() {
+        return Err(Rejected::Empty("set"));
+    }
+    if ints.len() <= intset_limit(limits) {
+        return Ok(Set::Intset(ints));
+    }
+    let mut table = Dict::with_capacity(ints.len());
+    for v in ints {
+        table.insert_new(Blob::from_i64(v), ());
+    }
+    Ok(Set::Table(table))
+}
+
+/// A set from its members in any order.
+pub fn set(members: Vec<Blob>, limits: &EncodingLimits) -> Result<Set, Rejected> {
+    if members.is_empty() {
+        return Err(Rejected::Empty("set"));
+    }
+    if members.len() <= intset_limit(limits) {
+        let ints: Option<Vec<i64>> = members.iter().map(|m| parse_i64(m)).collect();
+        if let Some(mut ints) = ints {
+            ints.sort_unstable();
+            if ints.windows(2).any(|w| w[0] == w[1]) {
+                return Err(Rejected::DuplicateMembers);
+            }
+            return Ok(Set::Intset(ints));
+        }
+    }
+    let mut table = Dict::with_capacity(members.len());
+    for m in members {
+        if table.insert(m, ()).is_some() {
+            return Err(Rejected::DuplicateMembers);
+        }
+    }
+    Ok(Set::Table(table))
+}
+
+/// A sorted set from its entries in any order (Redis writes skiplists
+/// from the greatest element down; a stable sort finds an ascending or a
+/// descending order in one pass).
+pub fn zset(mut entries: Vec<(Blob, f64)>, limits: &EncodingLimits) -> Result<ZSet, Rejected> {
+    check_zset(&entries)?;
+    entries.sort_by(|a, b| cmp_key(a.1, &a.0, b.1, &b.0));
+    Ok(ZSet::from_sorted(entries, limits))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Blob {
+        Blob::from(s.as_bytes())
+    }
+
+    #[test]
+    fn every_builder_refuses_empty_and_duplicates_alike() {
+        let limits = EncodingLimits::default();
+        assert_eq!(hash(vec![], &limits).unwrap_err(), Rejected::Empty("hash"));
+        assert_eq!(set(vec![], &limits).unwrap_err(), Rejected::Empty("set"));
+        assert_eq!(
+            set_of_ints(vec![], &limits).unwrap_err(),
+            Rejected::Empty("set")
+        );
+        assert_eq!(
+            zset(vec![], &limits).unwrap_err(),
+            Rejected::Empty("sorted set")
+        );
+        assert_eq!(list(List::new()).unwrap_err(), Rejected::Empty("list"));
+        let pairs = vec![(b("f"), b("1")), (b("f"), b("2"))];
+        assert_eq!(hash(pairs, &limits).unwrap_err(), Rejected::DuplicateFields);
+        let small = EncodingLimits {
+            hash_max_listpack_entries: 0,
+            set_max_intset_entries: 0,
+            ..limits
+        };
+        let pairs = vec![(b("f"), b("1")), (b("f"), b("2"))];
+        assert_eq!(hash(pairs, &small).unwrap_err(), Rejected::DuplicateFields);
+        for l in [&limits, &small] {
+            assert_eq!(
+                set(vec![b("1"), b("1")], l).unwrap_err(),
+                Rejected::DuplicateMembers
+            );
+            assert_eq!(
+                set(vec![b("a"), b("a")], l).unwrap_err(),
+                Rejected::DuplicateMembers
+            );
+        }
+        assert_eq!(
+            zset(vec![(b("a"), 1.0), (b("a"), 2.0)], &limits).unwrap_err(),
+            Rejected::DuplicateZSetMembers
+        );
+        assert_eq!(
+            zset(vec![(b("a"), f64::NAN)], &limits).unwrap_err(),
+            Rejected::NanScore
+        );
+    }
+
+    #[test]
+    fn encodings_follow_the_limits() {
+        let limits = EncodingLimits::default();
+        assert!(matches!(
+            set(vec![b("3"), b("1")], &limits),
+            Ok(Set::Intset(v)) if v == [1, 3]
+        ));
+        assert!(matches!(set(vec![b("x")], &limits), Ok(Set::Table(_))));
+        assert!(matches!(
+            hash(vec![(b("f"), b("v"))], &limits),
+            Ok(Hash::Listpack(_))
+        ));
+    }
+}
