@@ -14,6 +14,7 @@
 pub mod clients;
 pub mod ctx;
 pub mod docs;
+mod docs_data;
 pub mod dump;
 pub mod hash;
 pub mod keys;
