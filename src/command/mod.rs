@@ -16,6 +16,7 @@ pub mod ctx;
 pub mod docs;
 mod docs_data;
 pub mod dump;
+pub mod getkeys;
 pub mod hash;
 pub mod keys;
 pub mod list;
@@ -40,6 +41,7 @@ use std::sync::OnceLock;
 
 pub use clients::{BlockKind, BlockRequest, BlockState};
 pub use ctx::{Ctx, Effect, Host, MultiState, NullHost, Session};
+pub use getkeys::keys_of;
 
 use crate::reply::Reply;
 

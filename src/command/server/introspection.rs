@@ -3,6 +3,7 @@
 
 use super::{help_reply, subcommands_of, COMMAND_SUBCOMMANDS};
 use crate::command::docs::{self, BeginSearch, Doc, FindKeys};
+use crate::command::getkeys::{keys_of_spec, KeysError};
 use crate::command::{flags::*, is, CmdResult, CommandSpec, Ctx};
 use crate::config::{CommandName, CommandRenames};
 use crate::reply::Reply;
@@ -513,108 +514,6 @@ pub(super) fn command_list(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     Ok(Reply::Array(names))
 }
 
-/// Finds the keys of a full command through its key specs (Redis's
-/// `getKeysUsingKeySpecs`). Returns (argument index, key flags) pairs, or
-/// `None` when a spec does not fit the arguments.
-fn keys_from_specs(doc: &Doc, argv: &[&[u8]]) -> Option<Vec<(usize, u16)>> {
-    let argc = argv.len() as i64;
-    let mut keys = Vec::new();
-    for spec in doc.key_specs {
-        if spec.flags & docs::KEY_NOT_KEY != 0 {
-            continue;
-        }
-        let mut first: i64 = match spec.begin {
-            BeginSearch::Index(pos) => i64::from(pos),
-            BeginSearch::Keyword(word, startfrom) => {
-                let startfrom = i64::from(startfrom);
-                let start = if startfrom > 0 {
-                    startfrom
-                } else {
-                    argc + startfrom
-                };
-                let end = if startfrom > 0 { argc - 1 } else { 1 };
-                let mut found = 0;
-                let mut i = start;
-                while i != end {
-                    if i >= argc || i < 1 {
-                        break;
-                    }
-                    if is(argv[i as usize], word) {
-                        found = i + 1;
-                        break;
-                    }
-                    i = if start <= end { i + 1 } else { i - 1 };
-                }
-                if found == 0 {
-                    continue;
-                }
-                found
-            }
-            BeginSearch::Unknown => return None,
-        };
-        let (last, step) = match spec.find {
-            FindKeys::Range {
-                lastkey,
-                keystep,
-                limit,
-            } => {
-                let lastkey = i64::from(lastkey);
-                let last = if lastkey >= 0 {
-                    first + lastkey
-                } else if limit == 0 {
-                    argc + lastkey
-                } else {
-                    first + ((argc - first) / i64::from(limit) + lastkey)
-                };
-                (last, i64::from(keystep))
-            }
-            FindKeys::Keynum {
-                keynumidx,
-                firstkey,
-                keystep,
-            } => {
-                let idx = first + i64::from(keynumidx);
-                if i64::from(keynumidx) >= argc || idx >= argc {
-                    return None;
-                }
-                let numkeys =
-                    crate::types::num::parse_i64(argv[idx as usize]).filter(|&n| n >= 0)?;
-                let first_key = first + i64::from(firstkey);
-                // Keys are counted from `first_key`; the bounds checks
-                // below use it as the start.
-                first = first_key;
-                (first_key + numkeys - 1, i64::from(keystep))
-            }
-            FindKeys::Unknown => return None,
-        };
-        if last >= argc || last < first || first >= argc {
-            return None;
-        }
-        keys_range(&mut keys, first, last, step, argc, spec.flags);
-        if spec.flags & docs::KEY_INCOMPLETE != 0 {
-            return None;
-        }
-    }
-    Some(keys)
-}
-
-fn keys_range(
-    keys: &mut Vec<(usize, u16)>,
-    first: i64,
-    last: i64,
-    step: i64,
-    argc: i64,
-    flags: u16,
-) {
-    let mut i = first;
-    while i <= last && step > 0 {
-        if i >= 0 && i < argc {
-            keys.push((i as usize, flags));
-        }
-        i += step;
-    }
-}
-
 fn getkeys(renames: &CommandRenames, argv: &[&[u8]], with_flags: bool) -> CmdResult {
     let cmd_argv = &argv[2..];
     let base = lookup_renamed(renames, cmd_argv[0]);
@@ -629,40 +528,9 @@ fn getkeys(renames: &CommandRenames, argv: &[&[u8]], with_flags: bool) -> CmdRes
         }
     });
     let Some((spec, parent)) = found else {
-        return Err(Reply::err("ERR Invalid command specified"));
+        return Err(KeysError::UnknownCommand.reply());
     };
-    let doc = docs::lookup(&full_name(spec, parent));
-    let has_keys = doc.is_some_and(|d| {
-        d.getkeys_proc || d.key_specs.iter().any(|k| k.flags & docs::KEY_NOT_KEY == 0)
-    });
-    let Some(doc) = doc.filter(|_| has_keys) else {
-        return Err(Reply::err("ERR The command has no key arguments"));
-    };
-    if !spec.arity_ok(cmd_argv.len()) {
-        return Err(Reply::err(
-            "ERR Invalid number of arguments specified for command",
-        ));
-    }
-    let mut keys = keys_from_specs(doc, cmd_argv).unwrap_or_default();
-    if doc
-        .key_specs
-        .iter()
-        .any(|k| k.flags & docs::KEY_VARIABLE_FLAGS != 0)
-    {
-        // Redis asks the command's own key finder, whose flags depend on
-        // the arguments.
-        if let (Some(flags), Some(first)) =
-            (variable_key_flags(doc.name, cmd_argv), keys.first_mut())
-        {
-            first.1 = flags;
-        }
-    }
-    if keys.is_empty() {
-        if doc.extra_flags & docs::EXTRA_NO_MANDATORY_KEYS != 0 {
-            return Ok(Reply::Array(Vec::new()));
-        }
-        return Err(Reply::err("ERR Invalid arguments specified for command"));
-    }
+    let keys = keys_of_spec(spec, &full_name(spec, parent), cmd_argv).map_err(KeysError::reply)?;
     Ok(Reply::Array(
         keys.iter()
             .map(|&(pos, flags)| {
@@ -675,48 +543,6 @@ fn getkeys(renames: &CommandRenames, argv: &[&[u8]], with_flags: bool) -> CmdRes
             })
             .collect(),
     ))
-}
-
-/// The key flags of commands whose key spec says `variable_flags`, as
-/// Redis's `setGetKeys` and `bitfieldGetKeys` compute them.
-fn variable_key_flags(name: &str, argv: &[&[u8]]) -> Option<u16> {
-    let bit = |n: &str| {
-        1u16 << docs::KEY_FLAG_NAMES
-            .iter()
-            .position(|f| *f == n)
-            .expect("known key flag")
-    };
-    match name {
-        "set" => Some(if argv.iter().skip(3).any(|a| is(a, "get")) {
-            bit("RW") | bit("access") | bit("update")
-        } else {
-            bit("OW") | bit("update")
-        }),
-        "bitfield" => {
-            let mut readonly = true;
-            let mut i = 2;
-            while i < argv.len() {
-                let remaining = argv.len() - i - 1;
-                if is(argv[i], "get") && remaining >= 2 {
-                    i += 3;
-                } else if (is(argv[i], "set") || is(argv[i], "incrby")) && remaining >= 3 {
-                    readonly = false;
-                    break;
-                } else if is(argv[i], "overflow") && remaining >= 1 {
-                    i += 2;
-                } else {
-                    readonly = false;
-                    break;
-                }
-            }
-            Some(if readonly {
-                bit("RO") | bit("access")
-            } else {
-                bit("RW") | bit("access") | bit("update")
-            })
-        }
-        _ => None,
-    }
 }
 
 pub(super) fn command_getkeys(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
