@@ -151,6 +151,14 @@ pub struct KeySpec {
 pub struct Doc {
     /// Full lower-case name: `get`, or `client|kill` for a subcommand.
     pub name: &'static str,
+    /// Redis arity (COMMAND INFO's): exact argument count when positive,
+    /// minimum when negative.
+    pub arity: i32,
+    /// COMMAND INFO's flags as [`super::flags`] bits (`asking` and the
+    /// `EXTRA_*` flags have no bit).
+    pub flags: u32,
+    /// COMMAND INFO's first key, last key and step.
+    pub keys: (i32, i32, i32),
     /// One-line summary.
     pub summary: &'static str,
     /// Redis version that introduced it.
@@ -224,6 +232,8 @@ mod tests {
     use std::path::Path;
     use std::process::Command;
 
+    use crate::command::flags::MAY_REPLICATE;
+
     /// `docs_data.rs` is exactly what the generator makes of the committed
     /// fixture (offline: no redis-server needed, but python3 is).
     #[test]
@@ -249,6 +259,60 @@ mod tests {
             fresh == committed,
             "src/command/docs_data.rs is stale or edited by hand: regenerate it with \
              `python3 tools/gen-command-docs/gen.py` (from the repository root)"
+        );
+    }
+
+    /// Where hozon's table deliberately differs from the reference
+    /// server's arity, flags or key positions: (full name, flags hozon
+    /// adds, flags hozon drops). Nothing else may differ.
+    ///
+    /// `may_replicate`: Redis 7.0 sets it on these commands in its own
+    /// table but COMMAND INFO never prints it, so the replies cannot show
+    /// it; hozon keeps the bit as Redis's table has it.
+    const TABLE_OVERRIDES: &[(&str, u32, u32)] = &[
+        ("eval", MAY_REPLICATE, 0),
+        ("evalsha", MAY_REPLICATE, 0),
+        ("publish", MAY_REPLICATE, 0),
+        ("spublish", MAY_REPLICATE, 0),
+    ];
+
+    /// Every command and subcommand of the table has the arity, flags and
+    /// key positions of the generated metadata (Redis's), but for the
+    /// overrides above.
+    #[test]
+    fn the_table_agrees_with_the_generated_metadata() {
+        let mut specs = Vec::new();
+        for (name, spec) in crate::command::table() {
+            specs.push((name.to_string(), *spec));
+            for sub in spec.subcommands {
+                specs.push((format!("{name}|{}", sub.name), sub));
+            }
+        }
+        let mut wrong = Vec::new();
+        for (name, spec) in specs {
+            let Some(doc) = super::lookup(&name) else {
+                wrong.push(format!("{name}: no metadata"));
+                continue;
+            };
+            let (add, drop) = TABLE_OVERRIDES
+                .iter()
+                .find(|o| o.0 == name)
+                .map_or((0, 0), |o| (o.1, o.2));
+            let flags = (doc.flags | add) & !drop;
+            let keys = (spec.first_key, spec.last_key, spec.key_step);
+            if spec.arity != doc.arity || spec.flags != flags || keys != doc.keys {
+                wrong.push(format!(
+                    "{name}: table {} {:#x} {keys:?}, metadata {} {flags:#x} {:?}",
+                    spec.arity, spec.flags, doc.arity, doc.keys
+                ));
+            }
+        }
+        wrong.sort();
+        assert!(
+            wrong.is_empty(),
+            "the command table disagrees with src/command/docs_data.rs \
+             (arity, flags, keys):\n{}",
+            wrong.join("\n")
         );
     }
 }

@@ -7,6 +7,7 @@
 //! `docs.rs`).
 
 use super::docs::{a, BeginSearch, Doc, FindKeys, KeySpec};
+use super::flags::*;
 
 /// ACL category names (bit `i` is entry `i`), in COMMAND INFO's order
 /// (ACL CAT's).
@@ -40,6 +41,9 @@ pub const ACL_NAMES: &[&str] = &[
 pub static DOCS: &[Doc] = &[
 Doc {
     name: "acl",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for Access List Control commands ",
     since: "6.0.0",
     group: "server",
@@ -57,6 +61,9 @@ Doc {
 },
 Doc {
     name: "acl|cat",
+    arity: -2,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "List the ACL categories or the commands inside a category",
     since: "6.0.0",
     group: "server",
@@ -76,6 +83,9 @@ Doc {
 },
 Doc {
     name: "acl|deluser",
+    arity: -3,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Remove the specified ACL users and the associated rules",
     since: "6.0.0",
     group: "server",
@@ -95,6 +105,9 @@ Doc {
 },
 Doc {
     name: "acl|dryrun",
+    arity: -4,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Returns whether the user can execute the given command without executing the command.",
     since: "7.0.0",
     group: "server",
@@ -116,6 +129,9 @@ Doc {
 },
 Doc {
     name: "acl|genpass",
+    arity: -2,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Generate a pseudorandom secure password to use for ACL users",
     since: "6.0.0",
     group: "server",
@@ -135,6 +151,9 @@ Doc {
 },
 Doc {
     name: "acl|getuser",
+    arity: 3,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get the rules for a specific ACL user",
     since: "6.0.0",
     group: "server",
@@ -154,6 +173,9 @@ Doc {
 },
 Doc {
     name: "acl|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "6.0.0",
     group: "server",
@@ -171,6 +193,9 @@ Doc {
 },
 Doc {
     name: "acl|list",
+    arity: 2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "List the current ACL rules in ACL config file format",
     since: "6.0.0",
     group: "server",
@@ -188,6 +213,9 @@ Doc {
 },
 Doc {
     name: "acl|load",
+    arity: 2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Reload the ACLs from the configured ACL file",
     since: "6.0.0",
     group: "server",
@@ -205,6 +233,9 @@ Doc {
 },
 Doc {
     name: "acl|log",
+    arity: -2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "List latest events denied because of ACLs in place",
     since: "6.0.0",
     group: "server",
@@ -227,6 +258,9 @@ Doc {
 },
 Doc {
     name: "acl|save",
+    arity: 2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Save the current ACL rules in the configured ACL file",
     since: "6.0.0",
     group: "server",
@@ -244,6 +278,9 @@ Doc {
 },
 Doc {
     name: "acl|setuser",
+    arity: -3,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Modify or create the rules for a specific ACL user",
     since: "6.0.0",
     group: "server",
@@ -264,6 +301,9 @@ Doc {
 },
 Doc {
     name: "acl|users",
+    arity: 2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "List the username of all the configured ACL rules",
     since: "6.0.0",
     group: "server",
@@ -281,6 +321,9 @@ Doc {
 },
 Doc {
     name: "acl|whoami",
+    arity: 2,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Return the name of the user associated to the current connection",
     since: "6.0.0",
     group: "server",
@@ -298,6 +341,9 @@ Doc {
 },
 Doc {
     name: "append",
+    arity: 3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Append a value to a key",
     since: "2.0.0",
     group: "string",
@@ -320,6 +366,9 @@ Doc {
 },
 Doc {
     name: "asking",
+    arity: 1,
+    flags: FAST,
+    keys: (0, 0, 0),
     summary: "Sent by cluster clients after an -ASK redirect",
     since: "3.0.0",
     group: "cluster",
@@ -337,6 +386,9 @@ Doc {
 },
 Doc {
     name: "auth",
+    arity: -2,
+    flags: NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Authenticate to the server",
     since: "1.0.0",
     group: "connection",
@@ -357,6 +409,9 @@ Doc {
 },
 Doc {
     name: "bgrewriteaof",
+    arity: 1,
+    flags: ADMIN | NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Asynchronously rewrite the append-only file",
     since: "1.0.0",
     group: "server",
@@ -374,6 +429,9 @@ Doc {
 },
 Doc {
     name: "bgsave",
+    arity: -1,
+    flags: ADMIN | NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Asynchronously save the dataset to disk",
     since: "1.0.0",
     group: "server",
@@ -393,6 +451,9 @@ Doc {
 },
 Doc {
     name: "bitcount",
+    arity: -2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Count set bits in a string",
     since: "2.6.0",
     group: "bitmap",
@@ -422,6 +483,9 @@ Doc {
 },
 Doc {
     name: "bitfield",
+    arity: -2,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "Perform arbitrary bitfield integer operations on strings",
     since: "3.2.0",
     group: "bitmap",
@@ -468,6 +532,9 @@ Doc {
 },
 Doc {
     name: "bitfield_ro",
+    arity: -2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD",
     since: "6.0.0",
     group: "bitmap",
@@ -493,6 +560,9 @@ Doc {
 },
 Doc {
     name: "bitop",
+    arity: -4,
+    flags: WRITE | DENYOOM,
+    keys: (2, -1, 1),
     summary: "Perform bitwise operations between strings",
     since: "2.6.0",
     group: "bitmap",
@@ -517,6 +587,9 @@ Doc {
 },
 Doc {
     name: "bitpos",
+    arity: -3,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Find first bit set or clear in a string",
     since: "2.8.7",
     group: "bitmap",
@@ -549,6 +622,9 @@ Doc {
 },
 Doc {
     name: "blmove",
+    arity: 6,
+    flags: WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+    keys: (1, 2, 1),
     summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
     since: "6.2.0",
     group: "list",
@@ -581,6 +657,9 @@ Doc {
 },
 Doc {
     name: "blmpop",
+    arity: -5,
+    flags: WRITE | BLOCKING | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Pop elements from a list, or block until one is available",
     since: "7.0.0",
     group: "list",
@@ -609,6 +688,9 @@ Doc {
 },
 Doc {
     name: "blpop",
+    arity: -3,
+    flags: WRITE | NOSCRIPT | BLOCKING,
+    keys: (1, -2, 1),
     summary: "Remove and get the first element in a list, or block until one is available",
     since: "2.0.0",
     group: "list",
@@ -631,6 +713,9 @@ Doc {
 },
 Doc {
     name: "brpop",
+    arity: -3,
+    flags: WRITE | NOSCRIPT | BLOCKING,
+    keys: (1, -2, 1),
     summary: "Remove and get the last element in a list, or block until one is available",
     since: "2.0.0",
     group: "list",
@@ -653,6 +738,9 @@ Doc {
 },
 Doc {
     name: "brpoplpush",
+    arity: 4,
+    flags: WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+    keys: (1, 2, 1),
     summary: "Pop an element from a list, push it to another list and return it; or block until one is available",
     since: "2.2.0",
     group: "list",
@@ -677,6 +765,9 @@ Doc {
 },
 Doc {
     name: "bzmpop",
+    arity: -5,
+    flags: WRITE | BLOCKING | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Remove and return members with scores in a sorted set or block until one is available",
     since: "7.0.0",
     group: "sorted-set",
@@ -705,6 +796,9 @@ Doc {
 },
 Doc {
     name: "bzpopmax",
+    arity: -3,
+    flags: WRITE | NOSCRIPT | BLOCKING | FAST,
+    keys: (1, -2, 1),
     summary: "Remove and return the member with the highest score from one or more sorted sets, or block until one is available",
     since: "5.0.0",
     group: "sorted-set",
@@ -727,6 +821,9 @@ Doc {
 },
 Doc {
     name: "bzpopmin",
+    arity: -3,
+    flags: WRITE | NOSCRIPT | BLOCKING | FAST,
+    keys: (1, -2, 1),
     summary: "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available",
     since: "5.0.0",
     group: "sorted-set",
@@ -749,6 +846,9 @@ Doc {
 },
 Doc {
     name: "client",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for client connection commands",
     since: "2.4.0",
     group: "connection",
@@ -766,6 +866,9 @@ Doc {
 },
 Doc {
     name: "client|caching",
+    arity: 3,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Instruct the server about tracking or not keys in the next request",
     since: "6.0.0",
     group: "connection",
@@ -788,6 +891,9 @@ Doc {
 },
 Doc {
     name: "client|getname",
+    arity: 2,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get the current connection name",
     since: "2.6.9",
     group: "connection",
@@ -805,6 +911,9 @@ Doc {
 },
 Doc {
     name: "client|getredir",
+    arity: 2,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get tracking notifications redirection client ID if any",
     since: "6.0.0",
     group: "connection",
@@ -822,6 +931,9 @@ Doc {
 },
 Doc {
     name: "client|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "5.0.0",
     group: "connection",
@@ -839,6 +951,9 @@ Doc {
 },
 Doc {
     name: "client|id",
+    arity: 2,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Returns the client ID for the current connection",
     since: "5.0.0",
     group: "connection",
@@ -856,6 +971,9 @@ Doc {
 },
 Doc {
     name: "client|info",
+    arity: 2,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Returns information about the current client connection.",
     since: "6.2.0",
     group: "connection",
@@ -873,6 +991,9 @@ Doc {
 },
 Doc {
     name: "client|kill",
+    arity: -3,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Kill the connection of a client",
     since: "2.4.0",
     group: "connection",
@@ -908,6 +1029,9 @@ Doc {
 },
 Doc {
     name: "client|list",
+    arity: -2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get the list of client connections",
     since: "2.4.0",
     group: "connection",
@@ -935,6 +1059,9 @@ Doc {
 },
 Doc {
     name: "client|no-evict",
+    arity: 3,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Set client eviction mode for the current connection",
     since: "7.0.0",
     group: "connection",
@@ -957,6 +1084,9 @@ Doc {
 },
 Doc {
     name: "client|pause",
+    arity: -3,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Stop processing commands from clients for some time",
     since: "2.9.50",
     group: "connection",
@@ -980,6 +1110,9 @@ Doc {
 },
 Doc {
     name: "client|reply",
+    arity: 3,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Instruct the server whether to reply to commands",
     since: "3.2.0",
     group: "connection",
@@ -1003,6 +1136,9 @@ Doc {
 },
 Doc {
     name: "client|setname",
+    arity: 3,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Set the current connection name",
     since: "2.6.9",
     group: "connection",
@@ -1022,6 +1158,9 @@ Doc {
 },
 Doc {
     name: "client|tracking",
+    arity: -3,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Enable or disable server assisted client side caching support",
     since: "6.0.0",
     group: "connection",
@@ -1050,6 +1189,9 @@ Doc {
 },
 Doc {
     name: "client|trackinginfo",
+    arity: 2,
+    flags: NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Return information about server assisted client side caching for the current connection",
     since: "6.2.0",
     group: "connection",
@@ -1067,6 +1209,9 @@ Doc {
 },
 Doc {
     name: "client|unblock",
+    arity: -3,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Unblock a client blocked in a blocking command from a different connection",
     since: "5.0.0",
     group: "connection",
@@ -1090,6 +1235,9 @@ Doc {
 },
 Doc {
     name: "client|unpause",
+    arity: 2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Resume processing of clients that were paused",
     since: "6.2.0",
     group: "connection",
@@ -1107,6 +1255,9 @@ Doc {
 },
 Doc {
     name: "cluster",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for cluster commands",
     since: "3.0.0",
     group: "cluster",
@@ -1124,6 +1275,9 @@ Doc {
 },
 Doc {
     name: "cluster|addslots",
+    arity: -3,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Assign new hash slots to receiving node",
     since: "3.0.0",
     group: "cluster",
@@ -1143,6 +1297,9 @@ Doc {
 },
 Doc {
     name: "cluster|addslotsrange",
+    arity: -4,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Assign new hash slots to receiving node",
     since: "7.0.0",
     group: "cluster",
@@ -1165,6 +1322,9 @@ Doc {
 },
 Doc {
     name: "cluster|bumpepoch",
+    arity: 2,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Advance the cluster config epoch",
     since: "3.0.0",
     group: "cluster",
@@ -1182,6 +1342,9 @@ Doc {
 },
 Doc {
     name: "cluster|count-failure-reports",
+    arity: 3,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Return the number of failure reports active for a given node",
     since: "3.0.0",
     group: "cluster",
@@ -1201,6 +1364,9 @@ Doc {
 },
 Doc {
     name: "cluster|countkeysinslot",
+    arity: 3,
+    flags: STALE,
+    keys: (0, 0, 0),
     summary: "Return the number of local keys in the specified hash slot",
     since: "3.0.0",
     group: "cluster",
@@ -1220,6 +1386,9 @@ Doc {
 },
 Doc {
     name: "cluster|delslots",
+    arity: -3,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Set hash slots as unbound in receiving node",
     since: "3.0.0",
     group: "cluster",
@@ -1239,6 +1408,9 @@ Doc {
 },
 Doc {
     name: "cluster|delslotsrange",
+    arity: -4,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Set hash slots as unbound in receiving node",
     since: "7.0.0",
     group: "cluster",
@@ -1261,6 +1433,9 @@ Doc {
 },
 Doc {
     name: "cluster|failover",
+    arity: -2,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Forces a replica to perform a manual failover of its master.",
     since: "3.0.0",
     group: "cluster",
@@ -1283,6 +1458,9 @@ Doc {
 },
 Doc {
     name: "cluster|flushslots",
+    arity: 2,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Delete a node's own slots information",
     since: "3.0.0",
     group: "cluster",
@@ -1300,6 +1478,9 @@ Doc {
 },
 Doc {
     name: "cluster|forget",
+    arity: 3,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Remove a node from the nodes table",
     since: "3.0.0",
     group: "cluster",
@@ -1319,6 +1500,9 @@ Doc {
 },
 Doc {
     name: "cluster|getkeysinslot",
+    arity: 4,
+    flags: STALE,
+    keys: (0, 0, 0),
     summary: "Return local key names in the specified hash slot",
     since: "3.0.0",
     group: "cluster",
@@ -1339,6 +1523,9 @@ Doc {
 },
 Doc {
     name: "cluster|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "5.0.0",
     group: "cluster",
@@ -1356,6 +1543,9 @@ Doc {
 },
 Doc {
     name: "cluster|info",
+    arity: 2,
+    flags: STALE,
+    keys: (0, 0, 0),
     summary: "Provides info about Redis Cluster node state",
     since: "3.0.0",
     group: "cluster",
@@ -1373,6 +1563,9 @@ Doc {
 },
 Doc {
     name: "cluster|keyslot",
+    arity: 3,
+    flags: STALE,
+    keys: (0, 0, 0),
     summary: "Returns the hash slot of the specified key",
     since: "3.0.0",
     group: "cluster",
@@ -1392,6 +1585,9 @@ Doc {
 },
 Doc {
     name: "cluster|links",
+    arity: 2,
+    flags: STALE,
+    keys: (0, 0, 0),
     summary: "Returns a list of all TCP links to and from peer nodes in cluster",
     since: "7.0.0",
     group: "cluster",
@@ -1409,6 +1605,9 @@ Doc {
 },
 Doc {
     name: "cluster|meet",
+    arity: -4,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Force a node cluster to handshake with another node",
     since: "3.0.0",
     group: "cluster",
@@ -1430,6 +1629,9 @@ Doc {
 },
 Doc {
     name: "cluster|myid",
+    arity: 2,
+    flags: STALE,
+    keys: (0, 0, 0),
     summary: "Return the node id",
     since: "3.0.0",
     group: "cluster",
@@ -1447,6 +1649,9 @@ Doc {
 },
 Doc {
     name: "cluster|nodes",
+    arity: 2,
+    flags: STALE,
+    keys: (0, 0, 0),
     summary: "Get Cluster config for the node",
     since: "3.0.0",
     group: "cluster",
@@ -1464,6 +1669,9 @@ Doc {
 },
 Doc {
     name: "cluster|replicas",
+    arity: 3,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "List replica nodes of the specified master node",
     since: "5.0.0",
     group: "cluster",
@@ -1483,6 +1691,9 @@ Doc {
 },
 Doc {
     name: "cluster|replicate",
+    arity: 3,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Reconfigure a node as a replica of the specified master node",
     since: "3.0.0",
     group: "cluster",
@@ -1502,6 +1713,9 @@ Doc {
 },
 Doc {
     name: "cluster|reset",
+    arity: -2,
+    flags: ADMIN | NOSCRIPT | STALE,
+    keys: (0, 0, 0),
     summary: "Reset a Redis Cluster node",
     since: "3.0.0",
     group: "cluster",
@@ -1524,6 +1738,9 @@ Doc {
 },
 Doc {
     name: "cluster|saveconfig",
+    arity: 2,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Forces the node to save cluster state on disk",
     since: "3.0.0",
     group: "cluster",
@@ -1541,6 +1758,9 @@ Doc {
 },
 Doc {
     name: "cluster|set-config-epoch",
+    arity: 3,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Set the configuration epoch in a new node",
     since: "3.0.0",
     group: "cluster",
@@ -1560,6 +1780,9 @@ Doc {
 },
 Doc {
     name: "cluster|setslot",
+    arity: -4,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "Bind a hash slot to a specific node",
     since: "3.0.0",
     group: "cluster",
@@ -1585,6 +1808,9 @@ Doc {
 },
 Doc {
     name: "cluster|shards",
+    arity: 2,
+    flags: STALE,
+    keys: (0, 0, 0),
     summary: "Get array of cluster slots to node mappings",
     since: "7.0.0",
     group: "cluster",
@@ -1602,6 +1828,9 @@ Doc {
 },
 Doc {
     name: "cluster|slaves",
+    arity: 3,
+    flags: ADMIN | STALE,
+    keys: (0, 0, 0),
     summary: "List replica nodes of the specified master node",
     since: "3.0.0",
     group: "cluster",
@@ -1621,6 +1850,9 @@ Doc {
 },
 Doc {
     name: "cluster|slots",
+    arity: 2,
+    flags: STALE,
+    keys: (0, 0, 0),
     summary: "Get array of Cluster slot to node mappings",
     since: "3.0.0",
     group: "cluster",
@@ -1638,6 +1870,9 @@ Doc {
 },
 Doc {
     name: "command",
+    arity: -1,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get array of Redis command details",
     since: "2.8.13",
     group: "server",
@@ -1655,6 +1890,9 @@ Doc {
 },
 Doc {
     name: "command|count",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get total number of Redis commands",
     since: "2.8.13",
     group: "server",
@@ -1672,6 +1910,9 @@ Doc {
 },
 Doc {
     name: "command|docs",
+    arity: -2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get array of specific Redis command documentation",
     since: "7.0.0",
     group: "server",
@@ -1691,6 +1932,9 @@ Doc {
 },
 Doc {
     name: "command|getkeys",
+    arity: -4,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Extract keys given a full Redis command",
     since: "2.8.13",
     group: "server",
@@ -1708,6 +1952,9 @@ Doc {
 },
 Doc {
     name: "command|getkeysandflags",
+    arity: -4,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Extract keys and access flags given a full Redis command",
     since: "7.0.0",
     group: "server",
@@ -1725,6 +1972,9 @@ Doc {
 },
 Doc {
     name: "command|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "5.0.0",
     group: "server",
@@ -1742,6 +1992,9 @@ Doc {
 },
 Doc {
     name: "command|info",
+    arity: -2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get array of specific Redis command details, or all when no argument is given.",
     since: "2.8.13",
     group: "server",
@@ -1761,6 +2014,9 @@ Doc {
 },
 Doc {
     name: "command|list",
+    arity: -2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get an array of Redis command names",
     since: "7.0.0",
     group: "server",
@@ -1784,6 +2040,9 @@ Doc {
 },
 Doc {
     name: "config",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for server configuration commands",
     since: "2.0.0",
     group: "server",
@@ -1801,6 +2060,9 @@ Doc {
 },
 Doc {
     name: "config|get",
+    arity: -3,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get the values of configuration parameters",
     since: "2.0.0",
     group: "server",
@@ -1822,6 +2084,9 @@ Doc {
 },
 Doc {
     name: "config|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "5.0.0",
     group: "server",
@@ -1839,6 +2104,9 @@ Doc {
 },
 Doc {
     name: "config|resetstat",
+    arity: 2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Reset the stats returned by INFO",
     since: "2.0.0",
     group: "server",
@@ -1856,6 +2124,9 @@ Doc {
 },
 Doc {
     name: "config|rewrite",
+    arity: 2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Rewrite the configuration file with the in memory configuration",
     since: "2.8.0",
     group: "server",
@@ -1873,6 +2144,9 @@ Doc {
 },
 Doc {
     name: "config|set",
+    arity: -4,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Set configuration parameters to the given values",
     since: "2.0.0",
     group: "server",
@@ -1895,6 +2169,9 @@ Doc {
 },
 Doc {
     name: "copy",
+    arity: -3,
+    flags: WRITE | DENYOOM,
+    keys: (1, 2, 1),
     summary: "Copy a key",
     since: "6.2.0",
     group: "generic",
@@ -1920,6 +2197,9 @@ Doc {
 },
 Doc {
     name: "dbsize",
+    arity: 1,
+    flags: READONLY | FAST,
+    keys: (0, 0, 0),
     summary: "Return the number of keys in the selected database",
     since: "1.0.0",
     group: "server",
@@ -1937,6 +2217,9 @@ Doc {
 },
 Doc {
     name: "debug",
+    arity: -2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "A container for debugging commands",
     since: "1.0.0",
     group: "server",
@@ -1954,6 +2237,9 @@ Doc {
 },
 Doc {
     name: "decr",
+    arity: 2,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Decrement the integer value of a key by one",
     since: "1.0.0",
     group: "string",
@@ -1975,6 +2261,9 @@ Doc {
 },
 Doc {
     name: "decrby",
+    arity: 3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Decrement the integer value of a key by the given number",
     since: "1.0.0",
     group: "string",
@@ -1997,6 +2286,9 @@ Doc {
 },
 Doc {
     name: "del",
+    arity: -2,
+    flags: WRITE,
+    keys: (1, -1, 1),
     summary: "Delete a key",
     since: "1.0.0",
     group: "generic",
@@ -2018,6 +2310,9 @@ Doc {
 },
 Doc {
     name: "discard",
+    arity: 1,
+    flags: NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Discard all commands issued after MULTI",
     since: "2.0.0",
     group: "transactions",
@@ -2035,6 +2330,9 @@ Doc {
 },
 Doc {
     name: "dump",
+    arity: 2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return a serialized version of the value stored at the specified key.",
     since: "2.6.0",
     group: "generic",
@@ -2056,6 +2354,9 @@ Doc {
 },
 Doc {
     name: "echo",
+    arity: 2,
+    flags: LOADING | STALE | FAST,
+    keys: (0, 0, 0),
     summary: "Echo the given string",
     since: "1.0.0",
     group: "connection",
@@ -2075,6 +2376,9 @@ Doc {
 },
 Doc {
     name: "eval",
+    arity: -3,
+    flags: NOSCRIPT | STALE | SKIP_MONITOR | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Execute a Lua script server side",
     since: "2.6.0",
     group: "scripting",
@@ -2099,6 +2403,9 @@ Doc {
 },
 Doc {
     name: "eval_ro",
+    arity: -3,
+    flags: READONLY | NOSCRIPT | STALE | SKIP_MONITOR | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Execute a read-only Lua script server side",
     since: "7.0.0",
     group: "scripting",
@@ -2123,6 +2430,9 @@ Doc {
 },
 Doc {
     name: "evalsha",
+    arity: -3,
+    flags: NOSCRIPT | STALE | SKIP_MONITOR | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Execute a Lua script server side",
     since: "2.6.0",
     group: "scripting",
@@ -2147,6 +2457,9 @@ Doc {
 },
 Doc {
     name: "evalsha_ro",
+    arity: -3,
+    flags: READONLY | NOSCRIPT | STALE | SKIP_MONITOR | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Execute a read-only Lua script server side",
     since: "7.0.0",
     group: "scripting",
@@ -2171,6 +2484,9 @@ Doc {
 },
 Doc {
     name: "exec",
+    arity: 1,
+    flags: NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG,
+    keys: (0, 0, 0),
     summary: "Execute all commands issued after MULTI",
     since: "1.2.0",
     group: "transactions",
@@ -2188,6 +2504,9 @@ Doc {
 },
 Doc {
     name: "exists",
+    arity: -2,
+    flags: READONLY | FAST,
+    keys: (1, -1, 1),
     summary: "Determine if a key exists",
     since: "1.0.0",
     group: "generic",
@@ -2209,6 +2528,9 @@ Doc {
 },
 Doc {
     name: "expire",
+    arity: -3,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Set a key's time to live in seconds",
     since: "1.0.0",
     group: "generic",
@@ -2237,6 +2559,9 @@ Doc {
 },
 Doc {
     name: "expireat",
+    arity: -3,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Set the expiration for a key as a UNIX timestamp",
     since: "1.2.0",
     group: "generic",
@@ -2265,6 +2590,9 @@ Doc {
 },
 Doc {
     name: "expiretime",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the expiration Unix timestamp for a key",
     since: "7.0.0",
     group: "generic",
@@ -2286,6 +2614,9 @@ Doc {
 },
 Doc {
     name: "failover",
+    arity: -1,
+    flags: ADMIN | NOSCRIPT | STALE,
+    keys: (0, 0, 0),
     summary: "Start a coordinated failover between this server and one of its replicas.",
     since: "6.2.0",
     group: "server",
@@ -2311,6 +2642,9 @@ Doc {
 },
 Doc {
     name: "fcall",
+    arity: -3,
+    flags: NOSCRIPT | STALE | SKIP_MONITOR | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Invoke a function",
     since: "7.0.0",
     group: "scripting",
@@ -2335,6 +2669,9 @@ Doc {
 },
 Doc {
     name: "fcall_ro",
+    arity: -3,
+    flags: READONLY | NOSCRIPT | STALE | SKIP_MONITOR | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Invoke a read-only function",
     since: "7.0.0",
     group: "scripting",
@@ -2359,6 +2696,9 @@ Doc {
 },
 Doc {
     name: "flushall",
+    arity: -1,
+    flags: WRITE,
+    keys: (0, 0, 0),
     summary: "Remove all keys from all databases",
     since: "1.0.0",
     group: "server",
@@ -2381,6 +2721,9 @@ Doc {
 },
 Doc {
     name: "flushdb",
+    arity: -1,
+    flags: WRITE,
+    keys: (0, 0, 0),
     summary: "Remove all keys from the current database",
     since: "1.0.0",
     group: "server",
@@ -2403,6 +2746,9 @@ Doc {
 },
 Doc {
     name: "function",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for function commands",
     since: "7.0.0",
     group: "scripting",
@@ -2420,6 +2766,9 @@ Doc {
 },
 Doc {
     name: "function|delete",
+    arity: 3,
+    flags: WRITE | NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Delete a function by name",
     since: "7.0.0",
     group: "scripting",
@@ -2439,6 +2788,9 @@ Doc {
 },
 Doc {
     name: "function|dump",
+    arity: 2,
+    flags: NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Dump all functions into a serialized binary payload",
     since: "7.0.0",
     group: "scripting",
@@ -2456,6 +2808,9 @@ Doc {
 },
 Doc {
     name: "function|flush",
+    arity: -2,
+    flags: WRITE | NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Deleting all functions",
     since: "7.0.0",
     group: "scripting",
@@ -2478,6 +2833,9 @@ Doc {
 },
 Doc {
     name: "function|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "7.0.0",
     group: "scripting",
@@ -2495,6 +2853,9 @@ Doc {
 },
 Doc {
     name: "function|kill",
+    arity: 2,
+    flags: NOSCRIPT | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Kill the function currently in execution.",
     since: "7.0.0",
     group: "scripting",
@@ -2512,6 +2873,9 @@ Doc {
 },
 Doc {
     name: "function|list",
+    arity: -2,
+    flags: NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "List information about all the functions",
     since: "7.0.0",
     group: "scripting",
@@ -2532,6 +2896,9 @@ Doc {
 },
 Doc {
     name: "function|load",
+    arity: -3,
+    flags: WRITE | DENYOOM | NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Create a function with the given arguments (name, code, description)",
     since: "7.0.0",
     group: "scripting",
@@ -2552,6 +2919,9 @@ Doc {
 },
 Doc {
     name: "function|restore",
+    arity: -3,
+    flags: WRITE | DENYOOM | NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Restore all the functions on the given payload",
     since: "7.0.0",
     group: "scripting",
@@ -2576,6 +2946,9 @@ Doc {
 },
 Doc {
     name: "function|stats",
+    arity: 2,
+    flags: NOSCRIPT | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Return information about the function currently running (name, description, duration)",
     since: "7.0.0",
     group: "scripting",
@@ -2593,6 +2966,9 @@ Doc {
 },
 Doc {
     name: "geoadd",
+    arity: -5,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "Add one or more geospatial items in the geospatial index represented using a sorted set",
     since: "3.2.0",
     group: "geo",
@@ -2624,6 +3000,9 @@ Doc {
 },
 Doc {
     name: "geodist",
+    arity: -4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Returns the distance between two members of a geospatial index",
     since: "3.2.0",
     group: "geo",
@@ -2653,6 +3032,9 @@ Doc {
 },
 Doc {
     name: "geohash",
+    arity: -2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Returns members of a geospatial index as standard geohash strings",
     since: "3.2.0",
     group: "geo",
@@ -2675,6 +3057,9 @@ Doc {
 },
 Doc {
     name: "geopos",
+    arity: -2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Returns longitude and latitude of members of a geospatial index",
     since: "3.2.0",
     group: "geo",
@@ -2697,6 +3082,9 @@ Doc {
 },
 Doc {
     name: "georadius",
+    arity: -6,
+    flags: WRITE | DENYOOM | MOVABLE_KEYS,
+    keys: (1, 1, 1),
     summary: "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point",
     since: "3.2.0",
     group: "geo",
@@ -2742,6 +3130,9 @@ Doc {
 },
 Doc {
     name: "georadius_ro",
+    arity: -6,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "A read-only variant for GEORADIUS",
     since: "3.2.10",
     group: "geo",
@@ -2783,6 +3174,9 @@ Doc {
 },
 Doc {
     name: "georadiusbymember",
+    arity: -5,
+    flags: WRITE | DENYOOM | MOVABLE_KEYS,
+    keys: (1, 1, 1),
     summary: "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member",
     since: "3.2.0",
     group: "geo",
@@ -2827,6 +3221,9 @@ Doc {
 },
 Doc {
     name: "georadiusbymember_ro",
+    arity: -5,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "A read-only variant for GEORADIUSBYMEMBER",
     since: "3.2.10",
     group: "geo",
@@ -2867,6 +3264,9 @@ Doc {
 },
 Doc {
     name: "geosearch",
+    arity: -7,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.",
     since: "6.2.0",
     group: "geo",
@@ -2927,6 +3327,9 @@ Doc {
 },
 Doc {
     name: "geosearchstore",
+    arity: -8,
+    flags: WRITE | DENYOOM,
+    keys: (1, 2, 1),
     summary: "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.",
     since: "6.2.0",
     group: "geo",
@@ -2987,6 +3390,9 @@ Doc {
 },
 Doc {
     name: "get",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the value of a key",
     since: "1.0.0",
     group: "string",
@@ -3008,6 +3414,9 @@ Doc {
 },
 Doc {
     name: "getbit",
+    arity: 3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Returns the bit value at offset in the string value stored at key",
     since: "2.2.0",
     group: "bitmap",
@@ -3030,6 +3439,9 @@ Doc {
 },
 Doc {
     name: "getdel",
+    arity: 2,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Get the value of a key and delete the key",
     since: "6.2.0",
     group: "string",
@@ -3051,6 +3463,9 @@ Doc {
 },
 Doc {
     name: "getex",
+    arity: -2,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Get the value of a key and optionally set its expiration",
     since: "6.2.0",
     group: "string",
@@ -3079,6 +3494,9 @@ Doc {
 },
 Doc {
     name: "getrange",
+    arity: 4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get a substring of the string stored at a key",
     since: "2.4.0",
     group: "string",
@@ -3102,6 +3520,9 @@ Doc {
 },
 Doc {
     name: "getset",
+    arity: 3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Set the string value of a key and return its old value",
     since: "1.0.0",
     group: "string",
@@ -3124,6 +3545,9 @@ Doc {
 },
 Doc {
     name: "hdel",
+    arity: -3,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Delete one or more hash fields",
     since: "2.0.0",
     group: "hash",
@@ -3146,6 +3570,9 @@ Doc {
 },
 Doc {
     name: "hello",
+    arity: -1,
+    flags: NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Handshake with Redis",
     since: "6.0.0",
     group: "connection",
@@ -3172,6 +3599,9 @@ Doc {
 },
 Doc {
     name: "hexists",
+    arity: 3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Determine if a hash field exists",
     since: "2.0.0",
     group: "hash",
@@ -3194,6 +3624,9 @@ Doc {
 },
 Doc {
     name: "hget",
+    arity: 3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the value of a hash field",
     since: "2.0.0",
     group: "hash",
@@ -3216,6 +3649,9 @@ Doc {
 },
 Doc {
     name: "hgetall",
+    arity: 2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get all the fields and values in a hash",
     since: "2.0.0",
     group: "hash",
@@ -3237,6 +3673,9 @@ Doc {
 },
 Doc {
     name: "hincrby",
+    arity: 4,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Increment the integer value of a hash field by the given number",
     since: "2.0.0",
     group: "hash",
@@ -3260,6 +3699,9 @@ Doc {
 },
 Doc {
     name: "hincrbyfloat",
+    arity: 4,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Increment the float value of a hash field by the given amount",
     since: "2.6.0",
     group: "hash",
@@ -3283,6 +3725,9 @@ Doc {
 },
 Doc {
     name: "hkeys",
+    arity: 2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get all the fields in a hash",
     since: "2.0.0",
     group: "hash",
@@ -3304,6 +3749,9 @@ Doc {
 },
 Doc {
     name: "hlen",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the number of fields in a hash",
     since: "2.0.0",
     group: "hash",
@@ -3325,6 +3773,9 @@ Doc {
 },
 Doc {
     name: "hmget",
+    arity: -3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the values of all the given hash fields",
     since: "2.0.0",
     group: "hash",
@@ -3347,6 +3798,9 @@ Doc {
 },
 Doc {
     name: "hmset",
+    arity: -4,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Set multiple hash fields to multiple values",
     since: "2.0.0",
     group: "hash",
@@ -3372,6 +3826,9 @@ Doc {
 },
 Doc {
     name: "hrandfield",
+    arity: -2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get one or multiple random fields from a hash",
     since: "6.2.0",
     group: "hash",
@@ -3397,6 +3854,9 @@ Doc {
 },
 Doc {
     name: "hscan",
+    arity: -3,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Incrementally iterate hash fields and associated values",
     since: "2.8.0",
     group: "hash",
@@ -3421,6 +3881,9 @@ Doc {
 },
 Doc {
     name: "hset",
+    arity: -4,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Set the string value of a hash field",
     since: "2.0.0",
     group: "hash",
@@ -3446,6 +3909,9 @@ Doc {
 },
 Doc {
     name: "hsetnx",
+    arity: 4,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Set the value of a hash field, only if the field does not exist",
     since: "2.0.0",
     group: "hash",
@@ -3469,6 +3935,9 @@ Doc {
 },
 Doc {
     name: "hstrlen",
+    arity: 3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the length of the value of a hash field",
     since: "3.2.0",
     group: "hash",
@@ -3491,6 +3960,9 @@ Doc {
 },
 Doc {
     name: "hvals",
+    arity: 2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get all the values in a hash",
     since: "2.0.0",
     group: "hash",
@@ -3512,6 +3984,9 @@ Doc {
 },
 Doc {
     name: "incr",
+    arity: 2,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Increment the integer value of a key by one",
     since: "1.0.0",
     group: "string",
@@ -3533,6 +4008,9 @@ Doc {
 },
 Doc {
     name: "incrby",
+    arity: 3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Increment the integer value of a key by the given amount",
     since: "1.0.0",
     group: "string",
@@ -3555,6 +4033,9 @@ Doc {
 },
 Doc {
     name: "incrbyfloat",
+    arity: 3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Increment the float value of a key by the given amount",
     since: "2.6.0",
     group: "string",
@@ -3577,6 +4058,9 @@ Doc {
 },
 Doc {
     name: "info",
+    arity: -1,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get information and statistics about the server",
     since: "1.0.0",
     group: "server",
@@ -3596,6 +4080,9 @@ Doc {
 },
 Doc {
     name: "keys",
+    arity: 2,
+    flags: READONLY,
+    keys: (0, 0, 0),
     summary: "Find all keys matching the given pattern",
     since: "1.0.0",
     group: "generic",
@@ -3615,6 +4102,9 @@ Doc {
 },
 Doc {
     name: "lastsave",
+    arity: 1,
+    flags: LOADING | STALE | FAST,
+    keys: (0, 0, 0),
     summary: "Get the UNIX time stamp of the last successful save to disk",
     since: "1.0.0",
     group: "server",
@@ -3632,6 +4122,9 @@ Doc {
 },
 Doc {
     name: "latency",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for latency diagnostics commands",
     since: "2.8.13",
     group: "server",
@@ -3649,6 +4142,9 @@ Doc {
 },
 Doc {
     name: "latency|doctor",
+    arity: 2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Return a human readable latency analysis report.",
     since: "2.8.13",
     group: "server",
@@ -3666,6 +4162,9 @@ Doc {
 },
 Doc {
     name: "latency|graph",
+    arity: 3,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Return a latency graph for the event.",
     since: "2.8.13",
     group: "server",
@@ -3685,6 +4184,9 @@ Doc {
 },
 Doc {
     name: "latency|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands.",
     since: "2.8.13",
     group: "server",
@@ -3702,6 +4204,9 @@ Doc {
 },
 Doc {
     name: "latency|histogram",
+    arity: -2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Return the cumulative distribution of latencies of a subset of commands or all.",
     since: "7.0.0",
     group: "server",
@@ -3721,6 +4226,9 @@ Doc {
 },
 Doc {
     name: "latency|history",
+    arity: 3,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Return timestamp-latency samples for the event.",
     since: "2.8.13",
     group: "server",
@@ -3740,6 +4248,9 @@ Doc {
 },
 Doc {
     name: "latency|latest",
+    arity: 2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Return the latest latency samples for all events.",
     since: "2.8.13",
     group: "server",
@@ -3757,6 +4268,9 @@ Doc {
 },
 Doc {
     name: "latency|reset",
+    arity: -2,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Reset latency data for one or more events.",
     since: "2.8.13",
     group: "server",
@@ -3776,6 +4290,9 @@ Doc {
 },
 Doc {
     name: "lcs",
+    arity: -3,
+    flags: READONLY,
+    keys: (1, 2, 1),
     summary: "Find longest common substring",
     since: "7.0.0",
     group: "string",
@@ -3802,6 +4319,9 @@ Doc {
 },
 Doc {
     name: "lindex",
+    arity: 3,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get an element from a list by its index",
     since: "1.0.0",
     group: "list",
@@ -3824,6 +4344,9 @@ Doc {
 },
 Doc {
     name: "linsert",
+    arity: 5,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "Insert an element before or after another element in a list",
     since: "2.2.0",
     group: "list",
@@ -3851,6 +4374,9 @@ Doc {
 },
 Doc {
     name: "llen",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the length of a list",
     since: "1.0.0",
     group: "list",
@@ -3872,6 +4398,9 @@ Doc {
 },
 Doc {
     name: "lmove",
+    arity: 5,
+    flags: WRITE | DENYOOM,
+    keys: (1, 2, 1),
     summary: "Pop an element from a list, push it to another list and return it",
     since: "6.2.0",
     group: "list",
@@ -3903,6 +4432,9 @@ Doc {
 },
 Doc {
     name: "lmpop",
+    arity: -4,
+    flags: WRITE | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Pop elements from a list",
     since: "7.0.0",
     group: "list",
@@ -3930,6 +4462,9 @@ Doc {
 },
 Doc {
     name: "lolwut",
+    arity: -1,
+    flags: READONLY | FAST,
+    keys: (0, 0, 0),
     summary: "Display some computer art and the Redis version",
     since: "5.0.0",
     group: "server",
@@ -3949,6 +4484,9 @@ Doc {
 },
 Doc {
     name: "lpop",
+    arity: -2,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Remove and get the first elements in a list",
     since: "1.0.0",
     group: "list",
@@ -3971,6 +4509,9 @@ Doc {
 },
 Doc {
     name: "lpos",
+    arity: -3,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return the index of matching elements on a list",
     since: "6.0.6",
     group: "list",
@@ -3996,6 +4537,9 @@ Doc {
 },
 Doc {
     name: "lpush",
+    arity: -3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Prepend one or multiple elements to a list",
     since: "1.0.0",
     group: "list",
@@ -4018,6 +4562,9 @@ Doc {
 },
 Doc {
     name: "lpushx",
+    arity: -3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Prepend an element to a list, only if the list exists",
     since: "2.2.0",
     group: "list",
@@ -4040,6 +4587,9 @@ Doc {
 },
 Doc {
     name: "lrange",
+    arity: 4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get a range of elements from a list",
     since: "1.0.0",
     group: "list",
@@ -4063,6 +4613,9 @@ Doc {
 },
 Doc {
     name: "lrem",
+    arity: 4,
+    flags: WRITE,
+    keys: (1, 1, 1),
     summary: "Remove elements from a list",
     since: "1.0.0",
     group: "list",
@@ -4086,6 +4639,9 @@ Doc {
 },
 Doc {
     name: "lset",
+    arity: 4,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "Set the value of an element in a list by its index",
     since: "1.0.0",
     group: "list",
@@ -4109,6 +4665,9 @@ Doc {
 },
 Doc {
     name: "ltrim",
+    arity: 4,
+    flags: WRITE,
+    keys: (1, 1, 1),
     summary: "Trim a list to the specified range",
     since: "1.0.0",
     group: "list",
@@ -4132,6 +4691,9 @@ Doc {
 },
 Doc {
     name: "memory",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for memory diagnostics commands",
     since: "4.0.0",
     group: "server",
@@ -4149,6 +4711,9 @@ Doc {
 },
 Doc {
     name: "memory|doctor",
+    arity: 2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "Outputs memory problems report",
     since: "4.0.0",
     group: "server",
@@ -4166,6 +4731,9 @@ Doc {
 },
 Doc {
     name: "memory|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "4.0.0",
     group: "server",
@@ -4183,6 +4751,9 @@ Doc {
 },
 Doc {
     name: "memory|malloc-stats",
+    arity: 2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "Show allocator internal stats",
     since: "4.0.0",
     group: "server",
@@ -4200,6 +4771,9 @@ Doc {
 },
 Doc {
     name: "memory|purge",
+    arity: 2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "Ask the allocator to release memory",
     since: "4.0.0",
     group: "server",
@@ -4217,6 +4791,9 @@ Doc {
 },
 Doc {
     name: "memory|stats",
+    arity: 2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "Show memory usage details",
     since: "4.0.0",
     group: "server",
@@ -4234,6 +4811,9 @@ Doc {
 },
 Doc {
     name: "memory|usage",
+    arity: -3,
+    flags: READONLY,
+    keys: (2, 2, 1),
     summary: "Estimate the memory usage of a key",
     since: "4.0.0",
     group: "server",
@@ -4256,6 +4836,9 @@ Doc {
 },
 Doc {
     name: "mget",
+    arity: -2,
+    flags: READONLY | FAST,
+    keys: (1, -1, 1),
     summary: "Get the values of all the given keys",
     since: "1.0.0",
     group: "string",
@@ -4277,6 +4860,9 @@ Doc {
 },
 Doc {
     name: "migrate",
+    arity: -6,
+    flags: WRITE | MOVABLE_KEYS,
+    keys: (3, 3, 1),
     summary: "Atomically transfer a key from a Redis instance to another one.",
     since: "2.6.0",
     group: "generic",
@@ -4316,6 +4902,9 @@ Doc {
 },
 Doc {
     name: "module",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for module commands",
     since: "4.0.0",
     group: "server",
@@ -4333,6 +4922,9 @@ Doc {
 },
 Doc {
     name: "module|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "5.0.0",
     group: "server",
@@ -4350,6 +4942,9 @@ Doc {
 },
 Doc {
     name: "module|list",
+    arity: 2,
+    flags: ADMIN | NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "List all modules loaded by the server",
     since: "4.0.0",
     group: "server",
@@ -4367,6 +4962,9 @@ Doc {
 },
 Doc {
     name: "module|load",
+    arity: -3,
+    flags: ADMIN | NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Load a module",
     since: "4.0.0",
     group: "server",
@@ -4387,6 +4985,9 @@ Doc {
 },
 Doc {
     name: "module|loadex",
+    arity: -3,
+    flags: ADMIN | NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Load a module with extended parameters",
     since: "7.0.0",
     group: "server",
@@ -4413,6 +5014,9 @@ Doc {
 },
 Doc {
     name: "module|unload",
+    arity: 3,
+    flags: ADMIN | NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Unload a module",
     since: "4.0.0",
     group: "server",
@@ -4432,6 +5036,9 @@ Doc {
 },
 Doc {
     name: "monitor",
+    arity: 1,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Listen for all requests received by the server in real time",
     since: "1.0.0",
     group: "server",
@@ -4449,6 +5056,9 @@ Doc {
 },
 Doc {
     name: "move",
+    arity: 3,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Move a key to another database",
     since: "1.0.0",
     group: "generic",
@@ -4471,6 +5081,9 @@ Doc {
 },
 Doc {
     name: "mset",
+    arity: -3,
+    flags: WRITE | DENYOOM,
+    keys: (1, -1, 2),
     summary: "Set multiple keys to multiple values",
     since: "1.0.1",
     group: "string",
@@ -4495,6 +5108,9 @@ Doc {
 },
 Doc {
     name: "msetnx",
+    arity: -3,
+    flags: WRITE | DENYOOM,
+    keys: (1, -1, 2),
     summary: "Set multiple keys to multiple values, only if none of the keys exist",
     since: "1.0.1",
     group: "string",
@@ -4519,6 +5135,9 @@ Doc {
 },
 Doc {
     name: "multi",
+    arity: 1,
+    flags: NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Mark the start of a transaction block",
     since: "1.2.0",
     group: "transactions",
@@ -4536,6 +5155,9 @@ Doc {
 },
 Doc {
     name: "object",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for object introspection commands",
     since: "2.2.3",
     group: "generic",
@@ -4553,6 +5175,9 @@ Doc {
 },
 Doc {
     name: "object|encoding",
+    arity: 3,
+    flags: READONLY,
+    keys: (2, 2, 1),
     summary: "Inspect the internal encoding of a Redis object",
     since: "2.2.3",
     group: "generic",
@@ -4574,6 +5199,9 @@ Doc {
 },
 Doc {
     name: "object|freq",
+    arity: 3,
+    flags: READONLY,
+    keys: (2, 2, 1),
     summary: "Get the logarithmic access frequency counter of a Redis object",
     since: "4.0.0",
     group: "generic",
@@ -4595,6 +5223,9 @@ Doc {
 },
 Doc {
     name: "object|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "6.2.0",
     group: "generic",
@@ -4612,6 +5243,9 @@ Doc {
 },
 Doc {
     name: "object|idletime",
+    arity: 3,
+    flags: READONLY,
+    keys: (2, 2, 1),
     summary: "Get the time since a Redis object was last accessed",
     since: "2.2.3",
     group: "generic",
@@ -4633,6 +5267,9 @@ Doc {
 },
 Doc {
     name: "object|refcount",
+    arity: 3,
+    flags: READONLY,
+    keys: (2, 2, 1),
     summary: "Get the number of references to the value of the key",
     since: "2.2.3",
     group: "generic",
@@ -4654,6 +5291,9 @@ Doc {
 },
 Doc {
     name: "persist",
+    arity: 2,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Remove the expiration from a key",
     since: "2.2.0",
     group: "generic",
@@ -4675,6 +5315,9 @@ Doc {
 },
 Doc {
     name: "pexpire",
+    arity: -3,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Set a key's time to live in milliseconds",
     since: "2.6.0",
     group: "generic",
@@ -4703,6 +5346,9 @@ Doc {
 },
 Doc {
     name: "pexpireat",
+    arity: -3,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
     since: "2.6.0",
     group: "generic",
@@ -4731,6 +5377,9 @@ Doc {
 },
 Doc {
     name: "pexpiretime",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the expiration Unix timestamp for a key in milliseconds",
     since: "7.0.0",
     group: "generic",
@@ -4752,6 +5401,9 @@ Doc {
 },
 Doc {
     name: "pfadd",
+    arity: -2,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Adds the specified elements to the specified HyperLogLog.",
     since: "2.8.9",
     group: "hyperloglog",
@@ -4774,6 +5426,9 @@ Doc {
 },
 Doc {
     name: "pfcount",
+    arity: -2,
+    flags: READONLY,
+    keys: (1, -1, 1),
     summary: "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).",
     since: "2.8.9",
     group: "hyperloglog",
@@ -4795,6 +5450,9 @@ Doc {
 },
 Doc {
     name: "pfdebug",
+    arity: 3,
+    flags: WRITE | DENYOOM | ADMIN,
+    keys: (2, 2, 1),
     summary: "Internal commands for debugging HyperLogLog values",
     since: "2.8.9",
     group: "hyperloglog",
@@ -4817,6 +5475,9 @@ Doc {
 },
 Doc {
     name: "pfmerge",
+    arity: -2,
+    flags: WRITE | DENYOOM,
+    keys: (1, -1, 1),
     summary: "Merge N different HyperLogLogs into a single one.",
     since: "2.8.9",
     group: "hyperloglog",
@@ -4840,6 +5501,9 @@ Doc {
 },
 Doc {
     name: "pfselftest",
+    arity: 1,
+    flags: ADMIN,
+    keys: (0, 0, 0),
     summary: "An internal command for testing HyperLogLog values",
     since: "2.8.9",
     group: "hyperloglog",
@@ -4857,6 +5521,9 @@ Doc {
 },
 Doc {
     name: "ping",
+    arity: -1,
+    flags: FAST,
+    keys: (0, 0, 0),
     summary: "Ping the server",
     since: "1.0.0",
     group: "connection",
@@ -4876,6 +5543,9 @@ Doc {
 },
 Doc {
     name: "psetex",
+    arity: 4,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "Set the value and expiration in milliseconds of a key",
     since: "2.6.0",
     group: "string",
@@ -4899,6 +5569,9 @@ Doc {
 },
 Doc {
     name: "psubscribe",
+    arity: -2,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Listen for messages published to channels matching the given patterns",
     since: "2.0.0",
     group: "pubsub",
@@ -4920,6 +5593,9 @@ Doc {
 },
 Doc {
     name: "psync",
+    arity: -3,
+    flags: ADMIN | NOSCRIPT | NO_MULTI,
+    keys: (0, 0, 0),
     summary: "Internal command used for replication",
     since: "2.8.0",
     group: "server",
@@ -4940,6 +5616,9 @@ Doc {
 },
 Doc {
     name: "pttl",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the time to live for a key in milliseconds",
     since: "2.6.0",
     group: "generic",
@@ -4961,6 +5640,9 @@ Doc {
 },
 Doc {
     name: "publish",
+    arity: 3,
+    flags: PUBSUB | LOADING | STALE | FAST,
+    keys: (0, 0, 0),
     summary: "Post a message to a channel",
     since: "2.0.0",
     group: "pubsub",
@@ -4981,6 +5663,9 @@ Doc {
 },
 Doc {
     name: "pubsub",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for Pub/Sub commands",
     since: "2.8.0",
     group: "pubsub",
@@ -4998,6 +5683,9 @@ Doc {
 },
 Doc {
     name: "pubsub|channels",
+    arity: -2,
+    flags: PUBSUB | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "List active channels",
     since: "2.8.0",
     group: "pubsub",
@@ -5017,6 +5705,9 @@ Doc {
 },
 Doc {
     name: "pubsub|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "6.2.0",
     group: "pubsub",
@@ -5034,6 +5725,9 @@ Doc {
 },
 Doc {
     name: "pubsub|numpat",
+    arity: 2,
+    flags: PUBSUB | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get the count of unique patterns pattern subscriptions",
     since: "2.8.0",
     group: "pubsub",
@@ -5051,6 +5745,9 @@ Doc {
 },
 Doc {
     name: "pubsub|numsub",
+    arity: -2,
+    flags: PUBSUB | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get the count of subscribers for channels",
     since: "2.8.0",
     group: "pubsub",
@@ -5070,6 +5767,9 @@ Doc {
 },
 Doc {
     name: "pubsub|shardchannels",
+    arity: -2,
+    flags: PUBSUB | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "List active shard channels",
     since: "7.0.0",
     group: "pubsub",
@@ -5089,6 +5789,9 @@ Doc {
 },
 Doc {
     name: "pubsub|shardnumsub",
+    arity: -2,
+    flags: PUBSUB | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get the count of subscribers for shard channels",
     since: "7.0.0",
     group: "pubsub",
@@ -5108,6 +5811,9 @@ Doc {
 },
 Doc {
     name: "punsubscribe",
+    arity: -1,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Stop listening for messages posted to channels matching the given patterns",
     since: "2.0.0",
     group: "pubsub",
@@ -5127,6 +5833,9 @@ Doc {
 },
 Doc {
     name: "quit",
+    arity: -1,
+    flags: NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Close the connection",
     since: "1.0.0",
     group: "connection",
@@ -5144,6 +5853,9 @@ Doc {
 },
 Doc {
     name: "randomkey",
+    arity: 1,
+    flags: READONLY,
+    keys: (0, 0, 0),
     summary: "Return a random key from the keyspace",
     since: "1.0.0",
     group: "generic",
@@ -5161,6 +5873,9 @@ Doc {
 },
 Doc {
     name: "readonly",
+    arity: 1,
+    flags: LOADING | STALE | FAST,
+    keys: (0, 0, 0),
     summary: "Enables read queries for a connection to a cluster replica node",
     since: "3.0.0",
     group: "cluster",
@@ -5178,6 +5893,9 @@ Doc {
 },
 Doc {
     name: "readwrite",
+    arity: 1,
+    flags: LOADING | STALE | FAST,
+    keys: (0, 0, 0),
     summary: "Disables read queries for a connection to a cluster replica node",
     since: "3.0.0",
     group: "cluster",
@@ -5195,6 +5913,9 @@ Doc {
 },
 Doc {
     name: "rename",
+    arity: 3,
+    flags: WRITE,
+    keys: (1, 2, 1),
     summary: "Rename a key",
     since: "1.0.0",
     group: "generic",
@@ -5218,6 +5939,9 @@ Doc {
 },
 Doc {
     name: "renamenx",
+    arity: 3,
+    flags: WRITE | FAST,
+    keys: (1, 2, 1),
     summary: "Rename a key, only if the new key does not exist",
     since: "1.0.0",
     group: "generic",
@@ -5241,6 +5965,9 @@ Doc {
 },
 Doc {
     name: "replconf",
+    arity: -1,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "An internal command for configuring the replication stream",
     since: "3.0.0",
     group: "server",
@@ -5258,6 +5985,9 @@ Doc {
 },
 Doc {
     name: "replicaof",
+    arity: 3,
+    flags: ADMIN | NOSCRIPT | STALE,
+    keys: (0, 0, 0),
     summary: "Make the server a replica of another instance, or promote it as master.",
     since: "5.0.0",
     group: "server",
@@ -5286,6 +6016,9 @@ Doc {
 },
 Doc {
     name: "reset",
+    arity: 1,
+    flags: NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Reset the connection",
     since: "6.2.0",
     group: "connection",
@@ -5303,6 +6036,9 @@ Doc {
 },
 Doc {
     name: "restore",
+    arity: -4,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "Create a key using the provided serialized value, previously obtained using DUMP.",
     since: "2.6.0",
     group: "generic",
@@ -5330,6 +6066,9 @@ Doc {
 },
 Doc {
     name: "restore-asking",
+    arity: -4,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "An internal command for migrating keys in a cluster",
     since: "3.0.0",
     group: "server",
@@ -5357,6 +6096,9 @@ Doc {
 },
 Doc {
     name: "role",
+    arity: 1,
+    flags: NOSCRIPT | LOADING | STALE | FAST,
+    keys: (0, 0, 0),
     summary: "Return the role of the instance in the context of replication",
     since: "2.8.12",
     group: "server",
@@ -5374,6 +6116,9 @@ Doc {
 },
 Doc {
     name: "rpop",
+    arity: -2,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Remove and get the last elements in a list",
     since: "1.0.0",
     group: "list",
@@ -5396,6 +6141,9 @@ Doc {
 },
 Doc {
     name: "rpoplpush",
+    arity: 3,
+    flags: WRITE | DENYOOM,
+    keys: (1, 2, 1),
     summary: "Remove the last element in a list, prepend it to another list and return it",
     since: "1.2.0",
     group: "list",
@@ -5419,6 +6167,9 @@ Doc {
 },
 Doc {
     name: "rpush",
+    arity: -3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Append one or multiple elements to a list",
     since: "1.0.0",
     group: "list",
@@ -5441,6 +6192,9 @@ Doc {
 },
 Doc {
     name: "rpushx",
+    arity: -3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Append an element to a list, only if the list exists",
     since: "2.2.0",
     group: "list",
@@ -5463,6 +6217,9 @@ Doc {
 },
 Doc {
     name: "sadd",
+    arity: -3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Add one or more members to a set",
     since: "1.0.0",
     group: "set",
@@ -5485,6 +6242,9 @@ Doc {
 },
 Doc {
     name: "save",
+    arity: 1,
+    flags: ADMIN | NOSCRIPT | NO_MULTI,
+    keys: (0, 0, 0),
     summary: "Synchronously save the dataset to disk",
     since: "1.0.0",
     group: "server",
@@ -5502,6 +6262,9 @@ Doc {
 },
 Doc {
     name: "scan",
+    arity: -2,
+    flags: READONLY,
+    keys: (0, 0, 0),
     summary: "Incrementally iterate the keys space",
     since: "2.8.0",
     group: "generic",
@@ -5524,6 +6287,9 @@ Doc {
 },
 Doc {
     name: "scard",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the number of members in a set",
     since: "1.0.0",
     group: "set",
@@ -5545,6 +6311,9 @@ Doc {
 },
 Doc {
     name: "script",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for Lua scripts management commands",
     since: "2.6.0",
     group: "scripting",
@@ -5562,6 +6331,9 @@ Doc {
 },
 Doc {
     name: "script|debug",
+    arity: 3,
+    flags: NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Set the debug mode for executed scripts.",
     since: "3.2.0",
     group: "scripting",
@@ -5585,6 +6357,9 @@ Doc {
 },
 Doc {
     name: "script|exists",
+    arity: -3,
+    flags: NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Check existence of scripts in the script cache.",
     since: "2.6.0",
     group: "scripting",
@@ -5604,6 +6379,9 @@ Doc {
 },
 Doc {
     name: "script|flush",
+    arity: -2,
+    flags: NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Remove all the scripts from the script cache.",
     since: "2.6.0",
     group: "scripting",
@@ -5626,6 +6404,9 @@ Doc {
 },
 Doc {
     name: "script|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "5.0.0",
     group: "scripting",
@@ -5643,6 +6424,9 @@ Doc {
 },
 Doc {
     name: "script|kill",
+    arity: 2,
+    flags: NOSCRIPT | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Kill the script currently in execution.",
     since: "2.6.0",
     group: "scripting",
@@ -5660,6 +6444,9 @@ Doc {
 },
 Doc {
     name: "script|load",
+    arity: 3,
+    flags: NOSCRIPT | STALE,
+    keys: (0, 0, 0),
     summary: "Load the specified Lua script into the script cache.",
     since: "2.6.0",
     group: "scripting",
@@ -5679,6 +6466,9 @@ Doc {
 },
 Doc {
     name: "sdiff",
+    arity: -2,
+    flags: READONLY,
+    keys: (1, -1, 1),
     summary: "Subtract multiple sets",
     since: "1.0.0",
     group: "set",
@@ -5700,6 +6490,9 @@ Doc {
 },
 Doc {
     name: "sdiffstore",
+    arity: -3,
+    flags: WRITE | DENYOOM,
+    keys: (1, -1, 1),
     summary: "Subtract multiple sets and store the resulting set in a key",
     since: "1.0.0",
     group: "set",
@@ -5723,6 +6516,9 @@ Doc {
 },
 Doc {
     name: "select",
+    arity: 2,
+    flags: LOADING | STALE | FAST,
+    keys: (0, 0, 0),
     summary: "Change the selected database for the current connection",
     since: "1.0.0",
     group: "connection",
@@ -5742,6 +6538,9 @@ Doc {
 },
 Doc {
     name: "set",
+    arity: -3,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "Set the string value of a key",
     since: "1.0.0",
     group: "string",
@@ -5776,6 +6575,9 @@ Doc {
 },
 Doc {
     name: "setbit",
+    arity: 4,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "Sets or clears the bit at offset in the string value stored at key",
     since: "2.2.0",
     group: "bitmap",
@@ -5799,6 +6601,9 @@ Doc {
 },
 Doc {
     name: "setex",
+    arity: 4,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "Set the value and expiration of a key",
     since: "2.0.0",
     group: "string",
@@ -5822,6 +6627,9 @@ Doc {
 },
 Doc {
     name: "setnx",
+    arity: 3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Set the value of a key, only if the key does not exist",
     since: "1.0.0",
     group: "string",
@@ -5844,6 +6652,9 @@ Doc {
 },
 Doc {
     name: "setrange",
+    arity: 4,
+    flags: WRITE | DENYOOM,
+    keys: (1, 1, 1),
     summary: "Overwrite part of a string at key starting at the specified offset",
     since: "2.2.0",
     group: "string",
@@ -5867,6 +6678,9 @@ Doc {
 },
 Doc {
     name: "shutdown",
+    arity: -1,
+    flags: ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Synchronously save the dataset to disk and then shut down the server",
     since: "1.0.0",
     group: "server",
@@ -5892,6 +6706,9 @@ Doc {
 },
 Doc {
     name: "sinter",
+    arity: -2,
+    flags: READONLY,
+    keys: (1, -1, 1),
     summary: "Intersect multiple sets",
     since: "1.0.0",
     group: "set",
@@ -5913,6 +6730,9 @@ Doc {
 },
 Doc {
     name: "sintercard",
+    arity: -3,
+    flags: READONLY | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Intersect multiple sets and return the cardinality of the result",
     since: "7.0.0",
     group: "set",
@@ -5936,6 +6756,9 @@ Doc {
 },
 Doc {
     name: "sinterstore",
+    arity: -3,
+    flags: WRITE | DENYOOM,
+    keys: (1, -1, 1),
     summary: "Intersect multiple sets and store the resulting set in a key",
     since: "1.0.0",
     group: "set",
@@ -5959,6 +6782,9 @@ Doc {
 },
 Doc {
     name: "sismember",
+    arity: 3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Determine if a given value is a member of a set",
     since: "1.0.0",
     group: "set",
@@ -5981,6 +6807,9 @@ Doc {
 },
 Doc {
     name: "slaveof",
+    arity: 3,
+    flags: ADMIN | NOSCRIPT | STALE,
+    keys: (0, 0, 0),
     summary: "Make the server a replica of another instance, or promote it as master.",
     since: "1.0.0",
     group: "server",
@@ -6009,6 +6838,9 @@ Doc {
 },
 Doc {
     name: "slowlog",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for slow log commands",
     since: "2.2.12",
     group: "server",
@@ -6026,6 +6858,9 @@ Doc {
 },
 Doc {
     name: "slowlog|get",
+    arity: -2,
+    flags: ADMIN | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get the slow log's entries",
     since: "2.2.12",
     group: "server",
@@ -6045,6 +6880,9 @@ Doc {
 },
 Doc {
     name: "slowlog|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "6.2.0",
     group: "server",
@@ -6062,6 +6900,9 @@ Doc {
 },
 Doc {
     name: "slowlog|len",
+    arity: 2,
+    flags: ADMIN | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Get the slow log's length",
     since: "2.2.12",
     group: "server",
@@ -6079,6 +6920,9 @@ Doc {
 },
 Doc {
     name: "slowlog|reset",
+    arity: 2,
+    flags: ADMIN | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Clear all entries from the slow log",
     since: "2.2.12",
     group: "server",
@@ -6096,6 +6940,9 @@ Doc {
 },
 Doc {
     name: "smembers",
+    arity: 2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get all the members in a set",
     since: "1.0.0",
     group: "set",
@@ -6117,6 +6964,9 @@ Doc {
 },
 Doc {
     name: "smismember",
+    arity: -3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Returns the membership associated with the given elements for a set",
     since: "6.2.0",
     group: "set",
@@ -6139,6 +6989,9 @@ Doc {
 },
 Doc {
     name: "smove",
+    arity: 4,
+    flags: WRITE | FAST,
+    keys: (1, 2, 1),
     summary: "Move a member from one set to another",
     since: "1.0.0",
     group: "set",
@@ -6163,6 +7016,9 @@ Doc {
 },
 Doc {
     name: "sort",
+    arity: -2,
+    flags: WRITE | DENYOOM | MOVABLE_KEYS,
+    keys: (1, 1, 1),
     summary: "Sort the elements in a list, set or sorted set",
     since: "1.0.0",
     group: "generic",
@@ -6198,6 +7054,9 @@ Doc {
 },
 Doc {
     name: "sort_ro",
+    arity: -2,
+    flags: READONLY | MOVABLE_KEYS,
+    keys: (1, 1, 1),
     summary: "Sort the elements in a list, set or sorted set. Read-only variant of SORT.",
     since: "7.0.0",
     group: "generic",
@@ -6231,6 +7090,9 @@ Doc {
 },
 Doc {
     name: "spop",
+    arity: -2,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Remove and return one or multiple random members from a set",
     since: "1.0.0",
     group: "set",
@@ -6253,6 +7115,9 @@ Doc {
 },
 Doc {
     name: "spublish",
+    arity: 3,
+    flags: PUBSUB | LOADING | STALE | FAST,
+    keys: (1, 1, 1),
     summary: "Post a message to a shard channel",
     since: "7.0.0",
     group: "pubsub",
@@ -6275,6 +7140,9 @@ Doc {
 },
 Doc {
     name: "srandmember",
+    arity: -2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get one or multiple random members from a set",
     since: "1.0.0",
     group: "set",
@@ -6297,6 +7165,9 @@ Doc {
 },
 Doc {
     name: "srem",
+    arity: -3,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Remove one or more members from a set",
     since: "1.0.0",
     group: "set",
@@ -6319,6 +7190,9 @@ Doc {
 },
 Doc {
     name: "sscan",
+    arity: -3,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Incrementally iterate Set elements",
     since: "2.8.0",
     group: "set",
@@ -6343,6 +7217,9 @@ Doc {
 },
 Doc {
     name: "ssubscribe",
+    arity: -2,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE,
+    keys: (1, -1, 1),
     summary: "Listen for messages published to the given shard channels",
     since: "7.0.0",
     group: "pubsub",
@@ -6364,6 +7241,9 @@ Doc {
 },
 Doc {
     name: "strlen",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the length of the value stored in a key",
     since: "2.2.0",
     group: "string",
@@ -6385,6 +7265,9 @@ Doc {
 },
 Doc {
     name: "subscribe",
+    arity: -2,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Listen for messages published to the given channels",
     since: "2.0.0",
     group: "pubsub",
@@ -6404,6 +7287,9 @@ Doc {
 },
 Doc {
     name: "substr",
+    arity: 4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get a substring of the string stored at a key",
     since: "1.0.0",
     group: "string",
@@ -6427,6 +7313,9 @@ Doc {
 },
 Doc {
     name: "sunion",
+    arity: -2,
+    flags: READONLY,
+    keys: (1, -1, 1),
     summary: "Add multiple sets",
     since: "1.0.0",
     group: "set",
@@ -6448,6 +7337,9 @@ Doc {
 },
 Doc {
     name: "sunionstore",
+    arity: -3,
+    flags: WRITE | DENYOOM,
+    keys: (1, -1, 1),
     summary: "Add multiple sets and store the resulting set in a key",
     since: "1.0.0",
     group: "set",
@@ -6471,6 +7363,9 @@ Doc {
 },
 Doc {
     name: "sunsubscribe",
+    arity: -1,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE,
+    keys: (1, -1, 1),
     summary: "Stop listening for messages posted to the given shard channels",
     since: "7.0.0",
     group: "pubsub",
@@ -6492,6 +7387,9 @@ Doc {
 },
 Doc {
     name: "swapdb",
+    arity: 3,
+    flags: WRITE | FAST,
+    keys: (0, 0, 0),
     summary: "Swaps two Redis databases",
     since: "4.0.0",
     group: "server",
@@ -6512,6 +7410,9 @@ Doc {
 },
 Doc {
     name: "sync",
+    arity: 1,
+    flags: ADMIN | NOSCRIPT | NO_MULTI,
+    keys: (0, 0, 0),
     summary: "Internal command used for replication",
     since: "1.0.0",
     group: "server",
@@ -6529,6 +7430,9 @@ Doc {
 },
 Doc {
     name: "time",
+    arity: 1,
+    flags: LOADING | STALE | FAST,
+    keys: (0, 0, 0),
     summary: "Return the current server time",
     since: "2.6.0",
     group: "server",
@@ -6546,6 +7450,9 @@ Doc {
 },
 Doc {
     name: "touch",
+    arity: -2,
+    flags: READONLY | FAST,
+    keys: (1, -1, 1),
     summary: "Alters the last access time of a key(s). Returns the number of existing keys specified.",
     since: "3.2.1",
     group: "generic",
@@ -6567,6 +7474,9 @@ Doc {
 },
 Doc {
     name: "ttl",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the time to live for a key in seconds",
     since: "1.0.0",
     group: "generic",
@@ -6588,6 +7498,9 @@ Doc {
 },
 Doc {
     name: "type",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Determine the type stored at key",
     since: "1.0.0",
     group: "generic",
@@ -6609,6 +7522,9 @@ Doc {
 },
 Doc {
     name: "unlink",
+    arity: -2,
+    flags: WRITE | FAST,
+    keys: (1, -1, 1),
     summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
     since: "4.0.0",
     group: "generic",
@@ -6630,6 +7546,9 @@ Doc {
 },
 Doc {
     name: "unsubscribe",
+    arity: -1,
+    flags: PUBSUB | NOSCRIPT | LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Stop listening for messages posted to the given channels",
     since: "2.0.0",
     group: "pubsub",
@@ -6649,6 +7568,9 @@ Doc {
 },
 Doc {
     name: "unwatch",
+    arity: 1,
+    flags: NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+    keys: (0, 0, 0),
     summary: "Forget about all watched keys",
     since: "2.2.0",
     group: "transactions",
@@ -6666,6 +7588,9 @@ Doc {
 },
 Doc {
     name: "wait",
+    arity: 3,
+    flags: NOSCRIPT,
+    keys: (0, 0, 0),
     summary: "Wait for the synchronous replication of all the write commands sent in the context of the current connection",
     since: "3.0.0",
     group: "generic",
@@ -6686,6 +7611,9 @@ Doc {
 },
 Doc {
     name: "watch",
+    arity: -2,
+    flags: NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+    keys: (1, -1, 1),
     summary: "Watch the given keys to determine execution of the MULTI/EXEC block",
     since: "2.2.0",
     group: "transactions",
@@ -6707,6 +7635,9 @@ Doc {
 },
 Doc {
     name: "xack",
+    arity: -4,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL.",
     since: "5.0.0",
     group: "stream",
@@ -6730,6 +7661,9 @@ Doc {
 },
 Doc {
     name: "xadd",
+    arity: -5,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Appends a new entry to a stream",
     since: "5.0.0",
     group: "stream",
@@ -6772,6 +7706,9 @@ Doc {
 },
 Doc {
     name: "xautoclaim",
+    arity: -6,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.",
     since: "6.2.0",
     group: "stream",
@@ -6799,6 +7736,9 @@ Doc {
 },
 Doc {
     name: "xclaim",
+    arity: -6,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.",
     since: "5.0.0",
     group: "stream",
@@ -6830,6 +7770,9 @@ Doc {
 },
 Doc {
     name: "xdel",
+    arity: -3,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.",
     since: "5.0.0",
     group: "stream",
@@ -6852,6 +7795,9 @@ Doc {
 },
 Doc {
     name: "xgroup",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for consumer groups commands",
     since: "5.0.0",
     group: "stream",
@@ -6869,6 +7815,9 @@ Doc {
 },
 Doc {
     name: "xgroup|create",
+    arity: -5,
+    flags: WRITE | DENYOOM,
+    keys: (2, 2, 1),
     summary: "Create a consumer group.",
     since: "5.0.0",
     group: "stream",
@@ -6897,6 +7846,9 @@ Doc {
 },
 Doc {
     name: "xgroup|createconsumer",
+    arity: 5,
+    flags: WRITE | DENYOOM,
+    keys: (2, 2, 1),
     summary: "Create a consumer in a consumer group.",
     since: "6.2.0",
     group: "stream",
@@ -6920,6 +7872,9 @@ Doc {
 },
 Doc {
     name: "xgroup|delconsumer",
+    arity: 5,
+    flags: WRITE,
+    keys: (2, 2, 1),
     summary: "Delete a consumer from a consumer group.",
     since: "5.0.0",
     group: "stream",
@@ -6943,6 +7898,9 @@ Doc {
 },
 Doc {
     name: "xgroup|destroy",
+    arity: 4,
+    flags: WRITE,
+    keys: (2, 2, 1),
     summary: "Destroy a consumer group.",
     since: "5.0.0",
     group: "stream",
@@ -6965,6 +7923,9 @@ Doc {
 },
 Doc {
     name: "xgroup|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "5.0.0",
     group: "stream",
@@ -6982,6 +7943,9 @@ Doc {
 },
 Doc {
     name: "xgroup|setid",
+    arity: -5,
+    flags: WRITE,
+    keys: (2, 2, 1),
     summary: "Set a consumer group to an arbitrary last delivered ID value.",
     since: "5.0.0",
     group: "stream",
@@ -7009,6 +7973,9 @@ Doc {
 },
 Doc {
     name: "xinfo",
+    arity: -2,
+    flags: NONE,
+    keys: (0, 0, 0),
     summary: "A container for stream introspection commands",
     since: "5.0.0",
     group: "stream",
@@ -7026,6 +7993,9 @@ Doc {
 },
 Doc {
     name: "xinfo|consumers",
+    arity: 4,
+    flags: READONLY,
+    keys: (2, 2, 1),
     summary: "List the consumers in a consumer group",
     since: "5.0.0",
     group: "stream",
@@ -7048,6 +8018,9 @@ Doc {
 },
 Doc {
     name: "xinfo|groups",
+    arity: 3,
+    flags: READONLY,
+    keys: (2, 2, 1),
     summary: "List the consumer groups of a stream",
     since: "5.0.0",
     group: "stream",
@@ -7069,6 +8042,9 @@ Doc {
 },
 Doc {
     name: "xinfo|help",
+    arity: 2,
+    flags: LOADING | STALE,
+    keys: (0, 0, 0),
     summary: "Show helpful text about the different subcommands",
     since: "5.0.0",
     group: "stream",
@@ -7086,6 +8062,9 @@ Doc {
 },
 Doc {
     name: "xinfo|stream",
+    arity: -3,
+    flags: READONLY,
+    keys: (2, 2, 1),
     summary: "Get information about a stream",
     since: "5.0.0",
     group: "stream",
@@ -7110,6 +8089,9 @@ Doc {
 },
 Doc {
     name: "xlen",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Return the number of entries in a stream",
     since: "5.0.0",
     group: "stream",
@@ -7131,6 +8113,9 @@ Doc {
 },
 Doc {
     name: "xpending",
+    arity: -3,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.",
     since: "5.0.0",
     group: "stream",
@@ -7160,6 +8145,9 @@ Doc {
 },
 Doc {
     name: "xrange",
+    arity: -4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return a range of elements in a stream, with IDs matching the specified IDs interval",
     since: "5.0.0",
     group: "stream",
@@ -7184,6 +8172,9 @@ Doc {
 },
 Doc {
     name: "xread",
+    arity: -4,
+    flags: READONLY | BLOCKING | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.",
     since: "5.0.0",
     group: "stream",
@@ -7210,6 +8201,9 @@ Doc {
 },
 Doc {
     name: "xreadgroup",
+    arity: -7,
+    flags: WRITE | BLOCKING | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.",
     since: "5.0.0",
     group: "stream",
@@ -7241,6 +8235,9 @@ Doc {
 },
 Doc {
     name: "xrevrange",
+    arity: -4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE",
     since: "5.0.0",
     group: "stream",
@@ -7265,6 +8262,9 @@ Doc {
 },
 Doc {
     name: "xsetid",
+    arity: -3,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "An internal command for replicating stream values",
     since: "5.0.0",
     group: "stream",
@@ -7289,6 +8289,9 @@ Doc {
 },
 Doc {
     name: "xtrim",
+    arity: -4,
+    flags: WRITE,
+    keys: (1, 1, 1),
     summary: "Trims the stream to (approximately if '~' is passed) a certain size",
     since: "5.0.0",
     group: "stream",
@@ -7322,6 +8325,9 @@ Doc {
 },
 Doc {
     name: "zadd",
+    arity: -4,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Add one or more members to a sorted set, or update its score if it already exists",
     since: "1.2.0",
     group: "sorted-set",
@@ -7357,6 +8363,9 @@ Doc {
 },
 Doc {
     name: "zcard",
+    arity: 2,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the number of members in a sorted set",
     since: "1.2.0",
     group: "sorted-set",
@@ -7378,6 +8387,9 @@ Doc {
 },
 Doc {
     name: "zcount",
+    arity: 4,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Count the members in a sorted set with scores within the given values",
     since: "2.0.0",
     group: "sorted-set",
@@ -7401,6 +8413,9 @@ Doc {
 },
 Doc {
     name: "zdiff",
+    arity: -3,
+    flags: READONLY | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Subtract multiple sorted sets",
     since: "6.2.0",
     group: "sorted-set",
@@ -7424,6 +8439,9 @@ Doc {
 },
 Doc {
     name: "zdiffstore",
+    arity: -4,
+    flags: WRITE | DENYOOM | MOVABLE_KEYS,
+    keys: (1, 1, 1),
     summary: "Subtract multiple sorted sets and store the resulting sorted set in a new key",
     since: "6.2.0",
     group: "sorted-set",
@@ -7448,6 +8466,9 @@ Doc {
 },
 Doc {
     name: "zincrby",
+    arity: 4,
+    flags: WRITE | DENYOOM | FAST,
+    keys: (1, 1, 1),
     summary: "Increment the score of a member in a sorted set",
     since: "1.2.0",
     group: "sorted-set",
@@ -7471,6 +8492,9 @@ Doc {
 },
 Doc {
     name: "zinter",
+    arity: -3,
+    flags: READONLY | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Intersect multiple sorted sets",
     since: "6.2.0",
     group: "sorted-set",
@@ -7500,6 +8524,9 @@ Doc {
 },
 Doc {
     name: "zintercard",
+    arity: -3,
+    flags: READONLY | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Intersect multiple sorted sets and return the cardinality of the result",
     since: "7.0.0",
     group: "sorted-set",
@@ -7523,6 +8550,9 @@ Doc {
 },
 Doc {
     name: "zinterstore",
+    arity: -4,
+    flags: WRITE | DENYOOM | MOVABLE_KEYS,
+    keys: (1, 1, 1),
     summary: "Intersect multiple sorted sets and store the resulting sorted set in a new key",
     since: "2.0.0",
     group: "sorted-set",
@@ -7553,6 +8583,9 @@ Doc {
 },
 Doc {
     name: "zlexcount",
+    arity: 4,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Count the number of members in a sorted set between a given lexicographical range",
     since: "2.8.9",
     group: "sorted-set",
@@ -7576,6 +8609,9 @@ Doc {
 },
 Doc {
     name: "zmpop",
+    arity: -4,
+    flags: WRITE | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Remove and return members with scores in a sorted set",
     since: "7.0.0",
     group: "sorted-set",
@@ -7603,6 +8639,9 @@ Doc {
 },
 Doc {
     name: "zmscore",
+    arity: -3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the score associated with the given members in a sorted set",
     since: "6.2.0",
     group: "sorted-set",
@@ -7625,6 +8664,9 @@ Doc {
 },
 Doc {
     name: "zpopmax",
+    arity: -2,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Remove and return members with the highest scores in a sorted set",
     since: "5.0.0",
     group: "sorted-set",
@@ -7647,6 +8689,9 @@ Doc {
 },
 Doc {
     name: "zpopmin",
+    arity: -2,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Remove and return members with the lowest scores in a sorted set",
     since: "5.0.0",
     group: "sorted-set",
@@ -7669,6 +8714,9 @@ Doc {
 },
 Doc {
     name: "zrandmember",
+    arity: -2,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Get one or multiple random elements from a sorted set",
     since: "6.2.0",
     group: "sorted-set",
@@ -7694,6 +8742,9 @@ Doc {
 },
 Doc {
     name: "zrange",
+    arity: -4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return a range of members in a sorted set",
     since: "1.2.0",
     group: "sorted-set",
@@ -7727,6 +8778,9 @@ Doc {
 },
 Doc {
     name: "zrangebylex",
+    arity: -4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return a range of members in a sorted set, by lexicographical range",
     since: "2.8.9",
     group: "sorted-set",
@@ -7754,6 +8808,9 @@ Doc {
 },
 Doc {
     name: "zrangebyscore",
+    arity: -4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return a range of members in a sorted set, by score",
     since: "1.0.5",
     group: "sorted-set",
@@ -7782,6 +8839,9 @@ Doc {
 },
 Doc {
     name: "zrangestore",
+    arity: -5,
+    flags: WRITE | DENYOOM,
+    keys: (1, 2, 1),
     summary: "Store a range of members from sorted set into another key",
     since: "6.2.0",
     group: "sorted-set",
@@ -7816,6 +8876,9 @@ Doc {
 },
 Doc {
     name: "zrank",
+    arity: 3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Determine the index of a member in a sorted set",
     since: "2.0.0",
     group: "sorted-set",
@@ -7838,6 +8901,9 @@ Doc {
 },
 Doc {
     name: "zrem",
+    arity: -3,
+    flags: WRITE | FAST,
+    keys: (1, 1, 1),
     summary: "Remove one or more members from a sorted set",
     since: "1.2.0",
     group: "sorted-set",
@@ -7860,6 +8926,9 @@ Doc {
 },
 Doc {
     name: "zremrangebylex",
+    arity: 4,
+    flags: WRITE,
+    keys: (1, 1, 1),
     summary: "Remove all members in a sorted set between the given lexicographical range",
     since: "2.8.9",
     group: "sorted-set",
@@ -7883,6 +8952,9 @@ Doc {
 },
 Doc {
     name: "zremrangebyrank",
+    arity: 4,
+    flags: WRITE,
+    keys: (1, 1, 1),
     summary: "Remove all members in a sorted set within the given indexes",
     since: "2.0.0",
     group: "sorted-set",
@@ -7906,6 +8978,9 @@ Doc {
 },
 Doc {
     name: "zremrangebyscore",
+    arity: 4,
+    flags: WRITE,
+    keys: (1, 1, 1),
     summary: "Remove all members in a sorted set within the given scores",
     since: "1.2.0",
     group: "sorted-set",
@@ -7929,6 +9004,9 @@ Doc {
 },
 Doc {
     name: "zrevrange",
+    arity: -4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return a range of members in a sorted set, by index, with scores ordered from high to low",
     since: "1.2.0",
     group: "sorted-set",
@@ -7953,6 +9031,9 @@ Doc {
 },
 Doc {
     name: "zrevrangebylex",
+    arity: -4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.",
     since: "2.8.9",
     group: "sorted-set",
@@ -7980,6 +9061,9 @@ Doc {
 },
 Doc {
     name: "zrevrangebyscore",
+    arity: -4,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Return a range of members in a sorted set, by score, with scores ordered from high to low",
     since: "2.2.0",
     group: "sorted-set",
@@ -8008,6 +9092,9 @@ Doc {
 },
 Doc {
     name: "zrevrank",
+    arity: 3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Determine the index of a member in a sorted set, with scores ordered from high to low",
     since: "2.0.0",
     group: "sorted-set",
@@ -8030,6 +9117,9 @@ Doc {
 },
 Doc {
     name: "zscan",
+    arity: -3,
+    flags: READONLY,
+    keys: (1, 1, 1),
     summary: "Incrementally iterate sorted sets elements and associated scores",
     since: "2.8.0",
     group: "sorted-set",
@@ -8054,6 +9144,9 @@ Doc {
 },
 Doc {
     name: "zscore",
+    arity: 3,
+    flags: READONLY | FAST,
+    keys: (1, 1, 1),
     summary: "Get the score associated with the given member in a sorted set",
     since: "1.2.0",
     group: "sorted-set",
@@ -8076,6 +9169,9 @@ Doc {
 },
 Doc {
     name: "zunion",
+    arity: -3,
+    flags: READONLY | MOVABLE_KEYS,
+    keys: (0, 0, 0),
     summary: "Add multiple sorted sets",
     since: "6.2.0",
     group: "sorted-set",
@@ -8105,6 +9201,9 @@ Doc {
 },
 Doc {
     name: "zunionstore",
+    arity: -4,
+    flags: WRITE | DENYOOM | MOVABLE_KEYS,
+    keys: (1, 1, 1),
     summary: "Add multiple sorted sets and store the resulting sorted set in a new key",
     since: "2.0.0",
     group: "sorted-set",

@@ -19,8 +19,10 @@ RESP3 to it and rewrites the fixture from what the server itself reports:
 
 - COMMAND DOCS: summary, since, group, complexity, doc flags, deprecation,
   history and argument trees;
-- COMMAND INFO: ACL categories, tips, key specs and the flags that have no
-  bit in hozon's command flags (no_mandatory_keys, no_async_loading);
+- COMMAND INFO: arity, flags, first/last key and step (which hozon's command
+  table must match, a unit test checks), ACL categories, tips, key specs and
+  the flags that have no bit in hozon's command flags (no_mandatory_keys,
+  no_async_loading);
 - ACL CAT: the ACL category names, in the server's order;
 - COMMAND GETKEYS: whether the server finds keys for a command none of
   whose key specs names a key (a dedicated key finder).
@@ -45,6 +47,14 @@ FIXTURE = "redis-%s-commands.json" % EXPECTED_VERSION
 KEY_FLAGS = ["RO", "RW", "OW", "RM", "access", "update", "insert", "delete",
              "not_key", "incomplete", "variable_flags"]
 EXTRA_FLAGS = {"no_mandatory_keys": 1, "no_async_loading": 2}
+# Command flags with a bit in hozon's `command::flags` (bit values as
+# there); `asking` and the EXTRA_FLAGS have none.
+CMD_FLAGS = {"write": 1 << 0, "readonly": 1 << 1, "denyoom": 1 << 2, "admin": 1 << 3,
+             "pubsub": 1 << 4, "noscript": 1 << 5, "blocking": 1 << 6, "loading": 1 << 7,
+             "stale": 1 << 8, "skip_monitor": 1 << 9, "skip_slowlog": 1 << 10,
+             "fast": 1 << 11, "no_auth": 1 << 12, "may_replicate": 1 << 13,
+             "no_multi": 1 << 14, "allow_busy": 1 << 15, "movablekeys": 1 << 16}
+UNMAPPED_FLAGS = set(EXTRA_FLAGS) | {"asking"}
 DOC_FLAGS = {"deprecated": 1, "syscmd": 2}
 ARG_FLAGS = {"optional": 1, "multiple": 2, "multiple_token": 4}
 # Argument fields COMMAND DOCS may print that hozon's `Arg` carries.
@@ -353,12 +363,19 @@ def explicit_acl(cmd_flags, categories, acl_names):
     return value
 
 
+def flags_code(value):
+    names = ["MOVABLE_KEYS" if n == "movablekeys" else n.upper()
+             for n, bit in CMD_FLAGS.items() if value & bit]
+    return " | ".join(names) if names else "NONE"
+
+
 def doc_code(name, d, info, getkeys, acl_names):
     extra = set(d) - DOC_FIELDS
     if extra:
         print("warning: %s: COMMAND DOCS fields %s not kept" % (name, sorted(extra)),
               file=sys.stderr)
-    (_, _arity, cmd_flags, _first, _last, _step, categories, tips, specs, _subs) = info
+    (_, arity, cmd_flags, first, last, step, categories, tips, specs, _subs) = info
+    flags = bits([f for f in cmd_flags if f not in UNMAPPED_FLAGS], CMD_FLAGS, "command flag")
     extra_flags = sum(bit for f, bit in EXTRA_FLAGS.items() if f in cmd_flags)
     doc_flags = bits(d.get("doc_flags", []), DOC_FLAGS, "doc flag")
     history = "&[%s]" % ", ".join("(%s, %s)" % (lit(v), lit(what))
@@ -379,11 +396,11 @@ def doc_code(name, d, info, getkeys, acl_names):
             s["begin_search"]["type"] == "index" and s["find_keys"]["type"] == "range"
             for s in specs)
     return ("Doc {\n"
-            "    name: %s,\n    summary: %s,\n    since: %s,\n    group: %s,\n    complexity: %s,\n"
+            "    name: %s,\n    arity: %d,\n    flags: %s,\n    keys: (%d, %d, %d),\n    summary: %s,\n    since: %s,\n    group: %s,\n    complexity: %s,\n"
             "    doc_flags: %d,\n    deprecated_since: %s,\n    replaced_by: %s,\n    history: %s,\n"
             "    args: %s,\n    acl: %d,\n    tips: %s,\n    key_specs: %s,\n    extra_flags: %d,\n"
             "    getkeys_proc: %s,\n}") % (
-        lit(name), lit(d.get("summary", "")), lit(d.get("since", "")), lit(d["group"]),
+        lit(name), arity, flags_code(flags), first, last, step, lit(d.get("summary", "")), lit(d.get("since", "")), lit(d["group"]),
         lit(d.get("complexity", "")), doc_flags, lit(d.get("deprecated_since", "")),
         lit(d.get("replaced_by", "")), history, args_code(d.get("arguments", []), 1, name),
         explicit_acl(cmd_flags, categories, acl_names), tips_code, specs_code, extra_flags,
@@ -411,6 +428,7 @@ HEADER = '''\
 //! `docs.rs`).
 
 use super::docs::{a, BeginSearch, Doc, FindKeys, KeySpec};
+use super::flags::*;
 
 /// ACL category names (bit `i` is entry `i`), in COMMAND INFO's order
 /// (ACL CAT's).
