@@ -13,7 +13,9 @@
 
 pub mod ctx;
 pub mod docs;
+mod docs_data;
 pub mod dump;
+pub mod getkeys;
 pub mod hash;
 pub mod keys;
 pub mod list;
@@ -39,6 +41,7 @@ use std::sync::OnceLock;
 pub use crate::core::clients;
 pub use clients::{BlockKind, BlockRequest, BlockState};
 pub use ctx::{Ctx, Effect, Host, MultiState, NullHost, Session};
+pub use getkeys::keys_of;
 
 use crate::reply::Reply;
 

@@ -1,21 +1,28 @@
 #!/usr/bin/env python3
-"""Generates src/command/docs.rs from a reference Redis server's replies.
+"""Generates src/command/docs_data.rs from a reference Redis server's replies.
 
 Usage (from the repository root):
 
-    python3 tools/gen-command-docs/gen.py [--redis-server PATH] [-o FILE]
+    python3 tools/gen-command-docs/gen.py [--from FIXTURE] [-o FILE]
+    python3 tools/gen-command-docs/gen.py --capture [--redis-server PATH]
 
-Defaults: --redis-server redis-server (Redis 7.0.15, e.g. Debian's
-/usr/bin/redis-server), -o src/command/docs.rs.
+The replies are captured once into a fixture committed beside this script
+(redis-7.0.15-commands.json); generating reads only the fixture, so it
+works offline, and a unit test (src/command/docs.rs) checks that the
+committed docs_data.rs is what it makes. Defaults: --from that fixture,
+-o src/command/docs_data.rs, --redis-server redis-server (Redis 7.0.15, e.g.
+Debian's /usr/bin/redis-server).
 
-The script starts a private redis-server (no persistence, a Unix socket in
-a temporary directory, no TCP port), speaks RESP3 to it and writes the
-Rust table from what the server itself reports:
+With --capture the script first starts a private redis-server (no
+persistence, a Unix socket in a temporary directory, no TCP port), speaks
+RESP3 to it and rewrites the fixture from what the server itself reports:
 
 - COMMAND DOCS: summary, since, group, complexity, doc flags, deprecation,
   history and argument trees;
-- COMMAND INFO: ACL categories, tips, key specs and the flags that have no
-  bit in hozon's command flags (no_mandatory_keys, no_async_loading);
+- COMMAND INFO: arity, flags, first/last key and step (which hozon's command
+  table must match, a unit test checks), ACL categories, tips, key specs and
+  the flags that have no bit in hozon's command flags (no_mandatory_keys,
+  no_async_loading);
 - ACL CAT: the ACL category names, in the server's order;
 - COMMAND GETKEYS: whether the server finds keys for a command none of
   whose key specs names a key (a dedicated key finder).
@@ -23,6 +30,7 @@ Rust table from what the server itself reports:
 Standard library only.
 """
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -32,11 +40,21 @@ import tempfile
 import time
 
 EXPECTED_VERSION = "7.0.15"
+# The captured replies, beside this script.
+FIXTURE = "redis-%s-commands.json" % EXPECTED_VERSION
 
 # Key-spec flag names as COMMAND INFO prints them; bit `i` is entry `i`.
 KEY_FLAGS = ["RO", "RW", "OW", "RM", "access", "update", "insert", "delete",
              "not_key", "incomplete", "variable_flags"]
 EXTRA_FLAGS = {"no_mandatory_keys": 1, "no_async_loading": 2}
+# Command flags with a bit in hozon's `command::flags` (bit values as
+# there); `asking` and the EXTRA_FLAGS have none.
+CMD_FLAGS = {"write": 1 << 0, "readonly": 1 << 1, "denyoom": 1 << 2, "admin": 1 << 3,
+             "pubsub": 1 << 4, "noscript": 1 << 5, "blocking": 1 << 6, "loading": 1 << 7,
+             "stale": 1 << 8, "skip_monitor": 1 << 9, "skip_slowlog": 1 << 10,
+             "fast": 1 << 11, "no_auth": 1 << 12, "may_replicate": 1 << 13,
+             "no_multi": 1 << 14, "allow_busy": 1 << 15, "movablekeys": 1 << 16}
+UNMAPPED_FLAGS = set(EXTRA_FLAGS) | {"asking"}
 DOC_FLAGS = {"deprecated": 1, "syscmd": 2}
 ARG_FLAGS = {"optional": 1, "multiple": 2, "multiple_token": 4}
 # Argument fields COMMAND DOCS may print that hozon's `Arg` carries.
@@ -345,12 +363,19 @@ def explicit_acl(cmd_flags, categories, acl_names):
     return value
 
 
+def flags_code(value):
+    names = ["MOVABLE_KEYS" if n == "movablekeys" else n.upper()
+             for n, bit in CMD_FLAGS.items() if value & bit]
+    return " | ".join(names) if names else "NONE"
+
+
 def doc_code(name, d, info, getkeys, acl_names):
     extra = set(d) - DOC_FIELDS
     if extra:
         print("warning: %s: COMMAND DOCS fields %s not kept" % (name, sorted(extra)),
               file=sys.stderr)
-    (_, _arity, cmd_flags, _first, _last, _step, categories, tips, specs, _subs) = info
+    (_, arity, cmd_flags, first, last, step, categories, tips, specs, _subs) = info
+    flags = bits([f for f in cmd_flags if f not in UNMAPPED_FLAGS], CMD_FLAGS, "command flag")
     extra_flags = sum(bit for f, bit in EXTRA_FLAGS.items() if f in cmd_flags)
     doc_flags = bits(d.get("doc_flags", []), DOC_FLAGS, "doc flag")
     history = "&[%s]" % ", ".join("(%s, %s)" % (lit(v), lit(what))
@@ -371,21 +396,22 @@ def doc_code(name, d, info, getkeys, acl_names):
             s["begin_search"]["type"] == "index" and s["find_keys"]["type"] == "range"
             for s in specs)
     return ("Doc {\n"
-            "    name: %s,\n    summary: %s,\n    since: %s,\n    group: %s,\n    complexity: %s,\n"
+            "    name: %s,\n    arity: %d,\n    flags: %s,\n    keys: (%d, %d, %d),\n    summary: %s,\n    since: %s,\n    group: %s,\n    complexity: %s,\n"
             "    doc_flags: %d,\n    deprecated_since: %s,\n    replaced_by: %s,\n    history: %s,\n"
             "    args: %s,\n    acl: %d,\n    tips: %s,\n    key_specs: %s,\n    extra_flags: %d,\n"
             "    getkeys_proc: %s,\n}") % (
-        lit(name), lit(d.get("summary", "")), lit(d.get("since", "")), lit(d["group"]),
+        lit(name), arity, flags_code(flags), first, last, step, lit(d.get("summary", "")), lit(d.get("since", "")), lit(d["group"]),
         lit(d.get("complexity", "")), doc_flags, lit(d.get("deprecated_since", "")),
         lit(d.get("replaced_by", "")), history, args_code(d.get("arguments", []), 1, name),
         explicit_acl(cmd_flags, categories, acl_names), tips_code, specs_code, extra_flags,
         "true" if getkeys_proc else "false")
 
 
-def render(version, acl_names, docs, infos, getkeys):
-    out = [HEADER.replace("@VERSION@", version).replace(
+def render(fixture, version, acl_names, docs, infos, getkeys):
+    out = [HEADER.replace("@VERSION@", version).replace("@FIXTURE@", fixture).replace(
         "@ACL_NAMES@", "".join("    %s,\n" % lit(n) for n in acl_names))]
-    out.append("#[rustfmt::skip]\npub static DOCS: &[Doc] = &[\n")
+    out.append("/// Every command and subcommand of the reference server, sorted by\n"
+               "/// full name.\n#[rustfmt::skip]\npub static DOCS: &[Doc] = &[\n")
     for name in sorted(docs, key=lambda n: n.encode()):
         out.append(doc_code(name, docs[name], infos[name], getkeys, acl_names) + ",\n")
     out.append("];\n")
@@ -393,234 +419,91 @@ def render(version, acl_names, docs, infos, getkeys):
 
 
 HEADER = '''\
-//! Command metadata served by COMMAND DOCS, COMMAND INFO and COMMAND
-//! GETKEYS: summaries, argument trees, ACL categories, tips and key specs.
-//!
-//! GENERATED from the replies of Redis @VERSION@'s COMMAND DOCS and COMMAND
-//! INFO (with ACL CAT and COMMAND GETKEYS) by tools/gen-command-docs/gen.py;
-//! do not edit by hand. To regenerate, with Redis 7.0.15's redis-server
-//! installed (Debian's package provides /usr/bin/redis-server), run from the
-//! repository root:
-//!
-//! ```sh
-//! python3 tools/gen-command-docs/gen.py [--redis-server PATH]
-//! ```
-//!
-//! The data is Redis's command interface metadata (see NOTICE). Clients
-//! rely on it: redis-cli 7 builds its argument hints from COMMAND DOCS, and
-//! cluster-aware clients find key positions through COMMAND INFO's key
-//! specs. Every command of the reference server is described; COMMAND
-//! DOCS/INFO report only those hozon's table implements.
+// @generated by tools/gen-command-docs/gen.py from
+// tools/gen-command-docs/@FIXTURE@ (Redis @VERSION@'s replies).
+// Do not edit by hand: regenerate with
+// `python3 tools/gen-command-docs/gen.py` (see that script).
 
-/// `optional` argument flag.
-pub const ARG_OPTIONAL: u8 = 1;
-/// `multiple` argument flag.
-pub const ARG_MULTIPLE: u8 = 2;
-/// `multiple_token` argument flag.
-pub const ARG_MULTIPLE_TOKEN: u8 = 4;
+//! The command metadata table (data only; the types and the lookup are in
+//! `docs.rs`).
 
-/// Names of the argument flags, in the order COMMAND DOCS lists them.
-pub const ARG_FLAG_NAMES: &[(u8, &str)] = &[
-    (ARG_OPTIONAL, "optional"),
-    (ARG_MULTIPLE, "multiple"),
-    (ARG_MULTIPLE_TOKEN, "multiple_token"),
-];
-
-/// Names of the key-spec flags (bit `i` is entry `i`), in COMMAND INFO's order.
-pub const KEY_FLAG_NAMES: &[&str] = &[
-    "RO",
-    "RW",
-    "OW",
-    "RM",
-    "access",
-    "update",
-    "insert",
-    "delete",
-    "not_key",
-    "incomplete",
-    "variable_flags",
-];
-
-/// Key-spec flag: the key is not a key (channel names and the like).
-pub const KEY_NOT_KEY: u16 = 1 << 8;
-/// Key-spec flag: the spec may not find every key.
-pub const KEY_INCOMPLETE: u16 = 1 << 9;
-/// Key-spec flag: the flags depend on the arguments.
-pub const KEY_VARIABLE_FLAGS: u16 = 1 << 10;
+use super::docs::{a, BeginSearch, Doc, FindKeys, KeySpec};
+use super::flags::*;
 
 /// ACL category names (bit `i` is entry `i`), in COMMAND INFO's order
 /// (ACL CAT's).
 pub const ACL_NAMES: &[&str] = &[
 @ACL_NAMES@];
 
-/// Extra command flag `no_mandatory_keys` (no bit in [`super::flags`]).
-pub const EXTRA_NO_MANDATORY_KEYS: u8 = 1;
-/// Extra command flag `no_async_loading` (no bit in [`super::flags`]).
-pub const EXTRA_NO_ASYNC_LOADING: u8 = 2;
-
-/// Doc flag `deprecated`.
-pub const DOC_DEPRECATED: u8 = 1;
-/// Doc flag `syscmd`.
-pub const DOC_SYSCMD: u8 = 2;
-
-/// One argument of a command's syntax tree.
-#[derive(Debug)]
-pub struct Arg {
-    /// Name as COMMAND DOCS prints it (`key`, `expiration`).
-    pub name: &'static str,
-    /// Type as COMMAND DOCS prints it (`key`, `string`, `oneof`, `block`, …).
-    pub kind: &'static str,
-    /// Index of the key spec of a key argument, or -1.
-    pub key_spec_index: i32,
-    /// Token that introduces the argument, or "".
-    pub token: &'static str,
-    /// Version the argument appeared in, or "".
-    pub since: &'static str,
-    /// Version the argument was deprecated in, or "".
-    pub deprecated_since: &'static str,
-    /// `ARG_*` bits.
-    pub flags: u8,
-    /// Sub-arguments of `oneof` and `block` arguments.
-    pub args: &'static [Arg],
-}
-
-/// Where a key spec starts looking for keys.
-#[derive(Debug)]
-pub enum BeginSearch {
-    /// Not describable (the command's own key finder is needed).
-    Unknown,
-    /// At a fixed argument index.
-    Index(i32),
-    /// After a keyword, searched from `startfrom` (negative: from the end).
-    Keyword(&'static str, i32),
-}
-
-/// How a key spec finds keys from where it started.
-#[derive(Debug)]
-pub enum FindKeys {
-    /// Not describable.
-    Unknown,
-    /// A range: last key offset (negative: from the end), step, and limit.
-    Range {
-        /// Offset of the last key (negative counts from the end).
-        lastkey: i32,
-        /// Step between keys.
-        keystep: i32,
-        /// With `lastkey` -1: divide the remaining arguments by this.
-        limit: i32,
-    },
-    /// A count argument followed by that many keys.
-    Keynum {
-        /// Offset of the count argument.
-        keynumidx: i32,
-        /// Offset of the first key.
-        firstkey: i32,
-        /// Step between keys.
-        keystep: i32,
-    },
-}
-
-/// A key spec (COMMAND INFO's `key_specs`).
-#[derive(Debug)]
-pub struct KeySpec {
-    /// Free-text notes, or "".
-    pub notes: &'static str,
-    /// Key flag bits (see [`KEY_FLAG_NAMES`]).
-    pub flags: u16,
-    /// Where the search begins.
-    pub begin: BeginSearch,
-    /// How keys are found.
-    pub find: FindKeys,
-}
-
-/// The documentation of one command or subcommand.
-#[derive(Debug)]
-pub struct Doc {
-    /// Full lower-case name: `get`, or `client|kill` for a subcommand.
-    pub name: &'static str,
-    /// One-line summary.
-    pub summary: &'static str,
-    /// Redis version that introduced it.
-    pub since: &'static str,
-    /// Group (`string`, `sorted-set`, …).
-    pub group: &'static str,
-    /// Time complexity, or "".
-    pub complexity: &'static str,
-    /// `DOC_*` bits.
-    pub doc_flags: u8,
-    /// Version the command was deprecated in, or "".
-    pub deprecated_since: &'static str,
-    /// What replaces a deprecated command, or "".
-    pub replaced_by: &'static str,
-    /// (version, change) pairs.
-    pub history: &'static [(&'static str, &'static str)],
-    /// Argument tree.
-    pub args: &'static [Arg],
-    /// ACL category bits (see [`ACL_NAMES`]) beyond those the command
-    /// flags imply: COMMAND INFO adds the implied ones (Redis's
-    /// `setImplicitACLCategories`), so a category both listed and implied
-    /// by Redis's flags is left out here.
-    pub acl: u32,
-    /// Lower-case command tips.
-    pub tips: &'static [&'static str],
-    /// Key specs.
-    pub key_specs: &'static [KeySpec],
-    /// `EXTRA_*` bits.
-    pub extra_flags: u8,
-    /// True when the reference server's replies show a dedicated key finder
-    /// for the command: COMMAND GETKEYS accepts it though none of its key
-    /// specs names a key, or COMMAND INFO flags it `movablekeys` though all
-    /// its key specs are fixed index ranges. (A finder beside keyword or
-    /// keynum specs does not show, and is not recorded.)
-    pub getkeys_proc: bool,
-}
-
-/// The documentation of `fullname` (`get`, `client|kill`), lower-case.
-pub fn lookup(fullname: &str) -> Option<&'static Doc> {
-    DOCS.binary_search_by(|d| d.name.cmp(fullname))
-        .ok()
-        .map(|i| &DOCS[i])
-}
-
-#[allow(clippy::too_many_arguments)]
-const fn a(
-    name: &'static str,
-    kind: &'static str,
-    key_spec_index: i32,
-    token: &'static str,
-    since: &'static str,
-    deprecated_since: &'static str,
-    flags: u8,
-    args: &'static [Arg],
-) -> Arg {
-    Arg {
-        name,
-        kind,
-        key_spec_index,
-        token,
-        since,
-        deprecated_since,
-        flags,
-        args,
-    }
-}
-
 '''
+
+
+# --- fixture ----------------------------------------------------------------
+#
+# The captured replies, one JSON object: the server version, ACL CAT, and
+# per command (full lower-case name, subcommands flattened out) its COMMAND
+# DOCS entry (without its subcommands), its COMMAND INFO entry (element 9,
+# the subcommands, reduced to their names) and, where it was asked, whether
+# COMMAND GETKEYS accepts it. One command per line, so a new server
+# version's changes read as a diff.
+
+def capture(data):
+    version, acl_names, docs, infos, getkeys = data
+    lines = ["{",
+             '"version": %s,' % json.dumps(version),
+             '"acl_cat": %s,' % json.dumps(acl_names),
+             '"commands": {']
+    names = sorted(docs, key=lambda n: n.encode())
+    for i, name in enumerate(names):
+        doc = {k: v for k, v in docs[name].items() if k != "subcommands"}
+        info = list(infos[name])
+        info[9] = [sub[0].lower() for sub in info[9] or []]
+        entry = {"docs": doc, "info": info}
+        if name in getkeys:
+            entry["getkeys"] = getkeys[name]
+        lines.append("%s: %s%s" % (json.dumps(name), json.dumps(entry, separators=(",", ":")),
+                                   "," if i + 1 < len(names) else ""))
+    lines += ["}", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def load(path):
+    with open(path) as f:
+        fixture = json.load(f)
+    docs, infos, getkeys = {}, {}, {}
+    for name, entry in fixture["commands"].items():
+        docs[name] = entry["docs"]
+        infos[name] = entry["info"]
+        if "getkeys" in entry:
+            getkeys[name] = entry["getkeys"]
+    return fixture["version"], fixture["acl_cat"], docs, infos, getkeys
 
 
 def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--redis-server", default="redis-server")
-    p.add_argument("-o", "--output", default=os.path.join(root, "src", "command", "docs.rs"))
+    p.add_argument("--capture", action="store_true",
+                   help="ask a reference redis-server and rewrite the fixture first")
+    p.add_argument("--redis-server", default="redis-server",
+                   help="the reference server for --capture")
+    p.add_argument("--from", dest="fixture", default=os.path.join(here, FIXTURE),
+                   help="the captured replies (default: %s)" % FIXTURE)
+    p.add_argument("-o", "--output",
+                   default=os.path.join(root, "src", "command", "docs_data.rs"))
     opts = p.parse_args()
-    server = Server(opts.redis_server)
-    try:
-        data = collect(server.conn)
-        server.conn.close()
-    finally:
-        server.stop()
-    text = render(*data)
+    if opts.capture:
+        server = Server(opts.redis_server)
+        try:
+            data = collect(server.conn)
+            server.conn.close()
+        finally:
+            server.stop()
+        with open(opts.fixture, "w") as f:
+            f.write(capture(data))
+        print("wrote %s" % opts.fixture, file=sys.stderr)
+    data = load(opts.fixture)
+    text = render(os.path.basename(opts.fixture), *data)
     with open(opts.output, "w") as f:
         f.write(text)
     print("wrote %s (%d commands and subcommands)" % (opts.output, len(data[2])),

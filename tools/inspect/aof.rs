@@ -255,77 +255,12 @@ impl Selection {
 // ---------------------------------------------------------------------------
 // Keys of a command.
 
-/// Calls `f` with each key argument of `argv`, from hozon's command table
-/// (first key, last key, step; for a container command, its
-/// subcommand's), with the key counts of EVAL/EVALSHA/FCALL (and their
-/// _RO forms) and ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE read from the
-/// arguments.
+/// Calls `f` with each key argument of `argv`, as COMMAND GETKEYS finds
+/// them ([`hozon::command::keys_of`]: the key specs, a container command's
+/// subcommand's; nothing for a command GETKEYS would refuse).
 fn for_each_key(argv: &[&[u8]], f: &mut dyn FnMut(&[u8])) {
-    let name = argv[0];
-    let numkeys_at = |first: usize| -> Option<usize> {
-        let n: usize = std::str::from_utf8(argv.get(first - 1)?)
-            .ok()?
-            .parse()
-            .ok()?;
-        Some(n.min(argv.len().saturating_sub(first)))
-    };
-    let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
-    if [
-        "eval",
-        "evalsha",
-        "eval_ro",
-        "evalsha_ro",
-        "fcall",
-        "fcall_ro",
-    ]
-    .iter()
-    .any(|n| is(n))
-    {
-        for key in argv.get(3..3 + numkeys_at(3).unwrap_or(0)).unwrap_or(&[]) {
-            f(key);
-        }
-        return;
-    }
-    if ["zunionstore", "zinterstore", "zdiffstore"]
-        .iter()
-        .any(|n| is(n))
-    {
-        if let Some(dest) = argv.get(1) {
-            f(dest);
-        }
-        for key in argv.get(3..3 + numkeys_at(3).unwrap_or(0)).unwrap_or(&[]) {
-            f(key);
-        }
-        return;
-    }
-    let Some(mut spec) = hozon::command::lookup(name) else {
-        return;
-    };
-    if !spec.subcommands.is_empty() {
-        let Some(sub) = argv.get(1).and_then(|s| {
-            spec.subcommands
-                .iter()
-                .find(|c| c.name.as_bytes().eq_ignore_ascii_case(s))
-        }) else {
-            return;
-        };
-        spec = sub;
-    }
-    if spec.first_key <= 0 {
-        return;
-    }
-    let argc = argv.len() as i64;
-    let first = i64::from(spec.first_key);
-    let last = if spec.last_key < 0 {
-        argc + i64::from(spec.last_key)
-    } else {
-        i64::from(spec.last_key)
-    };
-    let step = i64::from(spec.key_step.max(1));
-    let mut i = first;
-    while i <= last && i < argc {
-        f(argv[i as usize]);
-        i += step;
+    for pos in hozon::command::keys_of(argv) {
+        f(argv[pos]);
     }
 }
 
@@ -1321,8 +1256,11 @@ mod tests {
         assert!(keys_of(&["SELECT", "1"]).is_empty());
         assert!(keys_of(&["NOSUCHCOMMAND", "x"]).is_empty());
         assert!(keys_of(&["EVAL"]).is_empty());
-        assert!(keys_of(&["EVAL", "s", "99", "k"]) == ["k"]);
-        assert!(keys_of(&["ZUNIONSTORE", "d"]) == ["d"]);
+        // As COMMAND GETKEYS: a key count past the end, or a wrong arity,
+        // finds no keys.
+        assert!(keys_of(&["EVAL", "s", "99", "k"]).is_empty());
+        assert!(keys_of(&["ZUNIONSTORE", "d"]).is_empty());
+        assert_eq!(keys_of(&["LMPOP", "2", "a", "b", "LEFT"]), ["a", "b"]);
     }
 
     #[test]

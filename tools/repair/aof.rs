@@ -1377,74 +1377,12 @@ fn each_command(data: &[u8], range: Range<usize>, f: &mut dyn FnMut(&[&[u8]])) {
     }
 }
 
-/// Calls `f` with each key argument of `argv`: the command table's key
-/// positions (a container command's subcommand's), and the key counts of
-/// EVAL/FCALL and the Z*STORE family read from the arguments.
+/// Calls `f` with each key argument of `argv`, as COMMAND GETKEYS finds
+/// them ([`hozon::command::keys_of`]; nothing for a command GETKEYS would
+/// refuse).
 fn for_each_key(argv: &[&[u8]], f: &mut dyn FnMut(&[u8])) {
-    let name = argv[0];
-    let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
-    let numkeys = |at: usize| -> usize {
-        argv.get(at - 1)
-            .and_then(|a| std::str::from_utf8(a).ok())
-            .and_then(|t| t.parse::<usize>().ok())
-            .unwrap_or(0)
-            .min(argv.len().saturating_sub(at))
-    };
-    if [
-        "eval",
-        "evalsha",
-        "eval_ro",
-        "evalsha_ro",
-        "fcall",
-        "fcall_ro",
-    ]
-    .iter()
-    .any(|n| is(n))
-    {
-        argv[3.min(argv.len())..3.min(argv.len()) + numkeys(3)]
-            .iter()
-            .for_each(|k| f(k));
-        return;
-    }
-    if ["zunionstore", "zinterstore", "zdiffstore"]
-        .iter()
-        .any(|n| is(n))
-    {
-        if let Some(dest) = argv.get(1) {
-            f(dest);
-        }
-        argv[3.min(argv.len())..3.min(argv.len()) + numkeys(3)]
-            .iter()
-            .for_each(|k| f(k));
-        return;
-    }
-    let Some(mut spec) = hozon::command::lookup(name) else {
-        return;
-    };
-    if !spec.subcommands.is_empty() {
-        let Some(sub) = argv.get(1).and_then(|s| {
-            spec.subcommands
-                .iter()
-                .find(|c| c.name.as_bytes().eq_ignore_ascii_case(s))
-        }) else {
-            return;
-        };
-        spec = sub;
-    }
-    if spec.first_key <= 0 {
-        return;
-    }
-    let argc = argv.len() as i64;
-    let last = if spec.last_key < 0 {
-        argc + i64::from(spec.last_key)
-    } else {
-        i64::from(spec.last_key)
-    };
-    let step = i64::from(spec.key_step.max(1));
-    let mut i = i64::from(spec.first_key);
-    while i <= last && i < argc {
-        f(argv[i as usize]);
-        i += step;
+    for pos in hozon::command::keys_of(argv) {
+        f(argv[pos]);
     }
 }
 
