@@ -3,10 +3,6 @@
 //! `fuzz_corpus` test (tests/fuzz_corpus/main.rs) runs the same function
 //! over the committed corpus in `fuzz/seeds/<target>/`. A check panics
 //! when a property fails; a decoder reporting damage is not a failure.
-//!
-//! Both crates that include this module put `model` and `repair_aof`
-//! (tools/repair's own modules) at their root, because tools/repair/aof.rs
-//! names `crate::model`.
 
 #![allow(dead_code)]
 

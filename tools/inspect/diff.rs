@@ -19,10 +19,10 @@ use clap::Args;
 use hozon::types::stream::StreamId;
 use hozon::types::Value;
 
-use crate::info::utc_text;
 use crate::keys::escape_key;
 use crate::report::{self, Node};
 use crate::source::{self, Failure, KeyValue, Source};
+use hozon::tools::time::utc_text;
 
 const EXIT_PROBLEMS: u8 = 1;
 const EXIT_USAGE_OR_IO: u8 = 2;

@@ -36,7 +36,9 @@ use hozon::types::{Stream, Value};
 use hozon::rdb::{self, reader};
 use hozon::Config;
 
-use crate::info::{utc_text, Input};
+use hozon::tools::time::utc_text;
+
+use crate::info::Input;
 use crate::rdb_json;
 use crate::source::{self, Failure, KeyValue};
 

@@ -7,8 +7,8 @@ use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use crate::info::utc_text;
 use crate::source::{self, FactsError, KeyFacts};
+use hozon::tools::time::utc_text;
 
 /// Which keys to print.
 #[derive(Debug, Default)]

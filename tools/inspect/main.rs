@@ -17,7 +17,6 @@ mod keys;
 mod memory;
 mod progress;
 mod rdb_json;
-mod report;
 mod source;
 
 use std::io::{self, IsTerminal, Write};
@@ -25,6 +24,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use hozon::tools::report;
 
 use report::Node;
 

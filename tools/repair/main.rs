@@ -7,14 +7,8 @@
 //! found (check) or repair refused, 2 usage or I/O error. A closed output
 //! pipe ends the output quietly.
 
-mod aof;
 mod apply;
 mod dump;
-mod model;
-#[allow(dead_code)] // Shared with hozon-inspect; not every helper is used here.
-#[path = "../inspect/report.rs"]
-mod report;
-mod time;
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -26,6 +20,9 @@ use clap::{Args, Parser, Subcommand};
 
 use hozon::persist::snapshot;
 use hozon::rdb::reader;
+use hozon::tools::manifest::{find_manifest, looks_like_manifest};
+use hozon::tools::repair::{aof, model};
+use hozon::tools::{report, time};
 
 use model::{Content, Dropped, Keys, Piece, Plan, Problem, Refusal, Remedy};
 use report::Node;
@@ -328,36 +325,6 @@ impl Source {
             }
         }
         dirs
-    }
-}
-
-fn looks_like_manifest(data: &[u8]) -> bool {
-    data.starts_with(b"file ") && hozon::persist::aof::parse_redis_manifest(data).is_ok()
-}
-
-/// The manifest of a Redis 7 `appendonlydir`, given the directory (or the
-/// directory holding an `appendonlydir`).
-fn find_manifest(dir: &Path) -> Result<PathBuf, String> {
-    let mut found = Vec::new();
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
-        if entry.file_name().to_string_lossy().ends_with(".manifest") {
-            found.push(entry.path());
-        }
-    }
-    found.sort();
-    match found.len() {
-        1 => Ok(found.remove(0)),
-        0 if dir.join("appendonlydir").is_dir() => find_manifest(&dir.join("appendonlydir")),
-        0 => Err(format!(
-            "{}: a directory, but it holds no Redis AOF manifest (*.manifest)",
-            dir.display()
-        )),
-        _ => Err(format!(
-            "{}: holds several AOF manifests; name the one to read",
-            dir.display()
-        )),
     }
 }
 

@@ -1,6 +1,6 @@
-//! The report tree every subcommand builds, and its two renderings: JSON
-//! for scripts and aligned text for people. One tree for both keeps the
-//! two outputs saying the same thing.
+//! The report tree the tools build, and its two renderings: JSON for
+//! scripts and aligned text for people. One tree for both keeps the two
+//! outputs saying the same thing.
 
 use std::io::{self, Write};
 
