@@ -127,6 +127,26 @@ pub fn bytes_text(bytes: &[u8]) -> String {
     }
 }
 
+/// A key for display: printable ASCII as is except `\`, written `\\`;
+/// every other byte as `\xHH`. The escaped text is ASCII and reversible
+/// (how both tools print keys).
+pub fn escape_key(key: &[u8]) -> String {
+    let mut out = String::with_capacity(key.len());
+    for &b in key {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(b as char),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\x");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 15)]));
+            }
+        }
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------
 // JSON.
 

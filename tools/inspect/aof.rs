@@ -23,8 +23,8 @@ use hozon::rdb::reader;
 use hozon::tools::time::{rfc3339_ms, utc_text, SubMs};
 
 use crate::info::Input;
-use crate::keys::escape_key;
 use crate::report::{self, Node};
+use hozon::tools::report::escape_key;
 
 /// Most keys the per-key table tracks at once.
 pub const DEFAULT_KEY_CAP: u64 = 100_000;

@@ -19,9 +19,9 @@ use clap::Args;
 use hozon::types::stream::StreamId;
 use hozon::types::Value;
 
-use crate::keys::escape_key;
 use crate::report::{self, Node};
 use crate::source::{self, Failure, KeyValue, Source};
+use hozon::tools::report::escape_key;
 use hozon::tools::time::utc_text;
 
 const EXIT_PROBLEMS: u8 = 1;

@@ -548,7 +548,7 @@ fn hoz_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
                     k.block,
                     format!(
                         "the key '{}' (db {}) appears twice in the snapshot",
-                        crate::keys::escape_key(&k.key),
+                        hozon::tools::report::escape_key(&k.key),
                         k.db
                     ),
                 ));

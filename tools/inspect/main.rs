@@ -16,7 +16,6 @@ mod info;
 mod keys;
 mod memory;
 mod progress;
-mod rdb_json;
 mod source;
 
 use std::io::{self, IsTerminal, Write};
@@ -28,9 +27,7 @@ use hozon::tools::report;
 
 use report::Node;
 
-/// Command line: global output options, then a subcommand. Later
-/// subcommands (get, export, diff, aof) add variants to
-/// [`Command`] and reuse the global `--json`.
+/// Command line: the global `--json`, then a subcommand ([`Command`]).
 #[derive(Debug, Parser)]
 #[command(
     name = "hozon-inspect",
@@ -188,7 +185,7 @@ fn main() -> ExitCode {
     }
     let result = match &cli.command {
         Command::Info(args) => info::info(&args.path, info::InfoOptions { quick: args.quick }),
-        Command::Keys(args) => return run_keys(args, cli.json),
+        Command::Keys(args) => return keys::run(args, cli.json),
         Command::Get(args) => return export::run_get(args, cli.json),
         Command::Export(args) => return export::run_export(args, cli.json),
         Command::Diff(args) => return diff::run(args, cli.json),
@@ -230,44 +227,6 @@ fn main() -> ExitCode {
         );
     }
     ExitCode::from(code)
-}
-
-fn run_keys(args: &KeysArgs, json: bool) -> ExitCode {
-    let regex = match args.regex.as_deref().map(regex::bytes::Regex::new) {
-        None => None,
-        Some(Ok(r)) => Some(r),
-        Some(Err(e)) => {
-            let _ = writeln!(io::stderr(), "hozon-inspect: --regex: {e}");
-            return ExitCode::from(EXIT_USAGE_OR_IO);
-        }
-    };
-    let filter = keys::Filter {
-        db: args.db,
-        regex,
-        kind: args.kind.clone(),
-        pattern: args.pattern.as_ref().map(|p| p.as_bytes().to_vec()),
-        min_bytes: args.min_size,
-        expires: match (args.expires, args.no_expires) {
-            (true, _) => Some(true),
-            (_, true) => Some(false),
-            _ => None,
-        },
-        limit: args.limit,
-    };
-    match keys::keys(&args.path, &filter, json) {
-        keys::Outcome::Done => ExitCode::SUCCESS,
-        keys::Outcome::Damaged(message) => {
-            let _ = writeln!(
-                io::stderr(),
-                "hozon-inspect: the input is damaged: {message}"
-            );
-            ExitCode::from(EXIT_PROBLEMS)
-        }
-        keys::Outcome::Failed(message) => {
-            let _ = writeln!(io::stderr(), "hozon-inspect: {message}");
-            ExitCode::from(EXIT_USAGE_OR_IO)
-        }
-    }
 }
 
 fn emit(report: &Node, json: bool) -> io::Result<()> {

@@ -39,7 +39,9 @@ use hozon::rdb::reader::{self, Checksum, DamagedRegion, ErrorKind, SalvageReport
 use hozon::rdb::writer::Encoder;
 use hozon::types::EncodingLimits;
 
-use crate::model::{Content, Dropped, Keys, Piece, Plan, Problem, ProblemKind, Refusal, Remedy};
+use hozon::tools::repair::model::{
+    Content, Dropped, Keys, Piece, Plan, Problem, ProblemKind, Refusal, Remedy,
+};
 
 /// Databases a salvaged RDB may select: beyond this a SELECTDB is taken
 /// for damage (Redis's own limit is the configured `databases`; no real
@@ -958,7 +960,8 @@ mod tests {
             Content::Written(write) => write(&out).expect("the plan writes"),
             Content::Pieces(pieces) => {
                 let mut bytes = Vec::new();
-                crate::model::write_pieces(&pieces, original, &mut bytes).expect("pieces");
+                hozon::tools::repair::model::write_pieces(&pieces, original, &mut bytes)
+                    .expect("pieces");
                 std::fs::write(&out, bytes).expect("write");
             }
         }
@@ -1059,7 +1062,7 @@ mod tests {
         );
     }
 
-    const MAX_LISTED: usize = crate::model::MAX_LISTED_KEYS;
+    const MAX_LISTED: usize = hozon::tools::repair::model::MAX_LISTED_KEYS;
 
     #[test]
     fn damaged_footer_or_trailer_salvage_walks_the_blocks() {
