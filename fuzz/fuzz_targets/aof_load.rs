@@ -3,9 +3,6 @@
 
 #![no_main]
 
-#[path = "../checks/mod.rs"]
-mod checks;
-
 #[global_allocator]
 static ALLOC: checks::alloc::Counting = checks::alloc::Counting;
 
