@@ -147,6 +147,19 @@ pub fn escape_key(key: &[u8]) -> String {
     out
 }
 
+/// Prints `node` on stdout: one JSON document with `json`, else aligned
+/// text.
+pub fn print(node: &Node, json: bool) -> io::Result<()> {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    if json {
+        write_json(&mut out, node)?;
+    } else {
+        write_text(&mut out, node)?;
+    }
+    out.flush()
+}
+
 // ---------------------------------------------------------------------------
 // JSON.
 

@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use clap::Args;
 use hozon::persist::{aof, snapshot};
 use hozon::rdb::reader;
+use hozon::tools::{EXIT_PROBLEMS, EXIT_USAGE_OR_IO};
 
 use hozon::tools::time::{rfc3339_ms, utc_text, SubMs};
 
@@ -48,9 +49,6 @@ const DENSE_ROWS_MAX: i64 = 1000;
 const BUCKET_LADDER_S: [i64; 12] = [
     1, 5, 10, 30, 60, 300, 600, 1800, 3600, 21_600, 86_400, 604_800,
 ];
-
-const EXIT_PROBLEMS: u8 = 1;
-const EXIT_USAGE_OR_IO: u8 = 2;
 
 /// Arguments of `aof`.
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use hozon::tools::{EXIT_PROBLEMS, EXIT_USAGE_OR_IO};
 use hozon::types::stream::StreamId;
 use hozon::types::Value;
 
@@ -23,9 +24,6 @@ use crate::report::{self, Node};
 use crate::source::{self, Failure, KeyValue, Source};
 use hozon::tools::report::escape_key;
 use hozon::tools::time::utc_text;
-
-const EXIT_PROBLEMS: u8 = 1;
-const EXIT_USAGE_OR_IO: u8 = 2;
 
 /// Arguments of `diff`.
 #[derive(Debug, Args)]

@@ -24,6 +24,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use hozon::tools::report;
+use hozon::tools::{EXIT_PROBLEMS, EXIT_USAGE_OR_IO};
 
 use report::Node;
 
@@ -161,19 +162,10 @@ struct InfoArgs {
     quick: bool,
 }
 
-const EXIT_PROBLEMS: u8 = 1;
-const EXIT_USAGE_OR_IO: u8 = 2;
-
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match hozon::tools::parse_args() {
         Ok(cli) => cli,
-        Err(e) => {
-            // --help and --version are not errors; clap's own exit code
-            // for usage errors is 2, as documented above.
-            let code = if e.use_stderr() { EXIT_USAGE_OR_IO } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(code) => return code,
     };
     let streams_lines = match &cli.command {
         Command::Keys(_) | Command::Get(_) | Command::Export(_) => true,
@@ -212,7 +204,7 @@ fn main() -> ExitCode {
     };
     let damaged = matches!(report.get("problems"), Some(Node::List(p)) if !p.is_empty());
     let code = if damaged { EXIT_PROBLEMS } else { 0 };
-    if let Err(e) = emit(&report, cli.json) {
+    if let Err(e) = report::print(&report, cli.json) {
         if e.kind() != io::ErrorKind::BrokenPipe {
             let _ = writeln!(io::stderr(), "hozon-inspect: writing the output: {e}");
             return ExitCode::from(EXIT_USAGE_OR_IO);
@@ -227,15 +219,4 @@ fn main() -> ExitCode {
         );
     }
     ExitCode::from(code)
-}
-
-fn emit(report: &Node, json: bool) -> io::Result<()> {
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    if json {
-        report::write_json(&mut out, report)?;
-    } else {
-        report::write_text(&mut out, report)?;
-    }
-    out.flush()
 }

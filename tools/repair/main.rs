@@ -20,6 +20,7 @@ use clap::{Args, Parser, Subcommand};
 
 use hozon::tools::report::{self, Node};
 use hozon::tools::time;
+use hozon::tools::{EXIT_PROBLEMS, EXIT_USAGE_OR_IO};
 
 /// Command line: the global `--json`, then a subcommand.
 #[derive(Debug, Parser)]
@@ -97,18 +98,10 @@ struct TruncateArgs {
     before: i64,
 }
 
-const EXIT_PROBLEMS: u8 = 1;
-const EXIT_USAGE_OR_IO: u8 = 2;
-
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match hozon::tools::parse_args() {
         Ok(cli) => cli,
-        Err(e) => {
-            // --help and --version are not errors; usage errors exit 2.
-            let code = if e.use_stderr() { EXIT_USAGE_OR_IO } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(code) => return code,
     };
     let (report, code) = match run::run(&cli.command, cli.json) {
         Ok(done) => done,
@@ -117,7 +110,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE_OR_IO);
         }
     };
-    if let Err(e) = emit(&report, cli.json) {
+    if let Err(e) = report::print(&report, cli.json) {
         if e.kind() != io::ErrorKind::BrokenPipe {
             let _ = writeln!(io::stderr(), "hozon-repair: writing the output: {e}");
             return ExitCode::from(EXIT_USAGE_OR_IO);
@@ -137,15 +130,4 @@ fn main() -> ExitCode {
         let _ = writeln!(io::stderr(), "hozon-repair: {why}");
     }
     ExitCode::from(code)
-}
-
-fn emit(report: &Node, json: bool) -> io::Result<()> {
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    if json {
-        report::write_json(&mut out, report)?;
-    } else {
-        report::write_text(&mut out, report)?;
-    }
-    out.flush()
 }

@@ -40,15 +40,13 @@ use hozon::persist::io::{Io, RealIo};
 use hozon::persist::snapshot::{self, BlockBuilder, FileWriter, HeaderInfo};
 use hozon::rdb::file::{RdbFile, RecordEncoder};
 use hozon::rdb::writer::Encoder;
+use hozon::tools::{EXIT_PROBLEMS, EXIT_USAGE_OR_IO};
 
 use hozon::rdb::{self, reader};
 use hozon::Config;
 
 use crate::info::Input;
 use crate::source::{self, Failure, KeyValue};
-
-const EXIT_DAMAGED: u8 = 1;
-const EXIT_USAGE_OR_IO: u8 = 2;
 
 /// The `databases` a converted dump.hoz header records (informational: a
 /// loading server checks every key's database against its own
@@ -546,7 +544,7 @@ fn finish(
 
 fn failure_exit(e: &Failure) -> ExitCode {
     match e {
-        Failure::Damaged(m) => fail(EXIT_DAMAGED, &format!("the input is damaged: {m}")),
+        Failure::Damaged(m) => fail(EXIT_PROBLEMS, &format!("the input is damaged: {m}")),
         Failure::Io(m) => fail(EXIT_USAGE_OR_IO, m),
     }
 }
@@ -714,7 +712,7 @@ fn convert(
         drop(writer);
         return match e {
             Failure::Damaged(m) => fail(
-                EXIT_DAMAGED,
+                EXIT_PROBLEMS,
                 &format!(
                     "the input is damaged: {m}; {} was not written",
                     output.display()
