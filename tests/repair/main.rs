@@ -4,6 +4,6 @@
 //! The analysis of each file kind (every damage kind found at its offset;
 //! fix/salvage/truncate results loaded by the engine) is tested next to
 //! its code: `cargo test --lib tools::repair` (src/tools/repair/aof/) and
-//! `cargo test --bin hozon-repair` (tools/repair/dump.rs).
+//! `cargo test --bin hozon-repair` (tools/repair/dump/).
 
 mod cli;
