@@ -3,8 +3,9 @@
 //! what more than one of them needs, compiled once here instead of being
 //! copied or included by path. Not a stable API: it changes with the tools.
 //!
-//! Nothing here needs the `tools` feature's crates (argument parsing,
-//! regular expressions, progress bars); those stay in the binaries.
+//! Only [`parse_args`] needs the `tools` feature (clap); the rest builds
+//! without it, as the fuzz crate builds the library. Regular expressions,
+//! progress bars and the subcommands themselves stay in the binaries.
 
 pub mod manifest;
 pub mod repair;

@@ -3,7 +3,7 @@
 //! Redis 7 RESP with `#TS:` lines, after a dump.hoz or RDB preamble), and
 //! the plans `fix`, `salvage` and `truncate --before` carry out.
 //!
-//! One pass ([`analyse`]) splits the file into units in file order: the
+//! One pass (`analyse`) splits the file into units in file order: the
 //! preamble, header lines, verified batches, plain commands, `#` lines and
 //! damaged regions. After a damaged region the reader resynchronises
 //! (hozon: the next batch that verifies; Redis: the next line start
