@@ -34,12 +34,20 @@ const LAYERS: &[(&str, usize)] = &[
     ("script", 4),
     // 5: the engine API: open, dispatch, cron.
     ("engine", 5),
-    // 6: the network server.
+    // 6: the programs on top: the network server, and the inspector's and
+    // the repair tool's shared code.
     ("server", 6),
+    ("tools", 6),
 ];
 
 const LAYER_NAMES: &[&str] = &[
-    "data", "config", "files", "core", "command", "engine", "server",
+    "data",
+    "config",
+    "files",
+    "core",
+    "command",
+    "engine",
+    "server/tools",
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -33,6 +33,7 @@ pub mod resp;
 pub mod script;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod tools;
 pub mod types;
 
 pub use command::{Effect, Session};

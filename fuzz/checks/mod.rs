@@ -4,9 +4,9 @@
 //! over the committed corpus in `fuzz/seeds/<target>/`. A check panics
 //! when a property fails; a decoder reporting damage is not a failure.
 //!
-//! Both crates that include this module put `model` and `repair_aof`
-//! (tools/repair's own modules) at their root, because tools/repair/aof.rs
-//! names `crate::model`.
+//! This file is the root of the fuzz crate's library (`checks`, see
+//! fuzz/Cargo.toml), which the targets link; the `fuzz_corpus` test, in
+//! the root package, includes it as a module.
 
 #![allow(dead_code)]
 

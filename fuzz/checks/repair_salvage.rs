@@ -1,6 +1,6 @@
 //! `repair_salvage`: what `hozon-repair` reads damaged files with. For an
-//! AOF that is the tool's own planner (tools/repair/aof.rs and model.rs,
-//! included from the crate root); for dumps, the library salvage
+//! AOF that is the tool's own planner (`hozon::tools::repair::aof`, the
+//! library module the tool runs); for dumps, the library salvage
 //! functions the tool's dump planner calls (`rdb::reader::salvage`,
 //! `persist::snapshot::salvage_streaming`): the planner itself writes
 //! the salvaged dump to a file by path, which a fuzz loop should not do.
@@ -32,8 +32,8 @@ use hozon::rdb::reader;
 use hozon::types::EncodingLimits;
 
 use super::{alloc, canon, rdb_read};
-use crate::model::{write_pieces, Content, Plan};
-use crate::repair_aof;
+use hozon::tools::repair::aof as repair_aof;
+use hozon::tools::repair::model::{write_pieces, Content, Plan};
 
 fn written(plan: &Plan, original: &[u8]) -> Option<Vec<u8>> {
     match &plan.content {

@@ -5,21 +5,12 @@
 //! (`fuzz/checks/`, included here by path); the corpus of target `T` is
 //! `fuzz/seeds/T/` (docs/fuzzing.md). The RDB targets also run over every
 //! fixture of `fixtures/rdb/`. A check that fails names the input file.
-//!
-//! Note: tools/repair's `aof.rs` is included for the `repair_salvage`
-//! check, so its own unit tests also build and run in this binary.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 #[path = "../../fuzz/checks/mod.rs"]
 mod checks;
-#[allow(dead_code)]
-#[path = "../../tools/repair/model.rs"]
-mod model;
-#[allow(dead_code)]
-#[path = "../../tools/repair/aof.rs"]
-mod repair_aof;
 
 #[global_allocator]
 static ALLOC: checks::alloc::Counting = checks::alloc::Counting;

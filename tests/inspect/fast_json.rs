@@ -1,5 +1,5 @@
 //! `export --json` / `--format json` of RDB files: the fast path
-//! (tools/inspect/rdb_json.rs, JSON written straight from the encodings)
+//! (tools/inspect/export/rdb_json.rs, JSON written straight from the encodings)
 //! against the value-model path (the hidden `--value-model`). Both must
 //! give byte-identical stdout, identical stderr and the same exit code for
 //! every input, damaged ones included: on every fixture, on hand-built

@@ -3,7 +3,7 @@
 //! during `--apply`, and the engine's messages naming commands that work.
 //! The analysis of each file kind (every damage kind found at its offset;
 //! fix/salvage/truncate results loaded by the engine) is tested next to
-//! its code: `cargo test --bin hozon-repair` (tools/repair/aof.rs,
-//! tools/repair/dump.rs).
+//! its code: `cargo test --lib tools::repair` (src/tools/repair/aof/) and
+//! `cargo test --bin hozon-repair` (tools/repair/dump/).
 
 mod cli;

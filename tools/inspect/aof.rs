@@ -19,10 +19,13 @@ use std::process::ExitCode;
 use clap::Args;
 use hozon::persist::{aof, snapshot};
 use hozon::rdb::reader;
+use hozon::tools::{EXIT_PROBLEMS, EXIT_USAGE_OR_IO};
 
-use crate::info::{utc_text, Input};
-use crate::keys::escape_key;
+use hozon::tools::time::{rfc3339_ms, utc_text, SubMs};
+
+use crate::info::Input;
 use crate::report::{self, Node};
+use hozon::tools::report::escape_key;
 
 /// Most keys the per-key table tracks at once.
 pub const DEFAULT_KEY_CAP: u64 = 100_000;
@@ -46,9 +49,6 @@ const DENSE_ROWS_MAX: i64 = 1000;
 const BUCKET_LADDER_S: [i64; 12] = [
     1, 5, 10, 30, 60, 300, 600, 1800, 3600, 21_600, 86_400, 604_800,
 ];
-
-const EXIT_PROBLEMS: u8 = 1;
-const EXIT_USAGE_OR_IO: u8 = 2;
 
 /// Arguments of `aof`.
 #[derive(Debug, Args)]
@@ -129,7 +129,7 @@ impl Part {
 fn resolve(path: &Path) -> Result<(Vec<Part>, Option<PathBuf>), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let manifest = if meta.is_dir() {
-        Some(crate::info::find_manifest(path)?)
+        Some(hozon::tools::manifest::find_manifest(path)?)
     } else {
         let input = Input::open(path)?;
         let data = input.bytes();
@@ -1096,8 +1096,9 @@ fn stats_report(
 // Time arguments.
 
 /// Unix ms from RFC 3339 (`2026-11-30T12:04:00Z`, fractions of a second,
-/// `+HH:MM`/`-HH:MM` offsets; `t`/`z` and a space for `T` accepted) or a
-/// plain integer of Unix ms.
+/// `+HH:MM`/`-HH:MM` offsets; `t`/`z` and a space for `T` accepted; a
+/// fraction finer than a millisecond is dropped) or a plain integer of
+/// Unix ms.
 pub fn parse_time(text: &str) -> Result<i64, String> {
     let t = text.trim();
     if !t.is_empty()
@@ -1109,100 +1110,9 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
             .parse()
             .map_err(|_| format!("'{text}': Unix ms out of range"));
     }
-    rfc3339_ms(t).ok_or_else(|| {
+    rfc3339_ms(t, SubMs::Truncate).ok_or_else(|| {
         format!("'{text}': not a time (RFC 3339 like 2026-11-30T12:04:00Z, or Unix ms)")
     })
-}
-
-fn rfc3339_ms(t: &str) -> Option<i64> {
-    let b = t.as_bytes();
-    let digits = |from: usize, n: usize| -> Option<i64> {
-        let s = b.get(from..from + n)?;
-        if !s.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(s).ok()?.parse().ok()
-    };
-    let year = digits(0, 4)?;
-    let month = digits(5, 2)?;
-    let day = digits(8, 2)?;
-    let hour = digits(11, 2)?;
-    let minute = digits(14, 2)?;
-    let second = digits(17, 2)?;
-    if b.get(4) != Some(&b'-')
-        || b.get(7) != Some(&b'-')
-        || !matches!(b.get(10), Some(b'T' | b't' | b' '))
-        || b.get(13) != Some(&b':')
-        || b.get(16) != Some(&b':')
-    {
-        return None;
-    }
-    if !(1..=12).contains(&month)
-        || day < 1
-        || day > days_in_month(year, month)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return None;
-    }
-    let mut i = 19;
-    let mut frac_ms = 0;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let from = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == from {
-            return None;
-        }
-        let mut ms_text: String = t[from..i.min(from + 3)].to_string();
-        while ms_text.len() < 3 {
-            ms_text.push('0');
-        }
-        frac_ms = ms_text.parse().ok()?;
-    }
-    let offset_min = match b.get(i)? {
-        b'Z' | b'z' if i + 1 == b.len() => 0,
-        sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
-            let h = digits(i + 1, 2)?;
-            let m = digits(i + 4, 2)?;
-            if h > 23 || m > 59 {
-                return None;
-            }
-            if *sign == b'+' {
-                h * 60 + m
-            } else {
-                -(h * 60 + m)
-            }
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(year, month, day);
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_min * 60;
-    Some(secs * 1000 + frac_ms)
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (after Howard
-/// Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

@@ -16,16 +16,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use hozon::tools::{EXIT_PROBLEMS, EXIT_USAGE_OR_IO};
 use hozon::types::stream::StreamId;
 use hozon::types::Value;
 
-use crate::info::utc_text;
-use crate::keys::escape_key;
 use crate::report::{self, Node};
 use crate::source::{self, Failure, KeyValue, Source};
-
-const EXIT_PROBLEMS: u8 = 1;
-const EXIT_USAGE_OR_IO: u8 = 2;
+use hozon::tools::report::escape_key;
+use hozon::tools::time::utc_text;
 
 /// Arguments of `diff`.
 #[derive(Debug, Args)]

@@ -3,10 +3,12 @@
 //! the name.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hozon::persist::{aof, snapshot};
 use hozon::rdb::{self, reader};
+use hozon::tools::manifest::{find_manifest, looks_like_manifest};
+use hozon::tools::time::utc_text;
 
 use crate::report::{bytes_text, Node};
 
@@ -199,37 +201,6 @@ fn file_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &
 
 pub(crate) fn looks_like_aof(data: &[u8]) -> bool {
     data.is_empty() || data[0] == b'*' || data[0] == b'#'
-}
-
-pub(crate) fn looks_like_manifest(data: &[u8]) -> bool {
-    data.starts_with(b"file ") && aof::parse_redis_manifest(data).is_ok()
-}
-
-/// The manifest of a Redis 7 `appendonlydir`, given the directory (or the
-/// directory holding an `appendonlydir`).
-pub(crate) fn find_manifest(dir: &Path) -> Result<PathBuf, String> {
-    let mut found = Vec::new();
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
-        let name = entry.file_name();
-        if name.to_string_lossy().ends_with(".manifest") {
-            found.push(entry.path());
-        }
-    }
-    found.sort();
-    match found.len() {
-        1 => Ok(found.remove(0)),
-        0 if dir.join("appendonlydir").is_dir() => find_manifest(&dir.join("appendonlydir")),
-        0 => Err(format!(
-            "{}: a directory, but it holds no Redis AOF manifest (*.manifest)",
-            dir.display()
-        )),
-        _ => Err(format!(
-            "{}: holds several AOF manifests; name the one to read",
-            dir.display()
-        )),
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -577,7 +548,7 @@ fn hoz_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
                     k.block,
                     format!(
                         "the key '{}' (db {}) appears twice in the snapshot",
-                        crate::keys::escape_key(&k.key),
+                        hozon::tools::report::escape_key(&k.key),
                         k.db
                     ),
                 ));
@@ -876,40 +847,9 @@ fn manifest_report(
 // ---------------------------------------------------------------------------
 // Time.
 
-/// A Unix ms time as `YYYY-MM-DD HH:MM:SS UTC` (proleptic Gregorian
-/// calendar; days-to-date conversion after Howard Hinnant's algorithm).
-pub fn utc_text(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let of_day = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_text_formats_known_instants() {
-        assert_eq!(utc_text(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc_text(951_782_400_000), "2000-02-29 00:00:00 UTC");
-        assert_eq!(utc_text(1_700_000_000_123), "2023-11-14 22:13:20 UTC");
-        assert_eq!(utc_text(-1000), "1969-12-31 23:59:59 UTC");
-    }
 
     #[test]
     fn first_timestamp_skips_commands_and_reads_ts_lines() {

@@ -6,9 +6,12 @@
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::process::ExitCode;
 
-use crate::info::utc_text;
 use crate::source::{self, FactsError, KeyFacts};
+use crate::{KeysArgs, EXIT_PROBLEMS, EXIT_USAGE_OR_IO};
+use hozon::tools::report::escape_key;
+use hozon::tools::time::utc_text;
 
 /// Which keys to print.
 #[derive(Debug, Default)]
@@ -52,25 +55,6 @@ pub enum Outcome {
     Damaged(String),
     /// Usage or I/O problem (exit 2).
     Failed(String),
-}
-
-/// A key for display: printable ASCII but `\` as is, `\` as `\\`, every
-/// other byte as `\xHH`. The escaped text is ASCII and reversible.
-pub fn escape_key(key: &[u8]) -> String {
-    let mut out = String::with_capacity(key.len());
-    for &b in key {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            0x20..=0x7e => out.push(b as char),
-            _ => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\x");
-                out.push(char::from(HEX[usize::from(b >> 4)]));
-                out.push(char::from(HEX[usize::from(b & 15)]));
-            }
-        }
-    }
-    out
 }
 
 /// A JSON string literal of ASCII text.
@@ -172,5 +156,44 @@ fn print_key(out: &mut impl Write, k: &KeyFacts<'_>, json: bool) -> io::Result<(
             "{:>3}  {:<32}  {:<6}  {:<18}  {:>10}  {:>8}  {ttl}",
             k.db, key, k.logical_type, encoding, k.bytes, elements
         )
+    }
+}
+
+/// Runs `keys`: the command line's filter, then [`keys`]; the exit code.
+pub fn run(args: &KeysArgs, json: bool) -> ExitCode {
+    let regex = match args.regex.as_deref().map(regex::bytes::Regex::new) {
+        None => None,
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            let _ = writeln!(io::stderr(), "hozon-inspect: --regex: {e}");
+            return ExitCode::from(EXIT_USAGE_OR_IO);
+        }
+    };
+    let filter = Filter {
+        db: args.db,
+        regex,
+        kind: args.kind.clone(),
+        pattern: args.pattern.as_ref().map(|p| p.as_bytes().to_vec()),
+        min_bytes: args.min_size,
+        expires: match (args.expires, args.no_expires) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
+        limit: args.limit,
+    };
+    match keys(&args.path, &filter, json) {
+        Outcome::Done => ExitCode::SUCCESS,
+        Outcome::Damaged(message) => {
+            let _ = writeln!(
+                io::stderr(),
+                "hozon-inspect: the input is damaged: {message}"
+            );
+            ExitCode::from(EXIT_PROBLEMS)
+        }
+        Outcome::Failed(message) => {
+            let _ = writeln!(io::stderr(), "hozon-inspect: {message}");
+            ExitCode::from(EXIT_USAGE_OR_IO)
+        }
     }
 }

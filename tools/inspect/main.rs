@@ -16,8 +16,6 @@ mod info;
 mod keys;
 mod memory;
 mod progress;
-mod rdb_json;
-mod report;
 mod source;
 
 use std::io::{self, IsTerminal, Write};
@@ -25,12 +23,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use hozon::tools::report;
+use hozon::tools::{EXIT_PROBLEMS, EXIT_USAGE_OR_IO};
 
 use report::Node;
 
-/// Command line: global output options, then a subcommand. Later
-/// subcommands (get, export, diff, aof) add variants to
-/// [`Command`] and reuse the global `--json`.
+/// Command line: the global `--json`, then a subcommand ([`Command`]).
 #[derive(Debug, Parser)]
 #[command(
     name = "hozon-inspect",
@@ -164,19 +162,10 @@ struct InfoArgs {
     quick: bool,
 }
 
-const EXIT_PROBLEMS: u8 = 1;
-const EXIT_USAGE_OR_IO: u8 = 2;
-
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match hozon::tools::parse_args() {
         Ok(cli) => cli,
-        Err(e) => {
-            // --help and --version are not errors; clap's own exit code
-            // for usage errors is 2, as documented above.
-            let code = if e.use_stderr() { EXIT_USAGE_OR_IO } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(code) => return code,
     };
     let streams_lines = match &cli.command {
         Command::Keys(_) | Command::Get(_) | Command::Export(_) => true,
@@ -188,7 +177,7 @@ fn main() -> ExitCode {
     }
     let result = match &cli.command {
         Command::Info(args) => info::info(&args.path, info::InfoOptions { quick: args.quick }),
-        Command::Keys(args) => return run_keys(args, cli.json),
+        Command::Keys(args) => return keys::run(args, cli.json),
         Command::Get(args) => return export::run_get(args, cli.json),
         Command::Export(args) => return export::run_export(args, cli.json),
         Command::Diff(args) => return diff::run(args, cli.json),
@@ -215,7 +204,7 @@ fn main() -> ExitCode {
     };
     let damaged = matches!(report.get("problems"), Some(Node::List(p)) if !p.is_empty());
     let code = if damaged { EXIT_PROBLEMS } else { 0 };
-    if let Err(e) = emit(&report, cli.json) {
+    if let Err(e) = report::print(&report, cli.json) {
         if e.kind() != io::ErrorKind::BrokenPipe {
             let _ = writeln!(io::stderr(), "hozon-inspect: writing the output: {e}");
             return ExitCode::from(EXIT_USAGE_OR_IO);
@@ -230,53 +219,4 @@ fn main() -> ExitCode {
         );
     }
     ExitCode::from(code)
-}
-
-fn run_keys(args: &KeysArgs, json: bool) -> ExitCode {
-    let regex = match args.regex.as_deref().map(regex::bytes::Regex::new) {
-        None => None,
-        Some(Ok(r)) => Some(r),
-        Some(Err(e)) => {
-            let _ = writeln!(io::stderr(), "hozon-inspect: --regex: {e}");
-            return ExitCode::from(EXIT_USAGE_OR_IO);
-        }
-    };
-    let filter = keys::Filter {
-        db: args.db,
-        regex,
-        kind: args.kind.clone(),
-        pattern: args.pattern.as_ref().map(|p| p.as_bytes().to_vec()),
-        min_bytes: args.min_size,
-        expires: match (args.expires, args.no_expires) {
-            (true, _) => Some(true),
-            (_, true) => Some(false),
-            _ => None,
-        },
-        limit: args.limit,
-    };
-    match keys::keys(&args.path, &filter, json) {
-        keys::Outcome::Done => ExitCode::SUCCESS,
-        keys::Outcome::Damaged(message) => {
-            let _ = writeln!(
-                io::stderr(),
-                "hozon-inspect: the input is damaged: {message}"
-            );
-            ExitCode::from(EXIT_PROBLEMS)
-        }
-        keys::Outcome::Failed(message) => {
-            let _ = writeln!(io::stderr(), "hozon-inspect: {message}");
-            ExitCode::from(EXIT_USAGE_OR_IO)
-        }
-    }
-}
-
-fn emit(report: &Node, json: bool) -> io::Result<()> {
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    if json {
-        report::write_json(&mut out, report)?;
-    } else {
-        report::write_text(&mut out, report)?;
-    }
-    out.flush()
 }

@@ -14,9 +14,9 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use crate::estimate;
-use crate::keys::escape_key;
 use crate::report::Node;
 use crate::source::{self, FactsError, KeyFacts};
+use hozon::tools::report::escape_key;
 
 /// Options of `memory`.
 #[derive(Debug, Clone)]

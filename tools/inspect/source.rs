@@ -176,7 +176,7 @@ pub fn open(path: &Path) -> Result<Source, Failure> {
     let meta =
         std::fs::metadata(path).map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
     let file = if meta.is_dir() {
-        crate::info::find_manifest(path).map_err(Failure::Io)?
+        hozon::tools::manifest::find_manifest(path).map_err(Failure::Io)?
     } else {
         path.to_path_buf()
     };
@@ -219,7 +219,7 @@ fn detect(data: &[u8]) -> Result<Format, Failure> {
             _ => Format::Rdb,
         });
     }
-    if crate::info::looks_like_manifest(data) {
+    if hozon::tools::manifest::looks_like_manifest(data) {
         return Ok(Format::Manifest);
     }
     if crate::info::looks_like_aof(data) {

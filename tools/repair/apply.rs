@@ -10,7 +10,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 
-use crate::model::{self, Content};
+use hozon::tools::repair::model::{self, Content};
 
 /// Why a plan was not carried out.
 #[derive(Debug)]
@@ -195,7 +195,7 @@ fn write_temp(content: Content, original: &[u8], temp: &Path) -> Result<u64, Fai
 fn link_backup(target: &Path) -> Result<PathBuf, Failure> {
     let name = file_name(target)?;
     let dir = parent_dir(target);
-    let stamp = crate::time::compact_utc(crate::time::now_ms());
+    let stamp = hozon::tools::time::compact_utc(hozon::tools::time::now_ms());
     for n in 0..1000u32 {
         let backup = if n == 0 {
             dir.join(format!("{name}.bak.{stamp}"))
@@ -335,7 +335,7 @@ pub fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Piece;
+    use hozon::tools::repair::model::Piece;
 
     fn listing(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)

@@ -1,6 +1,7 @@
-//! What the repair modules hand each other: problems found, and plans
-//! (how to produce the repaired file, and what it loses). The AOF and dump
-//! modules analyse and plan; `apply` carries a plan out; `main` prints.
+//! What the repair code hands around: problems found, and plans (how to
+//! produce the repaired file, and what it loses). The AOF analysis
+//! ([`super::aof`]) and the tool's dump module plan; its `apply` carries a
+//! plan out; its `main` prints.
 
 use std::path::{Path, PathBuf};
 

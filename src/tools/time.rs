@@ -1,6 +1,17 @@
-//! Times on the command line (`truncate --before`) and in file names (the
+//! Times on the tools' command lines (`hozon-repair truncate --before`,
+//! `hozon-inspect aof --from/--to`), in reports and in file names (a
 //! backup's UTC timestamp). Proleptic Gregorian calendar, UTC; the day
 //! arithmetic follows Howard Hinnant's civil-date algorithms.
+
+/// What [`rfc3339_ms`] does with a fraction finer than a millisecond.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubMs {
+    /// Drop it (`12:00:00.0005` is `12:00:00.000`).
+    Truncate,
+    /// Round up to the next whole millisecond (`12:00:00.0005` is
+    /// `12:00:00.001`).
+    RoundUp,
+}
 
 /// Parses `--before`: Unix milliseconds (`1796040240000`) or RFC 3339
 /// (`2026-11-30T12:04:00Z`, `2026-11-30T13:04:00.250+01:00`). Returns Unix
@@ -14,7 +25,7 @@ pub fn parse_time_ms(text: &str) -> Result<i64, String> {
             .parse::<i64>()
             .map_err(|_| format!("'{text}': Unix milliseconds out of range"));
     }
-    parse_rfc3339(text).ok_or_else(|| {
+    rfc3339_ms(text, SubMs::RoundUp).ok_or_else(|| {
         format!(
             "'{text}' is neither Unix milliseconds nor an RFC 3339 time \
              (e.g. 2026-11-30T12:04:00Z or 2026-11-30T13:04:00.5+01:00)"
@@ -31,7 +42,11 @@ fn digits(b: &[u8], at: usize, len: usize) -> Option<i64> {
     Some(part.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
 }
 
-fn parse_rfc3339(text: &str) -> Option<i64> {
+/// Unix ms of an RFC 3339 time (`2026-11-30T12:04:00Z`, a fraction of a
+/// second, `+HH:MM`/`-HH:MM` offsets; `t`/`z` and a space for `T`
+/// accepted), or `None` when `text` is not one. `sub_ms` says what
+/// happens to a fraction finer than a millisecond.
+pub fn rfc3339_ms(text: &str, sub_ms: SubMs) -> Option<i64> {
     let b = text.as_bytes();
     let year = digits(b, 0, 4)?;
     let month = digits(b, 5, 2)?;
@@ -58,7 +73,7 @@ fn parse_rfc3339(text: &str) -> Option<i64> {
         return None;
     }
     let mut at = 19;
-    // Fraction: nanoseconds, rounded up to whole milliseconds below.
+    // Fraction: nanoseconds, made whole milliseconds below.
     let mut frac_ns = 0i64;
     let mut below_ns = false;
     if b.get(at) == Some(&b'.') {
@@ -79,9 +94,12 @@ fn parse_rfc3339(text: &str) -> Option<i64> {
         for _ in n..9 {
             frac_ns *= 10;
         }
-        // Below a nanosecond: still after the whole nanosecond.
-        frac_ns += i64::from(below_ns);
     }
+    let frac_ms = match sub_ms {
+        SubMs::Truncate => frac_ns / 1_000_000,
+        // Below a nanosecond: still after the whole nanosecond.
+        SubMs::RoundUp => (frac_ns + i64::from(below_ns) + 999_999) / 1_000_000,
+    };
     let offset_s = match b.get(at) {
         Some(b'Z' | b'z') if at + 1 == b.len() => 0,
         Some(&sign @ (b'+' | b'-')) if at + 6 == b.len() && b[at + 3] == b':' => {
@@ -101,7 +119,7 @@ fn parse_rfc3339(text: &str) -> Option<i64> {
     };
     let secs =
         days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
-    Some(secs * 1000 + (frac_ns + 999_999) / 1_000_000)
+    Some(secs * 1000 + frac_ms)
 }
 
 fn is_leap(year: i64) -> bool {
@@ -128,8 +146,8 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// The civil date of a day count since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+/// The civil date (year, month, day) of a day count since 1970-01-01.
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -165,6 +183,19 @@ pub fn rfc3339_utc(ms: i64) -> String {
         of_day % 3600 / 60,
         of_day % 60,
         ms.rem_euclid(1000)
+    )
+}
+
+/// Unix ms as `YYYY-MM-DD HH:MM:SS UTC` (the inspector's reports).
+pub fn utc_text(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+    let of_day = secs.rem_euclid(86_400);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
     )
 }
 
@@ -230,6 +261,23 @@ mod tests {
         ] {
             assert!(parse_time_ms(bad).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn truncated_fractions_keep_whole_ms() {
+        let t = |text| rfc3339_ms(text, SubMs::Truncate);
+        assert_eq!(t("1970-01-01T00:00:00.5Z"), Some(500));
+        assert_eq!(t("1970-01-01T00:00:00.1239Z"), Some(123));
+        assert_eq!(t("1970-01-01T00:00:00.9999999999Z"), Some(999));
+        assert_eq!(t("2023-11-14 22:13:20.123456z"), Some(1_700_000_000_123));
+    }
+
+    #[test]
+    fn utc_text_formats_known_instants() {
+        assert_eq!(utc_text(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_text(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc_text(1_700_000_000_123), "2023-11-14 22:13:20 UTC");
+        assert_eq!(utc_text(-1000), "1969-12-31 23:59:59 UTC");
     }
 
     #[test]

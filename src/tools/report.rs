@@ -1,6 +1,6 @@
-//! The report tree every subcommand builds, and its two renderings: JSON
-//! for scripts and aligned text for people. One tree for both keeps the
-//! two outputs saying the same thing.
+//! The report tree the tools build, and its two renderings: JSON for
+//! scripts and aligned text for people. One tree for both keeps the two
+//! outputs saying the same thing.
 
 use std::io::{self, Write};
 
@@ -125,6 +125,39 @@ pub fn bytes_text(bytes: &[u8]) -> String {
         Ok(s) => s.to_string(),
         Err(_) => bytes.escape_ascii().to_string(),
     }
+}
+
+/// A key for display: printable ASCII as is except `\`, written `\\`;
+/// every other byte as `\xHH`. The escaped text is ASCII and reversible
+/// (how both tools print keys).
+pub fn escape_key(key: &[u8]) -> String {
+    let mut out = String::with_capacity(key.len());
+    for &b in key {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(b as char),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\x");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 15)]));
+            }
+        }
+    }
+    out
+}
+
+/// Prints `node` on stdout: one JSON document with `json`, else aligned
+/// text.
+pub fn print(node: &Node, json: bool) -> io::Result<()> {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    if json {
+        write_json(&mut out, node)?;
+    } else {
+        write_text(&mut out, node)?;
+    }
+    out.flush()
 }
 
 // ---------------------------------------------------------------------------

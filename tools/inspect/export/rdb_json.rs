@@ -7,7 +7,7 @@
 //! writes the batches' output in file order.
 //!
 //! The output is byte for byte what the value-model path
-//! ([`crate::export::write_json_key`] over [`crate::source::Source::for_each`])
+//! ([`super::json::write_json_key`] over [`crate::source::Source::for_each`])
 //! writes: the same escaping, set members and hash fields sorted by their
 //! bytes, sorted sets in score order, the same score text. A value the
 //! element walk does not cover (streams, hashes with field TTLs) or finds
@@ -39,7 +39,8 @@ use hozon::types::ordtree::cmp_key;
 use hozon::types::EncodingLimits;
 use hozon::Config;
 
-use crate::export::{json_bytes, json_int, json_key_head, json_score, write_json_key, Filter};
+use super::filter::Filter;
+use super::json::{json_bytes, json_int, json_key_head, json_score, write_json_key};
 use crate::progress::Progress;
 use crate::source::{KeyValue, Source};
 
