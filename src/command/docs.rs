@@ -196,6 +196,34 @@ pub struct Doc {
     pub getkeys_proc: bool,
 }
 
+/// The documentation of `fullname` (`get`, `client|kill`), lower-case, for
+/// constant tables: evaluated at compile time, a missing name fails the
+/// build.
+pub const fn find(fullname: &str) -> &'static Doc {
+    const fn same(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let mut i = 0;
+    while i < DOCS.len() {
+        if same(DOCS[i].name, fullname) {
+            return &DOCS[i];
+        }
+        i += 1;
+    }
+    panic!("command not in the generated metadata")
+}
+
 /// The documentation of `fullname` (`get`, `client|kill`), lower-case.
 pub fn lookup(fullname: &str) -> Option<&'static Doc> {
     DOCS.binary_search_by(|d| d.name.cmp(fullname))

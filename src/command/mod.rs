@@ -161,6 +161,20 @@ impl CommandSpec {
         }
     }
 
+    /// A plain command (no subcommands) of `group` whose arity, flags and
+    /// key positions are the reference server's, taken at compile time
+    /// from the generated metadata ([`docs`]) under its full name
+    /// (`get`, `client|list`); a name the metadata lacks fails the build.
+    pub const fn from_docs(
+        name: &'static str,
+        full_name: &'static str,
+        group: &'static str,
+        handler: Handler,
+    ) -> CommandSpec {
+        let doc = docs::find(full_name);
+        CommandSpec::new(name, doc.arity, doc.flags, doc.keys, group, handler)
+    }
+
     /// True when `flag` is set.
     pub fn has(&self, flag: u32) -> bool {
         self.flags & flag != 0

@@ -13,7 +13,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{flags::*, is, CmdResult, CommandSpec, Ctx, Session};
+use super::{is, CmdResult, CommandSpec, Ctx, Session};
 use crate::config::{self, Config};
 use crate::reply::Reply;
 
@@ -38,13 +38,16 @@ use introspection::{
 pub const REDIS_VERSION: &str = "7.0.15";
 
 macro_rules! spec {
-    ($name:expr, $arity:expr, $flags:expr, $group:expr, $handler:expr) => {
-        spec!($name, $arity, $flags, $group, $handler, &[])
+    ($name:expr, $group:expr, $handler:expr) => {
+        spec!($name, $name, $group, $handler, &[])
     };
-    ($name:expr, $arity:expr, $flags:expr, $group:expr, $handler:expr, $subs:expr) => {
+    ($name:expr, $group:expr, $handler:expr, $subs:expr) => {
+        spec!($name, $name, $group, $handler, $subs)
+    };
+    ($name:expr, $full:expr, $group:expr, $handler:expr, $subs:expr) => {
         CommandSpec {
             subcommands: $subs,
-            ..CommandSpec::new($name, $arity, $flags, (0, 0, 0), $group, $handler)
+            ..CommandSpec::from_docs($name, $full, $group, $handler)
         }
     };
 }
@@ -53,56 +56,34 @@ macro_rules! spec {
 /// (`client|list`) as the client's last command, which CLIENT LIST shows
 /// (the dispatcher records the subcommand's own name only).
 macro_rules! sub {
-    ($name:expr, $full:expr, $arity:expr, $flags:expr, $group:expr, $handler:expr) => {
-        spec!($name, $arity, $flags, $group, {
-            fn with_full_name(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-                ctx.session.last_command = $full;
-                $handler(ctx, argv)
-            }
-            with_full_name
-        })
+    ($name:expr, $full:expr, $group:expr, $handler:expr) => {
+        spec!(
+            $name,
+            $full,
+            $group,
+            {
+                fn with_full_name(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+                    ctx.session.last_command = $full;
+                    $handler(ctx, argv)
+                }
+                with_full_name
+            },
+            &[]
+        )
     };
 }
 
-const CONN: u32 = NOSCRIPT | LOADING | STALE;
-
 /// The connection/server family's table.
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("ping", -1, FAST, "connection", ping),
-    spec!("echo", 2, LOADING | STALE | FAST, "connection", echo),
-    spec!("select", 2, LOADING | STALE | FAST, "connection", select),
-    spec!(
-        "hello",
-        -1,
-        CONN | FAST | NO_AUTH | ALLOW_BUSY,
-        "connection",
-        hello
-    ),
-    spec!(
-        "auth",
-        -2,
-        CONN | FAST | NO_AUTH | ALLOW_BUSY,
-        "connection",
-        auth
-    ),
-    spec!(
-        "quit",
-        -1,
-        CONN | FAST | NO_AUTH | ALLOW_BUSY,
-        "connection",
-        quit
-    ),
-    spec!(
-        "reset",
-        1,
-        CONN | FAST | NO_AUTH | ALLOW_BUSY,
-        "connection",
-        reset
-    ),
+    spec!("ping", "connection", ping),
+    spec!("echo", "connection", echo),
+    spec!("select", "connection", select),
+    spec!("hello", "connection", hello),
+    spec!("auth", "connection", auth),
+    spec!("quit", "connection", quit),
+    spec!("reset", "connection", reset),
     spec!(
         "client",
-        -2,
-        NONE,
         "connection",
         super::container_handler,
         CLIENT_SUBCOMMANDS
@@ -110,188 +91,52 @@ pub static COMMANDS: &[CommandSpec] = &[
     // COMMAND runs without a subcommand too (the whole table), which the
     // dispatcher does not do for containers: it dispatches its own
     // subcommands (COMMAND_SUBCOMMANDS).
-    spec!("command", -1, LOADING | STALE, "server", command),
-    spec!("info", -1, LOADING | STALE, "server", info),
+    spec!("command", "server", command),
+    spec!("info", "server", info),
     spec!(
         "config",
-        -2,
-        NONE,
         "server",
         super::container_handler,
         CONFIG_SUBCOMMANDS
     ),
-    spec!("time", 1, LOADING | STALE | FAST, "server", time),
-    spec!(
-        "shutdown",
-        -1,
-        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY,
-        "server",
-        shutdown
-    ),
+    spec!("time", "server", time),
+    spec!("shutdown", "server", shutdown),
 ];
 
 static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
-    sub!(
-        "getname",
-        "client|getname",
-        2,
-        CONN,
-        "connection",
-        client_getname
-    ),
-    sub!(
-        "help",
-        "client|help",
-        2,
-        LOADING | STALE,
-        "connection",
-        client_help
-    ),
-    sub!("id", "client|id", 2, CONN, "connection", client_id),
-    sub!("info", "client|info", 2, CONN, "connection", client_info),
-    sub!(
-        "kill",
-        "client|kill",
-        -3,
-        ADMIN | CONN,
-        "connection",
-        client_kill
-    ),
-    sub!(
-        "list",
-        "client|list",
-        -2,
-        ADMIN | CONN,
-        "connection",
-        client_list
-    ),
-    sub!(
-        "no-evict",
-        "client|no-evict",
-        3,
-        ADMIN | CONN,
-        "connection",
-        client_no_evict
-    ),
-    sub!("reply", "client|reply", 3, CONN, "connection", client_reply),
-    sub!(
-        "unblock",
-        "client|unblock",
-        -3,
-        ADMIN | NOSCRIPT | LOADING | STALE | CONN,
-        "connection",
-        client_unblock
-    ),
-    sub!(
-        "setname",
-        "client|setname",
-        3,
-        CONN,
-        "connection",
-        client_setname
-    ),
+    sub!("getname", "client|getname", "connection", client_getname),
+    sub!("help", "client|help", "connection", client_help),
+    sub!("id", "client|id", "connection", client_id),
+    sub!("info", "client|info", "connection", client_info),
+    sub!("kill", "client|kill", "connection", client_kill),
+    sub!("list", "client|list", "connection", client_list),
+    sub!("no-evict", "client|no-evict", "connection", client_no_evict),
+    sub!("reply", "client|reply", "connection", client_reply),
+    sub!("unblock", "client|unblock", "connection", client_unblock),
+    sub!("setname", "client|setname", "connection", client_setname),
 ];
 
 static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
-    sub!(
-        "count",
-        "command|count",
-        2,
-        LOADING | STALE,
-        "server",
-        command_count
-    ),
-    sub!(
-        "docs",
-        "command|docs",
-        -2,
-        LOADING | STALE,
-        "server",
-        command_docs
-    ),
-    sub!(
-        "getkeys",
-        "command|getkeys",
-        -4,
-        LOADING | STALE,
-        "server",
-        command_getkeys
-    ),
+    sub!("count", "command|count", "server", command_count),
+    sub!("docs", "command|docs", "server", command_docs),
+    sub!("getkeys", "command|getkeys", "server", command_getkeys),
     sub!(
         "getkeysandflags",
         "command|getkeysandflags",
-        -4,
-        LOADING | STALE,
         "server",
         command_getkeysandflags
     ),
-    sub!(
-        "help",
-        "command|help",
-        2,
-        LOADING | STALE,
-        "server",
-        command_help
-    ),
-    sub!(
-        "info",
-        "command|info",
-        -2,
-        LOADING | STALE,
-        "server",
-        command_info
-    ),
-    sub!(
-        "list",
-        "command|list",
-        -2,
-        LOADING | STALE,
-        "server",
-        command_list
-    ),
+    sub!("help", "command|help", "server", command_help),
+    sub!("info", "command|info", "server", command_info),
+    sub!("list", "command|list", "server", command_list),
 ];
 
 static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
-    sub!(
-        "get",
-        "config|get",
-        -3,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "server",
-        config_get
-    ),
-    sub!(
-        "help",
-        "config|help",
-        2,
-        LOADING | STALE,
-        "server",
-        config_help
-    ),
-    sub!(
-        "resetstat",
-        "config|resetstat",
-        2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "server",
-        config_resetstat
-    ),
-    sub!(
-        "rewrite",
-        "config|rewrite",
-        2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "server",
-        config_rewrite
-    ),
-    sub!(
-        "set",
-        "config|set",
-        -4,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        "server",
-        config_set
-    ),
+    sub!("get", "config|get", "server", config_get),
+    sub!("help", "config|help", "server", config_help),
+    sub!("resetstat", "config|resetstat", "server", config_resetstat),
+    sub!("rewrite", "config|rewrite", "server", config_rewrite),
+    sub!("set", "config|set", "server", config_set),
 ];
 
 /// The subcommands of `spec`, including COMMAND's own.
