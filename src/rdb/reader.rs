@@ -35,7 +35,7 @@ mod elements;
 mod salvage;
 mod scan;
 mod stream;
-pub use check::{check_keys, MAX_DATABASES};
+pub use check::{check_file, check_keys, MAX_DATABASES};
 pub use elements::{visit_elements, Declined, Element};
 pub use salvage::{salvage, DamagedRegion, SalvageReport, RESYNC_RECORDS};
 pub use scan::{logical_type, scan, scan_keys, KeyInfo, ScanSummary, TypeCount};
