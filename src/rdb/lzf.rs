@@ -36,10 +36,7 @@ pub fn decompress(input: &[u8], out_len: usize) -> Result<Vec<u8>, EncodingError
     // The best a chunk can do is 3 bytes for a 264-byte back-reference:
     // refuse a declared size the input cannot reach before allocating it.
     if out_len / MAX_EXPANSION > input.len() {
-        return Err(EncodingError::new(format!(
-            "LZF data of {} bytes cannot expand to {out_len} bytes",
-            input.len()
-        )));
+        return Err(cannot_expand(input.len(), out_len));
     }
     // The output is written in place; short copies go as fixed-size moves
     // (no memcpy call per chunk) where the buffers leave room for them.
@@ -53,14 +50,10 @@ pub fn decompress(input: &[u8], out_len: usize) -> Result<Vec<u8>, EncodingError
         if ctrl < MAX_LITERAL {
             let run = ctrl + 1;
             if run > out_len - op {
-                return Err(EncodingError::new(format!(
-                    "LZF literal run at offset {chunk_at} overruns the {out_len}-byte output"
-                )));
+                return Err(literal_overruns_output(chunk_at, out_len));
             }
             if run > input.len() - ip {
-                return Err(EncodingError::new(format!(
-                    "LZF literal run at offset {chunk_at} overruns the compressed data"
-                )));
+                return Err(literal_overruns_input(chunk_at));
             }
             if ip + MAX_LITERAL <= input.len() && op + MAX_LITERAL <= out_len {
                 // The whole longest run: the bytes past `run` are written
@@ -74,11 +67,7 @@ pub fn decompress(input: &[u8], out_len: usize) -> Result<Vec<u8>, EncodingError
             op += run;
             ip += run;
         } else {
-            let truncated = || {
-                EncodingError::new(format!(
-                    "LZF back-reference at offset {chunk_at} is truncated"
-                ))
-            };
+            let truncated = || reference_truncated(chunk_at);
             let mut len = ctrl >> 5;
             if len == 7 {
                 len += usize::from(*input.get(ip).ok_or_else(truncated)?);
@@ -89,15 +78,10 @@ pub fn decompress(input: &[u8], out_len: usize) -> Result<Vec<u8>, EncodingError
             let back = (((ctrl & 0x1F) << 8) | low) + 1;
             let len = len + 2;
             if len > out_len - op {
-                return Err(EncodingError::new(format!(
-                    "LZF back-reference at offset {chunk_at} overruns the {out_len}-byte output"
-                )));
+                return Err(reference_overruns_output(chunk_at, out_len));
             }
             if back > op {
-                return Err(EncodingError::new(format!(
-                    "LZF back-reference at offset {chunk_at} points {back} bytes back, \
-                     before the start of the output ({op} bytes)"
-                )));
+                return Err(reference_before_start(chunk_at, back, op));
             }
             let from = op - back;
             if back >= COPY_STEP && op + len.next_multiple_of(COPY_STEP) <= out_len {
@@ -136,12 +120,107 @@ pub fn decompress(input: &[u8], out_len: usize) -> Result<Vec<u8>, EncodingError
         }
     }
     if op != out_len {
-        return Err(EncodingError::new(format!(
-            "LZF data ends at offset {} after {op} of {out_len} bytes",
-            input.len(),
-        )));
+        return Err(ends_short(input.len(), op, out_len));
     }
     Ok(out)
+}
+
+/// What [`decompress`] checks, without writing the output: Ok exactly
+/// when `decompress(input, out_len)` is, else the same error.
+pub fn check(input: &[u8], out_len: usize) -> Result<(), EncodingError> {
+    if out_len / MAX_EXPANSION > input.len() {
+        return Err(cannot_expand(input.len(), out_len));
+    }
+    let mut op = 0usize;
+    let mut ip = 0usize;
+    while ip < input.len() {
+        let chunk_at = ip;
+        let ctrl = usize::from(input[ip]);
+        ip += 1;
+        if ctrl < MAX_LITERAL {
+            let run = ctrl + 1;
+            if run > out_len - op {
+                return Err(literal_overruns_output(chunk_at, out_len));
+            }
+            if run > input.len() - ip {
+                return Err(literal_overruns_input(chunk_at));
+            }
+            op += run;
+            ip += run;
+        } else {
+            let truncated = || reference_truncated(chunk_at);
+            let mut len = ctrl >> 5;
+            if len == 7 {
+                len += usize::from(*input.get(ip).ok_or_else(truncated)?);
+                ip += 1;
+            }
+            let low = usize::from(*input.get(ip).ok_or_else(truncated)?);
+            ip += 1;
+            let back = (((ctrl & 0x1F) << 8) | low) + 1;
+            let len = len + 2;
+            if len > out_len - op {
+                return Err(reference_overruns_output(chunk_at, out_len));
+            }
+            if back > op {
+                return Err(reference_before_start(chunk_at, back, op));
+            }
+            op += len;
+        }
+    }
+    if op != out_len {
+        return Err(ends_short(input.len(), op, out_len));
+    }
+    Ok(())
+}
+
+#[cold]
+fn cannot_expand(input_len: usize, out_len: usize) -> EncodingError {
+    EncodingError::new(format!(
+        "LZF data of {input_len} bytes cannot expand to {out_len} bytes"
+    ))
+}
+
+#[cold]
+fn literal_overruns_output(chunk_at: usize, out_len: usize) -> EncodingError {
+    EncodingError::new(format!(
+        "LZF literal run at offset {chunk_at} overruns the {out_len}-byte output"
+    ))
+}
+
+#[cold]
+fn literal_overruns_input(chunk_at: usize) -> EncodingError {
+    EncodingError::new(format!(
+        "LZF literal run at offset {chunk_at} overruns the compressed data"
+    ))
+}
+
+#[cold]
+fn reference_truncated(chunk_at: usize) -> EncodingError {
+    EncodingError::new(format!(
+        "LZF back-reference at offset {chunk_at} is truncated"
+    ))
+}
+
+#[cold]
+fn reference_overruns_output(chunk_at: usize, out_len: usize) -> EncodingError {
+    EncodingError::new(format!(
+        "LZF back-reference at offset {chunk_at} overruns the {out_len}-byte output"
+    ))
+}
+
+#[cold]
+fn reference_before_start(chunk_at: usize, back: usize, op: usize) -> EncodingError {
+    EncodingError::new(format!(
+        "LZF back-reference at offset {chunk_at} points {back} bytes back, \
+         before the start of the output ({op} bytes)"
+    ))
+}
+
+#[cold]
+fn ends_short(input_len: usize, op: usize, out_len: usize) -> EncodingError {
+    EncodingError::new(format!(
+        "LZF data ends at offset {input_len} after {op} of {out_len} bytes"
+    ))
 }
 
 /// The step of [`decompress`]'s back-reference copies.
@@ -599,6 +678,46 @@ mod tests {
             [input.len(), input.len() + 7, input.len().saturating_sub(5)]
                 .iter()
                 .all(|&n| decompress(&packed, n).ok() == reference(&packed, n))
+        }
+        QuickCheck::new()
+            .tests(3000)
+            .quickcheck(prop as fn(Vec<u8>, u8, Vec<(usize, u8)>, usize) -> bool);
+    }
+
+    #[test]
+    fn check_agrees_with_decompress_errors_included() {
+        fn prop(seed: Vec<u8>, repeat: u8, flips: Vec<(usize, u8)>, cut: usize) -> bool {
+            let mut input = seed.clone();
+            for i in 0..usize::from(repeat) * 8 {
+                let b = input.get(i / 3).copied().unwrap_or(i as u8);
+                input.push(b);
+            }
+            input.extend_from_slice(&seed);
+            let mut packed = Vec::new();
+            if !compress(&input, &mut packed, input.len()) {
+                packed = seed.clone();
+            }
+            for (at, mask) in flips {
+                if !packed.is_empty() {
+                    let at = at % packed.len();
+                    packed[at] ^= mask;
+                }
+            }
+            packed.truncate(packed.len() - cut % 3usize.min(packed.len() + 1));
+            [
+                0,
+                1,
+                input.len(),
+                input.len() + 7,
+                input.len().saturating_sub(5),
+            ]
+            .iter()
+            .all(|&n| {
+                let full = decompress(&packed, n)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string());
+                full == check(&packed, n).map_err(|e| e.to_string())
+            })
         }
         QuickCheck::new()
             .tests(3000)

@@ -32,7 +32,7 @@ mod file;
 mod salvage;
 mod scan;
 mod stream;
-pub use check::{check_keys, MAX_DATABASES};
+pub use check::{check_file, check_keys, MAX_DATABASES};
 pub use elements::{visit_elements, Declined, Element};
 pub use file::{is_rdb, load, load_with_hints, module_name, read_header};
 use file::{read_module_aux_when, skip_module_value, verify_checksum, PARALLEL_MIN_BYTES};
@@ -347,6 +347,43 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// Reads a string as [`Cursor::string`] does (the same checks and
+    /// errors, LZF data included), without producing it.
+    fn check_string(&mut self, what: &str) -> Result<(), RdbError> {
+        let at = self.pos;
+        match self.raw_len(what)? {
+            Len::Len(n) => {
+                self.take(n, what)?;
+            }
+            Len::Encoded(0) => {
+                self.u8(what)?;
+            }
+            Len::Encoded(1) => {
+                self.array::<2>(what)?;
+            }
+            Len::Encoded(2) => {
+                self.array::<4>(what)?;
+            }
+            Len::Encoded(3) => {
+                let clen = self.len(what)?;
+                let ulen = self.len(what)?;
+                if ulen > clen.saturating_mul(LZF_MAX_EXPANSION) {
+                    return Err(self.corrupt(
+                        at,
+                        format!("LZF string of {clen} bytes claims {ulen} bytes uncompressed"),
+                    ));
+                }
+                let data = self.take(clen, what)?;
+                lzf::check(data, ulen as usize)
+                    .map_err(|e| self.corrupt(at, format!("{what}: LZF data: {e}")))?;
+            }
+            Len::Encoded(e) => {
+                return Err(self.corrupt(at, format!("unknown string encoding {e} in {what}")))
+            }
+        }
+        Ok(())
+    }
+
     fn blob(&mut self, what: &str) -> Result<Blob, RdbError> {
         Ok(match self.string(what)? {
             Cow::Borrowed(b) => Blob::from(b),
@@ -471,6 +508,17 @@ fn id_from_be(raw: &[u8; 16]) -> StreamId {
 
 /// A double as `strtod` reads it (scores stored as text).
 fn parse_double(text: &[u8]) -> Option<f64> {
+    // Plain decimals (an optional sign, digits and a point) read the same
+    // through the general path below; they skip its checks and copies.
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    if !digits.is_empty() && digits.iter().all(|b| b.is_ascii_digit() || *b == b'.') {
+        if let Some(n) = std::str::from_utf8(text)
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok())
+        {
+            return Some(n);
+        }
+    }
     let s = std::str::from_utf8(text).ok()?;
     // Every spelling of infinity ends in `f` or `y`: numbers skip the
     // comparisons.
@@ -532,19 +580,20 @@ fn read_value_as<const BUILD: bool>(
     let checked = || Some(Value::Str(Blob::default()));
     let value = match t {
         kind::STRING => {
-            let s = c.string("a string value")?;
             if !BUILD {
+                c.check_string("a string value")?;
                 return Ok(checked());
             }
-            Value::Str(blob_of(s))
+            Value::Str(blob_of(c.string("a string value")?))
         }
         kind::LIST => {
             let n = c.count("a list length", 1)?;
             let mut list = List::new();
             for _ in 0..n {
-                let item = c.string("a list element")?;
                 if BUILD {
-                    list.push(End::Tail, &item);
+                    list.push(End::Tail, &c.string("a list element")?);
+                } else {
+                    c.check_string("a list element")?;
                 }
             }
             if n == 0 {
@@ -659,8 +708,8 @@ fn read_value_as<const BUILD: bool>(
             let raw = c.string("a set listpack")?;
             let items = collect_items(&raw, at, true)?;
             if !BUILD {
-                let members: Vec<Cow<'_, [u8]>> = items.iter().map(item_bytes).collect();
-                return unique(&members, |m| &m[..], DUPLICATE_MEMBERS)
+                let members: Vec<ItemText<'_>> = items.iter().map(ItemText::of).collect();
+                return unique(&members, ItemText::bytes, DUPLICATE_MEMBERS)
                     .map(|loaded| loaded.then(checked).flatten())
                     .map_err(|e| c.corrupt(at, e));
             }
@@ -712,19 +761,19 @@ fn read_value_as<const BUILD: bool>(
                     let e = ziplist::entries(&raw).map_err(|e| encoding_error(at, "ziplist", e))?;
                     ("ziplist", Box::new(e))
                 };
-                let mut fields: Vec<Cow<'_, [u8]>> = Vec::new();
+                let mut fields: Vec<ItemText<'_>> = Vec::new();
                 let mut n = 0usize;
                 for item in iter {
                     let item = item.map_err(|e| encoding_error(at, name, e))?;
                     if n.is_multiple_of(2) {
-                        fields.push(item_bytes(&item));
+                        fields.push(ItemText::of(&item));
                     }
                     n += 1;
                 }
                 if !n.is_multiple_of(2) {
                     return Err(c.corrupt(at, "hash encoding has an odd number of elements"));
                 }
-                return unique(&fields, |f| &f[..], DUPLICATE_FIELDS)
+                return unique(&fields, ItemText::bytes, DUPLICATE_FIELDS)
                     .map(|loaded| loaded.then(checked).flatten())
                     .map_err(|e| c.corrupt(at, e));
             }
@@ -935,6 +984,33 @@ fn item_bytes<'a>(item: &Item<'a>) -> Cow<'a, [u8]> {
     match *item {
         Item::Str(s) => Cow::Borrowed(s),
         Item::Int(n) => Cow::Owned(int_text(n)),
+    }
+}
+
+/// An element's text without an allocation (for the checks): the
+/// bytes, or an integer's decimal digits held in place.
+enum ItemText<'a> {
+    Bytes(&'a [u8]),
+    Int([u8; 20], u8),
+}
+
+impl<'a> ItemText<'a> {
+    fn of(item: &Item<'a>) -> ItemText<'a> {
+        match *item {
+            Item::Str(s) => ItemText::Bytes(s),
+            Item::Int(n) => {
+                let mut buf = [0u8; 20];
+                let len = crate::types::num::format_i64(n, &mut buf).len();
+                ItemText::Int(buf, (20 - len) as u8)
+            }
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            ItemText::Bytes(s) => s,
+            ItemText::Int(buf, from) => &buf[usize::from(*from)..],
+        }
     }
 }
 

@@ -67,12 +67,30 @@ impl fmt::Display for Rejected {
 /// True when two of `items` have equal keys (`key` gives an item's bytes).
 pub fn has_duplicates<T>(items: &[T], key: impl Fn(&T) -> &[u8]) -> bool {
     if items.len() <= 16 {
-        // Small collections: comparing pairs beats hashing, and allocates
-        // nothing.
         return items
             .iter()
             .enumerate()
             .any(|(i, a)| items[i + 1..].iter().any(|b| key(a) == key(b)));
+    }
+    // The keys' hashes sorted: no two equal means no duplicate (no table
+    // to allocate for the common sizes); equal hashes are settled by the
+    // keys themselves.
+    use std::hash::BuildHasher;
+    let state = foldhash::fast::FixedState::with_seed(0x6475_7073);
+    let mut on_stack = [0u64; 128];
+    let mut on_heap = Vec::new();
+    let hashes: &mut [u64] = if items.len() <= on_stack.len() {
+        &mut on_stack[..items.len()]
+    } else {
+        on_heap.resize(items.len(), 0);
+        &mut on_heap
+    };
+    for (h, item) in hashes.iter_mut().zip(items) {
+        *h = state.hash_one(key(item));
+    }
+    hashes.sort_unstable();
+    if hashes.windows(2).all(|w| w[0] != w[1]) {
+        return false;
     }
     let mut seen: std::collections::HashSet<&[u8], foldhash::fast::RandomState> =
         std::collections::HashSet::with_capacity_and_hasher(items.len(), Default::default());

@@ -319,14 +319,23 @@ fn truncation_at_every_offset_fails_without_panicking() {
 }
 
 /// `check_keys` (the inspector's checking walk) on `data`: the offset it
-/// fails at, or None; panics caught.
+/// fails at, or None; panics caught. `check_file` (the same walk without
+/// a visitor) must agree with it exactly: error, or summary.
 fn check_walk(data: &[u8]) -> Result<Option<u64>, String> {
     catch_unwind(AssertUnwindSafe(|| {
-        reader::check_keys(data, &options(), &mut |_| {
+        let walked = reader::check_keys(data, &options(), &mut |_| {
             std::ops::ControlFlow::Continue(())
-        })
-        .err()
-        .map(|e| e.offset)
+        });
+        let mut checked = reader::check_file(data, &options());
+        if let (Ok(a), Ok(b)) = (&walked, &mut checked) {
+            b.scanned_at_ms = a.scanned_at_ms;
+        }
+        assert_eq!(
+            format!("{walked:?}"),
+            format!("{checked:?}"),
+            "check_file disagrees with check_keys"
+        );
+        walked.err().map(|e| e.offset)
     }))
     .map_err(panic_text)
 }

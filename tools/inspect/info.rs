@@ -241,9 +241,7 @@ fn read_rdb(data: &[u8], options: InfoOptions) -> Result<reader::ScanSummary, re
     if options.quick {
         return reader::scan(data);
     }
-    reader::check_keys(data, &check_options(), &mut |_| {
-        std::ops::ControlFlow::Continue(())
-    })
+    reader::check_file(data, &check_options())
 }
 
 fn rdb_report(
