@@ -426,23 +426,29 @@ fn hoz_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
     let mut checks = Node::object();
     // The header's checksum and every block header's checksum, walking
     // from the header to the footer, then the trailer that points back.
-    match snapshot::image_len(data) {
-        Ok(len) if len == data.len() => checks.set("header_and_block_headers", "verified"),
+    let framing = match snapshot::image_len(data) {
+        Ok(len) if len == data.len() => {
+            checks.set("header_and_block_headers", "verified");
+            None
+        }
         Ok(len) => {
             checks.set("header_and_block_headers", "verified");
-            problems.push(
+            Some((
                 len as u64,
                 format!(
                     "{} bytes after the snapshot's trailer (which ends at offset {len})",
                     data.len() - len
                 ),
-            );
+            ))
         }
         Err(e) => {
             checks.set("header_and_block_headers", "FAILED");
-            problems.push(snapshot_offset(&e), e.to_string());
+            Some((snapshot_offset(&e), e.to_string()))
         }
-    }
+    };
+    // The loader reads the trailer and footer first: when they are
+    // damaged, their problem is the file's verdict (a damaged trailer
+    // also leaves the framing walk without an end, a second symptom).
     let s = match snapshot::read_summary(data) {
         Ok(s) => {
             checks.set("footer_and_trailer", "verified");
@@ -451,10 +457,16 @@ fn hoz_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
         Err(e) => {
             checks.set("footer_and_trailer", "FAILED");
             problems.push(snapshot_offset(&e), e.to_string());
+            if let Some((at, message)) = framing {
+                problems.push(at, message);
+            }
             report.set("checks", checks);
             return;
         }
     };
+    if let Some((at, message)) = framing {
+        problems.push(at, message);
+    }
     report.set(
         "format_version",
         format!("{}.{}", s.format_major, s.format_minor),
