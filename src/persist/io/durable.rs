@@ -1,9 +1,10 @@
 //! The one way a file is put in place: written under a temporary name,
 //! fsynced as it grows and at the end ([`DurableFile`]), renamed over its
-//! final name and the directory fsynced ([`commit`]). Every file hozon
-//! writes whole (`dump.hoz`, `dump.rdb`, a rewritten AOF's image, the
-//! tools' outputs) goes through it, over [`Io`], so the fault tests
-//! cover them all (docs/persistence.md, "Renames").
+//! final name and the directory fsynced ([`commit`]). The snapshot writers
+//! (`dump.hoz` and RDB: SAVE, BGSAVE, a rewrite's `dump.hoz` image, the
+//! tools' exports and salvaged dumps) write through it, and every rename
+//! into place of the engine goes through [`commit`], over [`Io`], so the
+//! fault tests cover them (docs/persistence.md, "Renames").
 
 use super::{AppendFile, Io, SyncHandle};
 use std::fmt;

@@ -1,6 +1,6 @@
 //! Loading.
 
-use super::decode::LoadedKey;
+use super::decode::{DecodedBlock, LoadedKey};
 use super::error::{display_key, BlockDamage, SnapshotError};
 use super::header::{check_index, read_header, read_summary, Header};
 use super::stats::{Stats, Summary};
@@ -228,73 +228,105 @@ fn load_with(
     now_ms: i64,
     mut deliver: impl FnMut(Vec<LoadedKey>) -> Result<(), SnapshotError>,
 ) -> Result<(Summary, u64), SnapshotError> {
+    let mut stitcher = Stitcher::new(limits, now_ms);
+    let mut problems = Vec::new();
+    let summary = walk_verified(data, &limits, workers, now_ms, |job, block| {
+        let mut keys = Vec::with_capacity(block.items.len());
+        stitcher.accept(job.seq, block, &mut keys, &mut problems);
+        if let Some(p) = problems.drain(..).next() {
+            return Err(block_error(job, BlockDamage::Split(p.detail)));
+        }
+        deliver(keys)?;
+        Ok(ControlFlow::Continue(()))
+    })?;
+    if let Some(o) = &stitcher.open {
+        return Err(unfinished_split(&summary, o.first_seq, &o.key, o.db));
+    }
+    check_key_count(stitcher.keys + stitcher.expired, &summary)?;
+    Ok((summary, stitcher.expired))
+}
+
+/// A block's damage as the strict readers report it.
+pub(super) fn block_error(job: &Job, damage: BlockDamage) -> SnapshotError {
+    SnapshotError::Block {
+        index: job.seq,
+        offset: job.offset,
+        keys: job.keys,
+        damage,
+    }
+}
+
+/// The walk every strict reader makes ([`load_streaming`],
+/// [`scan_keys`](super::scan_keys)): the frame verified, then the
+/// index's blocks decoded by `workers` threads (0: the caller) and handed
+/// to `accept` in file order. The first damaged block, or the first error
+/// of `accept`, is the error; `accept` returning Break ends the walk
+/// early. Returns the footer's summary.
+pub(super) fn walk_verified(
+    data: &[u8],
+    limits: &EncodingLimits,
+    workers: usize,
+    now_ms: i64,
+    mut accept: impl FnMut(&Job, DecodedBlock) -> Result<ControlFlow<()>, SnapshotError>,
+) -> Result<Summary, SnapshotError> {
     let (header, summary) = verify_frame(data)?;
     let jobs = index_jobs(&summary);
-    let mut stitcher = Stitcher::new(limits, now_ms);
     let mut failure: Option<SnapshotError> = None;
-    let mut problems = Vec::new();
     run_jobs(
         data,
         &jobs,
         Some(header.file_id),
         summary.footer_offset,
-        &limits,
+        limits,
         workers,
         now_ms,
         |outcome| {
             let job = outcome.job;
-            let block_err = |damage: BlockDamage| SnapshotError::Block {
-                index: job.seq,
-                offset: job.offset,
-                keys: job.keys,
-                damage,
+            let result = match outcome.result {
+                Ok(mut block) => match block.damage.take() {
+                    Some(damage) => Err(block_error(&job, damage)),
+                    None => accept(&job, block),
+                },
+                Err(damage) => Err(block_error(&job, damage)),
             };
-            let block = match outcome.result {
-                Ok(b) => b,
-                Err(damage) => {
-                    failure = Some(block_err(damage));
-                    return ControlFlow::Break(());
-                }
-            };
-            if let Some(damage) = block.damage {
-                failure = Some(block_err(damage));
-                return ControlFlow::Break(());
-            }
-            let mut keys = Vec::with_capacity(block.items.len());
-            stitcher.accept(job.seq, block, &mut keys, &mut problems);
-            if let Some(p) = problems.drain(..).next() {
-                failure = Some(block_err(BlockDamage::Split(p.detail)));
-                return ControlFlow::Break(());
-            }
-            if let Err(e) = deliver(keys) {
+            result.unwrap_or_else(|e| {
                 failure = Some(e);
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
+                ControlFlow::Break(())
+            })
         },
     );
-    if let Some(e) = failure {
-        return Err(e);
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(summary),
     }
-    if let Some(o) = &stitcher.open {
-        let seq = o.first_seq;
-        return Err(SnapshotError::Block {
-            index: seq,
-            offset: summary.blocks[seq as usize].offset,
-            keys: u64::from(summary.blocks[seq as usize].records),
-            damage: BlockDamage::Split(format!(
-                "key \"{}\" of db {} is split but its last part is missing",
-                display_key(&o.key),
-                o.db
-            )),
-        });
+}
+
+/// The error for a split value whose last part never came.
+pub(super) fn unfinished_split(
+    summary: &Summary,
+    seq: u32,
+    key: &[u8],
+    db: usize,
+) -> SnapshotError {
+    SnapshotError::Block {
+        index: seq,
+        offset: summary.blocks[seq as usize].offset,
+        keys: u64::from(summary.blocks[seq as usize].records),
+        damage: BlockDamage::Split(format!(
+            "key \"{}\" of db {} is split but its last part is missing",
+            display_key(key),
+            db
+        )),
     }
-    let found = stitcher.keys + stitcher.expired;
+}
+
+/// The keys found must be the footer's count.
+pub(super) fn check_key_count(found: u64, summary: &Summary) -> Result<(), SnapshotError> {
     if found != summary.stats.keys {
         return Err(SnapshotError::Mismatch(format!(
             "the blocks hold {found} keys, the footer says {}",
             summary.stats.keys
         )));
     }
-    Ok((summary, stitcher.expired))
+    Ok(())
 }

@@ -2,11 +2,10 @@
 //! assembled ([`scan_keys`]).
 
 use super::decode::{Builder, Item, StreamElem};
-use super::error::{display_key, BlockDamage, SnapshotError};
+use super::error::{BlockDamage, SnapshotError};
 use super::format::{Part, ValueType};
-use super::load::{index_jobs, verify_frame};
+use super::load::{block_error, check_key_count, unfinished_split, walk_verified};
 use super::stats::Summary;
-use super::stitch::run_jobs;
 use crate::types::{Blob, EncodingLimits, Value};
 use std::ops::ControlFlow;
 
@@ -89,134 +88,84 @@ pub fn scan_keys(
     workers: usize,
     visit: &mut dyn FnMut(&KeyRecord) -> ControlFlow<()>,
 ) -> Result<Summary, SnapshotError> {
-    let (header, summary) = verify_frame(data)?;
-    let jobs = index_jobs(&summary);
     let limits = EncodingLimits::default();
     let mut open: Option<KeyRecord> = None;
     let mut keys = 0u64;
-    let mut failure: Option<SnapshotError> = None;
     let mut stopped = false;
-    run_jobs(
-        data,
-        &jobs,
-        Some(header.file_id),
-        summary.footer_offset,
-        &limits,
-        workers,
-        i64::MIN,
-        |outcome| {
-            let job = outcome.job;
-            let block_err = |damage: BlockDamage| SnapshotError::Block {
-                index: job.seq,
-                offset: job.offset,
-                keys: job.keys,
-                damage,
-            };
-            let block = match outcome.result {
-                Ok(b) => b,
-                Err(damage) => {
-                    failure = Some(block_err(damage));
-                    return ControlFlow::Break(());
-                }
-            };
-            if let Some(damage) = block.damage {
-                failure = Some(block_err(damage));
-                return ControlFlow::Break(());
-            }
-            let n = block.items.len();
-            for (i, (item, bytes)) in block.items.into_iter().zip(block.sizes).enumerate() {
-                let split = |what: &str| block_err(BlockDamage::Split(what.to_string()));
-                let done = match item {
-                    Item::Whole(k) => {
-                        if open.is_some() {
-                            failure = Some(split("a split value's next part is missing"));
-                            return ControlFlow::Break(());
-                        }
-                        KeyRecord {
-                            db: k.db,
-                            value_type: ValueType::of_value(&k.value),
-                            encoding: k.value.encoding(),
-                            elements: elements_of(&k.value),
-                            key: k.key,
-                            expire_ms: k.expire_ms,
-                            block: job.seq,
-                            bytes,
-                            parts: 1,
-                        }
+    let summary = walk_verified(data, &limits, workers, i64::MIN, |job, block| {
+        let block_err = |damage: BlockDamage| block_error(job, damage);
+        let n = block.items.len();
+        for (i, (item, bytes)) in block.items.into_iter().zip(block.sizes).enumerate() {
+            let split = |what: &str| block_err(BlockDamage::Split(what.to_string()));
+            let done = match item {
+                Item::Whole(k) => {
+                    if open.is_some() {
+                        return Err(split("a split value's next part is missing"));
                     }
-                    Item::Expired => unreachable!("nothing expires before i64::MIN"),
-                    Item::Part {
-                        part,
+                    KeyRecord {
+                        db: k.db,
+                        value_type: ValueType::of_value(&k.value),
+                        encoding: k.value.encoding(),
+                        elements: elements_of(&k.value),
+                        key: k.key,
+                        expire_ms: k.expire_ms,
+                        block: job.seq,
+                        bytes,
+                        parts: 1,
+                    }
+                }
+                Item::Expired => unreachable!("nothing expires before i64::MIN"),
+                Item::Part {
+                    part,
+                    db,
+                    key,
+                    expire_ms,
+                    builder,
+                } => {
+                    let first = part == Part::First;
+                    if first != open.is_none() || (first && i + 1 != n) {
+                        return Err(split("the parts of a split value are out of order"));
+                    }
+                    let rec = open.get_or_insert_with(|| KeyRecord {
                         db,
-                        key,
+                        key: key.clone(),
+                        value_type: ValueType::of_tag(builder.tag()),
+                        encoding: builder.split_encoding(),
                         expire_ms,
-                        builder,
-                    } => {
-                        let first = part == Part::First;
-                        if first != open.is_none() || (first && i + 1 != n) {
-                            failure = Some(split("the parts of a split value are out of order"));
-                            return ControlFlow::Break(());
-                        }
-                        let rec = open.get_or_insert_with(|| KeyRecord {
-                            db,
-                            key: key.clone(),
-                            value_type: ValueType::of_tag(builder.tag()),
-                            encoding: builder.split_encoding(),
-                            expire_ms,
-                            block: job.seq,
-                            bytes: 0,
-                            elements: 0,
-                            parts: 0,
-                        });
-                        if rec.db != db
-                            || rec.key != key
-                            || rec.value_type != ValueType::of_tag(builder.tag())
-                        {
-                            failure = Some(split("a part belongs to another key"));
-                            return ControlFlow::Break(());
-                        }
-                        rec.bytes += bytes;
-                        rec.elements += builder.elements();
-                        rec.parts += 1;
-                        if part != Part::Last {
-                            continue;
-                        }
-                        open.take().expect("a last part has an open value")
+                        block: job.seq,
+                        bytes: 0,
+                        elements: 0,
+                        parts: 0,
+                    });
+                    if rec.db != db
+                        || rec.key != key
+                        || rec.value_type != ValueType::of_tag(builder.tag())
+                    {
+                        return Err(split("a part belongs to another key"));
                     }
-                };
-                keys += 1;
-                if visit(&done).is_break() {
-                    stopped = true;
-                    return ControlFlow::Break(());
+                    rec.bytes += bytes;
+                    rec.elements += builder.elements();
+                    rec.parts += 1;
+                    if part != Part::Last {
+                        continue;
+                    }
+                    open.take().expect("a last part has an open value")
                 }
+            };
+            keys += 1;
+            if visit(&done).is_break() {
+                stopped = true;
+                return Ok(ControlFlow::Break(()));
             }
-            ControlFlow::Continue(())
-        },
-    );
-    if let Some(e) = failure {
-        return Err(e);
-    }
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
     if stopped {
         return Ok(summary);
     }
     if let Some(o) = &open {
-        let seq = o.block;
-        return Err(SnapshotError::Block {
-            index: seq,
-            offset: summary.blocks[seq as usize].offset,
-            keys: u64::from(summary.blocks[seq as usize].records),
-            damage: BlockDamage::Split(format!(
-                "key \"{}\" of db {} is split but its last part is missing",
-                display_key(&o.key),
-                o.db
-            )),
-        });
+        return Err(unfinished_split(&summary, o.block, &o.key, o.db));
     }
-    if keys != summary.stats.keys {
-        return Err(SnapshotError::Mismatch(format!(
-            "the blocks hold {keys} keys, the footer says {}",
-            summary.stats.keys
-        )));
-    }
+    check_key_count(keys, &summary)?;
     Ok(summary)
 }
