@@ -3,6 +3,7 @@
 
 use super::flags::*;
 use super::{is, CmdResult, CommandSpec, Ctx};
+use crate::core::Core;
 use crate::reply::Reply;
 use crate::script::{Scripting, NOSCRIPT_ERR, NOTBUSY_ERR};
 
@@ -47,6 +48,12 @@ const SCRIPT_HELP: &[&str] = &[
     "LOAD <script>",
     "    Load a script into the scripts cache without executing it.",
 ];
+
+/// The engine's scripting state, when it exists and is not taken out by a
+/// running script.
+pub fn state(core: &Core) -> Option<&Scripting> {
+    core.scripting.get::<Scripting>()
+}
 
 /// Runs `f` with the engine's scripting state, creating it on first use.
 /// The state is taken out of `Core` for the call (a script's commands
@@ -126,7 +133,7 @@ fn script_load(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 }
 
 fn script_exists(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let scripting = ctx.core.scripting.get::<Scripting>();
+    let scripting = state(ctx.core);
     Ok(Reply::Array(
         argv[2..]
             .iter()

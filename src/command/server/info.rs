@@ -211,13 +211,9 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
     let total_system = proc_kb_field(&proc_text("/proc/meminfo"), "MemTotal:");
     // A script calling INFO runs while the Lua state is out of Core: it
     // reports none then.
-    let (lua, scripts, cached) = ctx
-        .core
-        .scripting
-        .get::<crate::script::Scripting>()
-        .map_or((0, 0, 0), |s| {
-            (s.lua_bytes() as u64, s.scripts_bytes() as u64, s.cached())
-        });
+    let (lua, scripts, cached) = super::super::scripting::state(ctx.core).map_or((0, 0, 0), |s| {
+        (s.lua_bytes() as u64, s.scripts_bytes() as u64, s.cached())
+    });
     let config = &ctx.core.config;
     let policy = config::MAXMEMORY_POLICIES
         .get(config.maxmemory_policy)
