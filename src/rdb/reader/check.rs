@@ -720,7 +720,7 @@ pub fn check_file(data: &[u8], options: &Options) -> Result<ScanSummary, RdbErro
     let mut out = ScanSummary {
         version,
         valkey,
-        scanned_at_ms: crate::engine::now_ms(),
+        scanned_at_ms: crate::clock::now_ms(),
         ..ScanSummary::default()
     };
     let scanned_at_ms = out.scanned_at_ms;
