@@ -1,9 +1,9 @@
 //! cargo-fuzz target `dump_restore`: the property check in
-//! `fuzz/checks/dump_restore.rs` (docs/fuzzing.md).
+//! `testkit/src/checks/dump_restore.rs` (docs/fuzzing.md).
 
 #![no_main]
 
 #[global_allocator]
-static ALLOC: checks::alloc::Counting = checks::alloc::Counting;
+static ALLOC: testkit::checks::alloc::Counting = testkit::checks::alloc::Counting;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::dump_restore::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| testkit::checks::dump_restore::check(data));

@@ -1,9 +1,9 @@
 //! cargo-fuzz target `rdb_read`: the property check in
-//! `fuzz/checks/rdb_read.rs` (docs/fuzzing.md).
+//! `testkit/src/checks/rdb_read.rs` (docs/fuzzing.md).
 
 #![no_main]
 
 #[global_allocator]
-static ALLOC: checks::alloc::Counting = checks::alloc::Counting;
+static ALLOC: testkit::checks::alloc::Counting = testkit::checks::alloc::Counting;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::rdb_read::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| testkit::checks::rdb_read::check(data));

@@ -1,9 +1,9 @@
 //! cargo-fuzz target `snapshot_read`: the property check in
-//! `fuzz/checks/snapshot_read.rs` (docs/fuzzing.md).
+//! `testkit/src/checks/snapshot_read.rs` (docs/fuzzing.md).
 
 #![no_main]
 
 #[global_allocator]
-static ALLOC: checks::alloc::Counting = checks::alloc::Counting;
+static ALLOC: testkit::checks::alloc::Counting = testkit::checks::alloc::Counting;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::snapshot_read::check(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| testkit::checks::snapshot_read::check(data));

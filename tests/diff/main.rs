@@ -4,9 +4,9 @@
 //! One test binary (not one per file) keeps link time down; each module
 //! covers one command family.
 
-mod blocking;
-mod harness;
+use testkit::harness;
 
+mod blocking;
 mod dump;
 mod hash;
 mod keys;

@@ -2,15 +2,14 @@
 //! corpus, so plain `cargo test` exercises what the fuzzers found.
 //!
 //! The checks are the very functions the fuzz targets call
-//! (`fuzz/checks/`, included here by path); the corpus of target `T` is
+//! (`testkit::checks`, testkit/src/checks/); the corpus of target `T` is
 //! `fuzz/seeds/T/` (docs/fuzzing.md). The RDB targets also run over every
 //! fixture of `fixtures/rdb/`. A check that fails names the input file.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-#[path = "../../fuzz/checks/mod.rs"]
-mod checks;
+use testkit::checks;
 
 #[global_allocator]
 static ALLOC: checks::alloc::Counting = checks::alloc::Counting;

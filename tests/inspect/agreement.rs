@@ -6,7 +6,7 @@
 //! bits at fixed positions, with the CRC left wrong and with it
 //! recomputed, so that damage inside a value is not caught by the
 //! checksum alone); the hand-made hostile and refused files the loader
-//! tests use (`tests/common/rdb_files.rs`); files with the damage of
+//! tests use (`testkit/src/rdb_files.rs`); files with the damage of
 //! Redis 7.0.15's own corrupt assets (`tests/assets/corrupt_ziplist.rdb`,
 //! `corrupt_empty_keys.rdb`), generated here; damage inside values under
 //! an intact CRC (duplicates, a bad intset, a bad LZF string, a stream
@@ -30,11 +30,9 @@ use hozon::rdb::writer::put_len;
 use hozon::rdb::{crc64, kind, listpack};
 use hozon::{Config, Engine};
 
-use crate::json;
+use testkit::rdb_files;
 
-#[allow(dead_code)]
-#[path = "../common/rdb_files.rs"]
-mod rdb_files;
+use crate::json;
 
 const INSPECT: &str = env!("CARGO_BIN_EXE_hozon-inspect");
 const REPAIR: &str = env!("CARGO_BIN_EXE_hozon-repair");

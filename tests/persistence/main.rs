@@ -2,9 +2,9 @@
 //! fault-injecting backend, damaged files, crashes of a real server, and
 //! file interop with Redis.
 
+use testkit::harness;
+
 mod common;
-#[path = "../diff/harness.rs"]
-mod harness;
 
 mod aof_faults;
 mod aof_replay;

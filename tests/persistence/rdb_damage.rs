@@ -25,17 +25,12 @@ use hozon::rdb::reader::{self, Checksum, RdbError, Summary};
 use hozon::rdb::writer::{encode_file, Encoder};
 use hozon::types::EncodingLimits;
 use hozon::{Config, Engine, Reply};
-
-#[path = "../common/rdb_files.rs"]
-mod rdb_files;
-use rdb_files::*;
+use testkit::rdb_files::*;
 
 // ---------------------------------------------------------------------------
 // Heap accounting: the fuzz checks' counting allocator (one copy for both).
 
-#[allow(dead_code)]
-#[path = "../../fuzz/checks/alloc.rs"]
-mod alloc;
+use testkit::checks::alloc;
 
 #[global_allocator]
 static ALLOCATOR: alloc::Counting = alloc::Counting;

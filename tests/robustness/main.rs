@@ -4,9 +4,9 @@
 //! security settings (AUTH, protected mode, rename-command, immutable
 //! paths, the Lua sandbox).
 
+use testkit::harness;
+
 mod common;
-#[path = "../diff/harness.rs"]
-mod harness;
 
 mod abusive;
 mod busy_poll;

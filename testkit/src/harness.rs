@@ -1,8 +1,6 @@
 //! The differential harness: a real `redis-server` and a `hozon-server`,
 //! started fresh for each test on free ports, fed identical commands.
 
-#![allow(dead_code)] // each test module uses a different part of the harness
-
 use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -42,7 +40,6 @@ pub struct ServerProcess {
     child: Child,
     /// The port it listens on.
     pub port: u16,
-    name: &'static str,
     /// A private data directory (removed on drop), so no test touches ./data.
     _dir: Option<tempfile::TempDir>,
 }
@@ -117,7 +114,38 @@ pub fn start_redis(extra: &[&str]) -> ServerProcess {
 
 /// Starts hozon-server with persistence off and `extra` arguments.
 pub fn start_hozon(extra: &[&str]) -> ServerProcess {
-    start_server(env!("CARGO_BIN_EXE_hozon-server"), "hozon-server", extra)
+    start_server(hozon_server_path(), "hozon-server", extra)
+}
+
+/// The `hozon-server` binary that cargo built for the running test.
+///
+/// A crate of its own does not see the root package's
+/// `CARGO_BIN_EXE_hozon-server` at compile time, so this looks at run
+/// time: the variable as `cargo test` sets it in a test's environment,
+/// else the binary's usual place beside the test executable's directory
+/// (`target/<profile>/hozon-server` for `target/<profile>/deps/<test>`),
+/// where cargo puts it when the test is run directly.
+pub fn hozon_server_path() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        if let Some(path) = std::env::var_os("CARGO_BIN_EXE_hozon-server") {
+            return path.to_string_lossy().into_owned();
+        }
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let beside = exe
+            .parent()
+            .and_then(std::path::Path::parent)
+            .map(|dir| dir.join("hozon-server"))
+            .filter(|path| path.is_file());
+        match beside {
+            Some(path) => path.to_string_lossy().into_owned(),
+            None => panic!(
+                "hozon-server not found: CARGO_BIN_EXE_hozon-server is not set and no \
+                 hozon-server is beside {} (run the tests with cargo test)",
+                exe.display()
+            ),
+        }
+    })
 }
 
 /// Starts `binary` on a free port with persistence off and a private data
@@ -143,7 +171,6 @@ fn start_server(binary: &str, name: &'static str, extra: &[&str]) -> ServerProce
         return ServerProcess {
             child,
             port,
-            name,
             _dir: Some(dir),
         };
     }

@@ -1,14 +1,9 @@
 //! The property checks of every fuzz target, in one place: each
-//! `fuzz_targets/<target>.rs` calls `checks::<target>::check`, and the
-//! `fuzz_corpus` test (tests/fuzz_corpus/main.rs) runs the same function
-//! over the committed corpus in `fuzz/seeds/<target>/`. A check panics
-//! when a property fails; a decoder reporting damage is not a failure.
-//!
-//! This file is the root of the fuzz crate's library (`checks`, see
-//! fuzz/Cargo.toml), which the targets link; the `fuzz_corpus` test, in
-//! the root package, includes it as a module.
-
-#![allow(dead_code)]
+//! `fuzz/fuzz_targets/<target>.rs` calls `testkit::checks::<target>::check`,
+//! and the `fuzz_corpus` test (tests/fuzz_corpus/main.rs) runs the same
+//! function over the committed corpus in `fuzz/seeds/<target>/`. A check
+//! panics when a property fails; a decoder reporting damage is not a
+//! failure.
 
 pub mod alloc;
 pub mod canon;

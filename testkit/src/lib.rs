@@ -1,0 +1,16 @@
+//! What the test suites of the root package (tests/) and the cargo-fuzz
+//! targets (fuzz/) share, compiled once as an ordinary crate (a
+//! dev-dependency of `hozon`, a dependency of the fuzz crate):
+//!
+//! - [`harness`]: a real `redis-server` and a `hozon-server` started side
+//!   by side and fed the same commands (the `diff`, `persistence` and
+//!   `robustness` suites); behind the `harness` feature, on by default.
+//! - [`rdb_files`]: hand-made RDB files, hostile and refused ones (the
+//!   `persistence` and `inspect` suites).
+//! - [`checks`]: the property check of every fuzz target, which the
+//!   `fuzz_corpus` suite runs over the committed corpus (docs/fuzzing.md).
+
+pub mod checks;
+#[cfg(feature = "harness")]
+pub mod harness;
+pub mod rdb_files;
