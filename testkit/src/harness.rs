@@ -122,9 +122,9 @@ pub fn start_hozon(extra: &[&str]) -> ServerProcess {
 /// A crate of its own does not see the root package's
 /// `CARGO_BIN_EXE_hozon-server` at compile time, so this looks at run
 /// time: the variable as `cargo test` sets it in a test's environment,
-/// else the binary's usual place beside the test executable's directory
-/// (`target/<profile>/hozon-server` for `target/<profile>/deps/<test>`),
-/// where cargo puts it when the test is run directly.
+/// else (a test executable run directly) the binary's place beside the
+/// test executable's directory: `target/<profile>/hozon-server` for
+/// `target/<profile>/deps/<test>`.
 pub fn hozon_server_path() -> &'static str {
     static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
