@@ -11,9 +11,8 @@
 
 use std::ops::Bound;
 
-use super::flags::{BLOCKING, DENYOOM, FAST, LOADING, MOVABLE_KEYS, NONE, READONLY, STALE, WRITE};
 use super::stream::{entry_reply, parse_id, parse_strict_id};
-use super::{parse_int, BlockKind, BlockRequest, CmdResult, CommandSpec, Ctx};
+use super::{parse_int, BlockKind, BlockRequest, CmdResult, CommandSpec, Ctx, Handler};
 use crate::reply::Reply;
 use crate::types::stream::{
     Consumer, ConsumerGroup, PendingEntry, Stream, StreamId, ENTRIES_READ_INVALID,
@@ -22,72 +21,37 @@ use crate::types::{Blob, Value};
 
 const STREAM: &str = "stream";
 
+/// A command of this family: arity, flags and key positions from the
+/// generated metadata ([`super::docs`]) under `full_name`.
+const fn spec(name: &'static str, full_name: &'static str, handler: Handler) -> CommandSpec {
+    CommandSpec::from_docs(name, full_name, STREAM, handler)
+}
+
 /// The commands of this family.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "xgroup",
-        arity: -2,
-        flags: NONE,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        group: STREAM,
-        handler: super::container_handler,
-        subcommands: XGROUP_SUBCOMMANDS,
-    },
-    CommandSpec::new(
-        "xreadgroup",
-        -7,
-        WRITE | BLOCKING | MOVABLE_KEYS,
-        (0, 0, 0),
-        STREAM,
-        xreadgroup,
-    ),
-    CommandSpec::new("xack", -4, WRITE | FAST, (1, 1, 1), STREAM, xack),
-    CommandSpec::new("xpending", -3, READONLY, (1, 1, 1), STREAM, xpending),
-    CommandSpec::new("xclaim", -6, WRITE | FAST, (1, 1, 1), STREAM, xclaim),
-    CommandSpec::new(
-        "xautoclaim",
-        -6,
-        WRITE | FAST,
-        (1, 1, 1),
-        STREAM,
-        xautoclaim,
-    ),
-    CommandSpec {
-        name: "xinfo",
-        arity: -2,
-        flags: NONE,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        group: STREAM,
-        handler: super::container_handler,
-        subcommands: XINFO_SUBCOMMANDS,
-    },
+    spec("xgroup", "xgroup", super::container_handler).with_subcommands(XGROUP_SUBCOMMANDS),
+    spec("xreadgroup", "xreadgroup", xreadgroup),
+    spec("xack", "xack", xack),
+    spec("xpending", "xpending", xpending),
+    spec("xclaim", "xclaim", xclaim),
+    spec("xautoclaim", "xautoclaim", xautoclaim),
+    spec("xinfo", "xinfo", super::container_handler).with_subcommands(XINFO_SUBCOMMANDS),
 ];
 
 static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("create", -5, WRITE | DENYOOM, (2, 2, 1), STREAM, xgroup),
-    CommandSpec::new(
-        "createconsumer",
-        5,
-        WRITE | DENYOOM,
-        (2, 2, 1),
-        STREAM,
-        xgroup,
-    ),
-    CommandSpec::new("delconsumer", 5, WRITE, (2, 2, 1), STREAM, xgroup),
-    CommandSpec::new("destroy", 4, WRITE, (2, 2, 1), STREAM, xgroup),
-    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), STREAM, xgroup),
-    CommandSpec::new("setid", -5, WRITE, (2, 2, 1), STREAM, xgroup),
+    spec("create", "xgroup|create", xgroup),
+    spec("createconsumer", "xgroup|createconsumer", xgroup),
+    spec("delconsumer", "xgroup|delconsumer", xgroup),
+    spec("destroy", "xgroup|destroy", xgroup),
+    spec("help", "xgroup|help", xgroup),
+    spec("setid", "xgroup|setid", xgroup),
 ];
 
 static XINFO_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("consumers", 4, READONLY, (2, 2, 1), STREAM, xinfo),
-    CommandSpec::new("groups", 3, READONLY, (2, 2, 1), STREAM, xinfo),
-    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), STREAM, xinfo),
-    CommandSpec::new("stream", -3, READONLY, (2, 2, 1), STREAM, xinfo),
+    spec("consumers", "xinfo|consumers", xinfo),
+    spec("groups", "xinfo|groups", xinfo),
+    spec("help", "xinfo|help", xinfo),
+    spec("stream", "xinfo|stream", xinfo),
 ];
 
 /// A command to log, as its arguments.
