@@ -292,7 +292,9 @@ mod tests {
 
     /// Where hozon's table deliberately differs from the reference
     /// server's arity, flags or key positions: (full name, flags hozon
-    /// adds, flags hozon drops). Nothing else may differ.
+    /// adds, flags hozon drops). Nothing else may differ. The table makes
+    /// every spec with `CommandSpec::from_docs`; the additions are its
+    /// `with_extra_flags` calls.
     ///
     /// `may_replicate`: Redis 7.0 sets it on these commands in its own
     /// table but COMMAND INFO never prints it, so the replies cannot show

@@ -28,22 +28,15 @@
 //!   only the headers of the compact encodings and restores them as they
 //!   are.
 
-use super::{flags::*, parse_int, syntax_error, CmdResult, CommandSpec, Ctx};
+use super::{parse_int, syntax_error, CmdResult, CommandSpec, Ctx};
 use crate::rdb::{kind, reader, writer};
 use crate::reply::Reply;
 
-/// The DUMP/RESTORE table (flags, arity and key positions from Redis
-/// 7.0.15's `src/commands/dump.json` and `restore.json`).
+/// The DUMP/RESTORE table (arity, flags and key positions from the
+/// generated metadata, [`super::docs`]).
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("dump", 2, READONLY, (1, 1, 1), "generic", dump),
-    CommandSpec::new(
-        "restore",
-        -4,
-        WRITE | DENYOOM,
-        (1, 1, 1),
-        "generic",
-        restore,
-    ),
+    CommandSpec::from_docs("dump", "dump", "generic", dump),
+    CommandSpec::from_docs("restore", "restore", "generic", restore),
 ];
 
 const BUSYKEY_ERR: &str = "BUSYKEY Target key name already exists.";

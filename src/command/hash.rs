@@ -9,36 +9,35 @@
 use std::collections::HashSet;
 
 use super::keys::{parse_scan_cursor, parse_scan_options, scan_reply, scan_table};
-use super::{
-    arity_error, flags::*, is, parse_int, CmdResult, CommandSpec, Ctx, Handler, NOT_FLOAT_ERR,
-};
+use super::{arity_error, is, parse_int, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR};
 use crate::reply::Reply;
 use crate::types::long_double::Ld;
 use crate::types::{num, Blob, EncodingLimits, Hash, Value};
 
-const fn spec(name: &'static str, arity: i32, flags: u32, handler: Handler) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, (1, 1, 1), "hash", handler)
+/// A hash command: arity, flags and key positions from the generated
+/// metadata ([`super::docs`]).
+const fn spec(name: &'static str, handler: super::Handler) -> CommandSpec {
+    CommandSpec::from_docs(name, name, "hash", handler)
 }
 
-/// The hash family's table (arity and flags from Redis 7.0.15's
-/// `src/commands/h*.json`).
+/// The hash family's table.
 pub static COMMANDS: &[CommandSpec] = &[
-    spec("hset", -4, WRITE | DENYOOM | FAST, hset),
-    spec("hsetnx", 4, WRITE | DENYOOM | FAST, hsetnx),
-    spec("hget", 3, READONLY | FAST, hget),
-    spec("hmget", -3, READONLY | FAST, hmget),
-    spec("hmset", -4, WRITE | DENYOOM | FAST, hmset),
-    spec("hgetall", 2, READONLY, hgetall),
-    spec("hdel", -3, WRITE | FAST, hdel),
-    spec("hlen", 2, READONLY | FAST, hlen),
-    spec("hexists", 3, READONLY | FAST, hexists),
-    spec("hkeys", 2, READONLY, hkeys),
-    spec("hvals", 2, READONLY, hvals),
-    spec("hincrby", 4, WRITE | DENYOOM | FAST, hincrby),
-    spec("hincrbyfloat", 4, WRITE | DENYOOM | FAST, hincrbyfloat),
-    spec("hstrlen", 3, READONLY | FAST, hstrlen),
-    spec("hscan", -3, READONLY, hscan),
-    spec("hrandfield", -2, READONLY, hrandfield),
+    spec("hset", hset),
+    spec("hsetnx", hsetnx),
+    spec("hget", hget),
+    spec("hmget", hmget),
+    spec("hmset", hmset),
+    spec("hgetall", hgetall),
+    spec("hdel", hdel),
+    spec("hlen", hlen),
+    spec("hexists", hexists),
+    spec("hkeys", hkeys),
+    spec("hvals", hvals),
+    spec("hincrby", hincrby),
+    spec("hincrbyfloat", hincrbyfloat),
+    spec("hstrlen", hstrlen),
+    spec("hscan", hscan),
+    spec("hrandfield", hrandfield),
 ];
 
 fn hset(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {

@@ -30,8 +30,7 @@
 //!   differ from Redis's; a full iteration returns the same keys.
 
 use super::{
-    error_text, flags::*, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NOT_INT_ERR,
-    NO_SUCH_KEY_ERR,
+    error_text, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NOT_INT_ERR, NO_SUCH_KEY_ERR,
 };
 use crate::reply::Reply;
 use crate::types::{Blob, Value};
@@ -39,67 +38,48 @@ use crate::types::{Blob, Value};
 const GENERIC: &str = "generic";
 const SERVER: &str = "server";
 
-macro_rules! spec {
-    ($name:expr, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $group:expr, $handler:expr) => {
-        CommandSpec::new(
-            $name,
-            $arity,
-            $flags,
-            ($first, $last, $step),
-            $group,
-            $handler,
-        )
-    };
+/// A command of `group`: arity, flags and key positions from the
+/// generated metadata ([`super::docs`]).
+const fn spec(name: &'static str, group: &'static str, handler: super::Handler) -> CommandSpec {
+    CommandSpec::from_docs(name, name, group, handler)
 }
 
-/// The generic family's table (flags, arity and key positions from Redis
-/// 7.0.15's `src/commands/*.json`).
-#[rustfmt::skip]
+/// The generic family's table.
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("del", -2, WRITE, 1, -1, 1, GENERIC, del),
-    spec!("unlink", -2, WRITE | FAST, 1, -1, 1, GENERIC, del),
-    spec!("exists", -2, READONLY | FAST, 1, -1, 1, GENERIC, exists),
-    spec!("type", 2, READONLY | FAST, 1, 1, 1, GENERIC, type_command),
-    spec!("expire", -3, WRITE | FAST, 1, 1, 1, GENERIC, expire),
-    spec!("pexpire", -3, WRITE | FAST, 1, 1, 1, GENERIC, pexpire),
-    spec!("expireat", -3, WRITE | FAST, 1, 1, 1, GENERIC, expireat),
-    spec!("pexpireat", -3, WRITE | FAST, 1, 1, 1, GENERIC, pexpireat),
-    spec!("ttl", 2, READONLY | FAST, 1, 1, 1, GENERIC, ttl),
-    spec!("pttl", 2, READONLY | FAST, 1, 1, 1, GENERIC, pttl),
-    spec!("expiretime", 2, READONLY | FAST, 1, 1, 1, GENERIC, expiretime),
-    spec!("pexpiretime", 2, READONLY | FAST, 1, 1, 1, GENERIC, pexpiretime),
-    spec!("persist", 2, WRITE | FAST, 1, 1, 1, GENERIC, persist),
-    spec!("rename", 3, WRITE, 1, 2, 1, GENERIC, rename),
-    spec!("renamenx", 3, WRITE | FAST, 1, 2, 1, GENERIC, renamenx),
-    spec!("keys", 2, READONLY, 0, 0, 0, GENERIC, keys),
-    spec!("scan", -2, READONLY, 0, 0, 0, GENERIC, scan),
-    spec!("randomkey", 1, READONLY, 0, 0, 0, GENERIC, randomkey),
-    spec!("dbsize", 1, READONLY | FAST, 0, 0, 0, SERVER, dbsize),
-    spec!("flushdb", -1, WRITE, 0, 0, 0, SERVER, flushdb),
-    spec!("flushall", -1, WRITE, 0, 0, 0, SERVER, flushall),
-    spec!("swapdb", 3, WRITE | FAST, 0, 0, 0, SERVER, swapdb),
-    spec!("move", 3, WRITE | FAST, 1, 1, 1, GENERIC, move_command),
-    spec!("copy", -3, WRITE | DENYOOM, 1, 2, 1, GENERIC, copy),
-    spec!("touch", -2, READONLY | FAST, 1, -1, 1, GENERIC, touch),
-    CommandSpec {
-        name: "object",
-        arity: -2,
-        flags: NONE,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        group: GENERIC,
-        handler: super::container_handler,
-        subcommands: OBJECT_SUBCOMMANDS,
-    },
+    spec("del", GENERIC, del),
+    spec("unlink", GENERIC, del),
+    spec("exists", GENERIC, exists),
+    spec("type", GENERIC, type_command),
+    spec("expire", GENERIC, expire),
+    spec("pexpire", GENERIC, pexpire),
+    spec("expireat", GENERIC, expireat),
+    spec("pexpireat", GENERIC, pexpireat),
+    spec("ttl", GENERIC, ttl),
+    spec("pttl", GENERIC, pttl),
+    spec("expiretime", GENERIC, expiretime),
+    spec("pexpiretime", GENERIC, pexpiretime),
+    spec("persist", GENERIC, persist),
+    spec("rename", GENERIC, rename),
+    spec("renamenx", GENERIC, renamenx),
+    spec("keys", GENERIC, keys),
+    spec("scan", GENERIC, scan),
+    spec("randomkey", GENERIC, randomkey),
+    spec("dbsize", SERVER, dbsize),
+    spec("flushdb", SERVER, flushdb),
+    spec("flushall", SERVER, flushall),
+    spec("swapdb", SERVER, swapdb),
+    spec("move", GENERIC, move_command),
+    spec("copy", GENERIC, copy),
+    spec("touch", GENERIC, touch),
+    spec("object", GENERIC, super::container_handler).with_subcommands(OBJECT_SUBCOMMANDS),
 ];
 
 static OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
-    spec!("encoding", 3, READONLY, 2, 2, 1, GENERIC, object_encoding),
-    spec!("freq", 3, READONLY, 2, 2, 1, GENERIC, object_freq),
-    spec!("help", 2, LOADING | STALE, 0, 0, 0, GENERIC, object_help),
-    spec!("idletime", 3, READONLY, 2, 2, 1, GENERIC, object_idletime),
-    spec!("refcount", 3, READONLY, 2, 2, 1, GENERIC, object_refcount),
+    CommandSpec::from_docs("encoding", "object|encoding", GENERIC, object_encoding),
+    CommandSpec::from_docs("freq", "object|freq", GENERIC, object_freq),
+    CommandSpec::from_docs("help", "object|help", GENERIC, object_help),
+    CommandSpec::from_docs("idletime", "object|idletime", GENERIC, object_idletime),
+    CommandSpec::from_docs("refcount", "object|refcount", GENERIC, object_refcount),
 ];
 
 // ---------------------------------------------------------------------------

@@ -10,73 +10,41 @@
 //! [`move_effect`]): never the blocking command itself.
 
 use super::clients::{BlockKind, BlockRequest};
-use super::{flags::*, is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NO_SUCH_KEY_ERR};
+use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NO_SUCH_KEY_ERR};
 use crate::reply::Reply;
 use crate::types::list::End;
 use crate::types::{Blob, List, Value};
 
-macro_rules! list_command {
-    ($name:literal, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $handler:ident) => {
-        CommandSpec::new(
-            $name,
-            $arity,
-            $flags,
-            ($first, $last, $step),
-            "list",
-            $handler,
-        )
-    };
+/// A list command: arity, flags and key positions from the generated
+/// metadata ([`super::docs`]).
+const fn spec(name: &'static str, handler: super::Handler) -> CommandSpec {
+    CommandSpec::from_docs(name, name, "list", handler)
 }
 
-/// The list family's table (arity, flags and key positions as Redis
-/// 7.0.15's COMMAND INFO reports them).
+/// The list family's table.
 pub static COMMANDS: &[CommandSpec] = &[
-    list_command!("lpush", -3, WRITE | DENYOOM | FAST, 1, 1, 1, lpush),
-    list_command!("rpush", -3, WRITE | DENYOOM | FAST, 1, 1, 1, rpush),
-    list_command!("lpushx", -3, WRITE | DENYOOM | FAST, 1, 1, 1, lpushx),
-    list_command!("rpushx", -3, WRITE | DENYOOM | FAST, 1, 1, 1, rpushx),
-    list_command!("lpop", -2, WRITE | FAST, 1, 1, 1, lpop),
-    list_command!("rpop", -2, WRITE | FAST, 1, 1, 1, rpop),
-    list_command!("llen", 2, READONLY | FAST, 1, 1, 1, llen),
-    list_command!("lrange", 4, READONLY, 1, 1, 1, lrange),
-    list_command!("lindex", 3, READONLY, 1, 1, 1, lindex),
-    list_command!("lset", 4, WRITE | DENYOOM, 1, 1, 1, lset),
-    list_command!("linsert", 5, WRITE | DENYOOM, 1, 1, 1, linsert),
-    list_command!("lrem", 4, WRITE, 1, 1, 1, lrem),
-    list_command!("ltrim", 4, WRITE, 1, 1, 1, ltrim),
-    list_command!("lpos", -3, READONLY, 1, 1, 1, lpos),
-    list_command!("lmove", 5, WRITE | DENYOOM, 1, 2, 1, lmove),
-    list_command!("rpoplpush", 3, WRITE | DENYOOM, 1, 2, 1, rpoplpush),
-    list_command!("lmpop", -4, WRITE | MOVABLE_KEYS, 0, 0, 0, lmpop),
-    list_command!("blpop", -3, WRITE | NOSCRIPT | BLOCKING, 1, -2, 1, blpop),
-    list_command!("brpop", -3, WRITE | NOSCRIPT | BLOCKING, 1, -2, 1, brpop),
-    list_command!(
-        "blmove",
-        6,
-        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
-        1,
-        2,
-        1,
-        blmove
-    ),
-    list_command!(
-        "brpoplpush",
-        4,
-        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
-        1,
-        2,
-        1,
-        brpoplpush
-    ),
-    list_command!(
-        "blmpop",
-        -5,
-        WRITE | BLOCKING | MOVABLE_KEYS,
-        0,
-        0,
-        0,
-        blmpop
-    ),
+    spec("lpush", lpush),
+    spec("rpush", rpush),
+    spec("lpushx", lpushx),
+    spec("rpushx", rpushx),
+    spec("lpop", lpop),
+    spec("rpop", rpop),
+    spec("llen", llen),
+    spec("lrange", lrange),
+    spec("lindex", lindex),
+    spec("lset", lset),
+    spec("linsert", linsert),
+    spec("lrem", lrem),
+    spec("ltrim", ltrim),
+    spec("lpos", lpos),
+    spec("lmove", lmove),
+    spec("rpoplpush", rpoplpush),
+    spec("lmpop", lmpop),
+    spec("blpop", blpop),
+    spec("brpop", brpop),
+    spec("blmove", blmove),
+    spec("brpoplpush", brpoplpush),
+    spec("blmpop", blmpop),
 ];
 
 /// `ERR index out of range` (LSET).

@@ -138,20 +138,24 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
-    /// A plain command (no subcommands) of `group` whose keys are at
-    /// `(first, last, step)` (`(0, 0, 0)` for none), for the tables.
-    pub const fn new(
+    /// A plain command (no subcommands) of `group` whose arity, flags and
+    /// key positions are the reference server's, taken at compile time
+    /// from the generated metadata ([`docs`]) under its full name
+    /// (`get`, `client|list`); a name the metadata lacks fails the build.
+    /// Every family table builds its specs this way, so none restates
+    /// Redis's metadata by hand.
+    pub const fn from_docs(
         name: &'static str,
-        arity: i32,
-        flags: u32,
-        (first_key, last_key, key_step): (i32, i32, i32),
+        full_name: &'static str,
         group: &'static str,
         handler: Handler,
     ) -> CommandSpec {
+        let doc = docs::find(full_name);
+        let (first_key, last_key, key_step) = doc.keys;
         CommandSpec {
             name,
-            arity,
-            flags,
+            arity: doc.arity,
+            flags: doc.flags,
             first_key,
             last_key,
             key_step,
@@ -161,18 +165,25 @@ impl CommandSpec {
         }
     }
 
-    /// A plain command (no subcommands) of `group` whose arity, flags and
-    /// key positions are the reference server's, taken at compile time
-    /// from the generated metadata ([`docs`]) under its full name
-    /// (`get`, `client|list`); a name the metadata lacks fails the build.
-    pub const fn from_docs(
-        name: &'static str,
-        full_name: &'static str,
-        group: &'static str,
-        handler: Handler,
-    ) -> CommandSpec {
-        let doc = docs::find(full_name);
-        CommandSpec::new(name, doc.arity, doc.flags, doc.keys, group, handler)
+    /// The same spec as a container of `subcommands` (CONFIG, OBJECT, …).
+    pub const fn with_subcommands(self, subcommands: &'static [CommandSpec]) -> CommandSpec {
+        CommandSpec {
+            subcommands,
+            ..self
+        }
+    }
+
+    /// The same spec with [`flags`] bits that hozon's own checks rely on
+    /// but the generated metadata cannot carry, because COMMAND INFO (which
+    /// it is captured from) does not print them: `may_replicate`. Each use
+    /// says why, and the docs test `the_table_agrees_with_the_generated_metadata`
+    /// lists them all. A bit COMMAND INFO prints does not belong here: it
+    /// would make the reply differ from Redis's.
+    pub const fn with_extra_flags(self, extra: u32) -> CommandSpec {
+        CommandSpec {
+            flags: self.flags | extra,
+            ..self
+        }
     }
 
     /// True when `flag` is set.

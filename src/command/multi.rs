@@ -7,21 +7,20 @@
 //! effects of one EXEC reach the AOF as one unit (wrapped in MULTI/EXEC
 //! inside one checksummed batch), so a crash never leaves half of it.
 
-use super::flags::*;
 use super::{CmdResult, CommandSpec, Ctx, Effect, Session};
 use crate::core::Core;
 use crate::reply::Reply;
 
 const TRANSACTIONS: &str = "transactions";
 
-/// The transaction commands (flags and arity from Redis 7.0.15).
-#[rustfmt::skip]
+/// The transaction commands (arity, flags and key positions from the
+/// generated metadata, [`super::docs`]).
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), TRANSACTIONS, multi),
-    CommandSpec::new("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, (0, 0, 0), TRANSACTIONS, exec),
-    CommandSpec::new("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), TRANSACTIONS, discard),
-    CommandSpec::new("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (1, -1, 1), TRANSACTIONS, watch),
-    CommandSpec::new("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, (0, 0, 0), TRANSACTIONS, unwatch),
+    CommandSpec::from_docs("multi", "multi", TRANSACTIONS, multi),
+    CommandSpec::from_docs("exec", "exec", TRANSACTIONS, exec),
+    CommandSpec::from_docs("discard", "discard", TRANSACTIONS, discard),
+    CommandSpec::from_docs("watch", "watch", TRANSACTIONS, watch),
+    CommandSpec::from_docs("unwatch", "unwatch", TRANSACTIONS, unwatch),
 ];
 
 fn multi(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {

@@ -2,20 +2,19 @@
 //! native snapshot, `dump.hoz` (see docs/snapshot-format.md and
 //! `persist::saver`), and BGREWRITEAOF (`persist::rewriter`).
 
-use super::flags::*;
 use super::{CmdResult, CommandSpec, Ctx};
 use crate::config::LogLevel;
 use crate::reply::Reply;
 
 const SERVER: &str = "server";
 
-/// The snapshot commands (flags and arity from Redis 7.0.15).
-#[rustfmt::skip]
+/// The snapshot commands (arity, flags and key positions from the
+/// generated metadata, [`super::docs`]).
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("save", 1, ADMIN | NOSCRIPT | NO_MULTI, (0, 0, 0), SERVER, save),
-    CommandSpec::new("bgsave", -1, ADMIN | NOSCRIPT, (0, 0, 0), SERVER, bgsave),
-    CommandSpec::new("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), SERVER, lastsave),
-    CommandSpec::new("bgrewriteaof", 1, ADMIN | NOSCRIPT, (0, 0, 0), SERVER, bgrewriteaof),
+    CommandSpec::from_docs("save", "save", SERVER, save),
+    CommandSpec::from_docs("bgsave", "bgsave", SERVER, bgsave),
+    CommandSpec::from_docs("lastsave", "lastsave", SERVER, lastsave),
+    CommandSpec::from_docs("bgrewriteaof", "bgrewriteaof", SERVER, bgrewriteaof),
 ];
 
 fn save(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {

@@ -8,7 +8,7 @@
 //! disconnects subscribers that fall too far behind).
 
 use super::clients::Message;
-use super::flags::*;
+use super::flags::MAY_REPLICATE;
 use super::{CmdResult, CommandSpec, Ctx, Session};
 use crate::core::Core;
 use crate::reply::Reply;
@@ -16,33 +16,44 @@ use crate::types::Blob;
 
 const PUBSUB: &str = "pubsub";
 
-/// The Pub/Sub commands (flags and arity from Redis 7.0.15).
-#[rustfmt::skip]
+/// The Pub/Sub commands (arity, flags and key positions from the
+/// generated metadata, [`super::docs`]).
+///
+/// PUBLISH and SPUBLISH add `may_replicate`: Redis 7.0's own table sets it
+/// on them, but COMMAND INFO never prints it, so the generated metadata
+/// lacks it. Script calls check it ([`crate::script`]): a read-only script
+/// (EVAL_RO, EVALSHA_RO) may not publish, as in Redis.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("subscribe", -2, PUBSUB_FLAG | NOSCRIPT | LOADING | STALE, (0, 0, 0), PUBSUB, subscribe),
-    CommandSpec::new("unsubscribe", -1, PUBSUB_FLAG | NOSCRIPT | LOADING | STALE, (0, 0, 0), PUBSUB, unsubscribe),
-    CommandSpec::new("psubscribe", -2, PUBSUB_FLAG | NOSCRIPT | LOADING | STALE, (0, 0, 0), PUBSUB, psubscribe),
-    CommandSpec::new("punsubscribe", -1, PUBSUB_FLAG | NOSCRIPT | LOADING | STALE, (0, 0, 0), PUBSUB, punsubscribe),
-    CommandSpec::new("publish", 3, PUBSUB_FLAG | LOADING | STALE | FAST | MAY_REPLICATE, (0, 0, 0), PUBSUB, publish),
-    CommandSpec::new("ssubscribe", -2, PUBSUB_FLAG | NOSCRIPT | LOADING | STALE, (1, -1, 1), PUBSUB, ssubscribe),
-    CommandSpec::new("sunsubscribe", -1, PUBSUB_FLAG | NOSCRIPT | LOADING | STALE, (1, -1, 1), PUBSUB, sunsubscribe),
-    CommandSpec::new("spublish", 3, PUBSUB_FLAG | LOADING | STALE | FAST | MAY_REPLICATE, (1, 1, 1), PUBSUB, spublish),
-    CommandSpec {
-        subcommands: PUBSUB_SUBCOMMANDS,
-        ..CommandSpec::new("pubsub", -2, NONE, (0, 0, 0), PUBSUB, super::container_handler)
-    },
+    CommandSpec::from_docs("subscribe", "subscribe", PUBSUB, subscribe),
+    CommandSpec::from_docs("unsubscribe", "unsubscribe", PUBSUB, unsubscribe),
+    CommandSpec::from_docs("psubscribe", "psubscribe", PUBSUB, psubscribe),
+    CommandSpec::from_docs("punsubscribe", "punsubscribe", PUBSUB, punsubscribe),
+    CommandSpec::from_docs("publish", "publish", PUBSUB, publish).with_extra_flags(MAY_REPLICATE),
+    CommandSpec::from_docs("ssubscribe", "ssubscribe", PUBSUB, ssubscribe),
+    CommandSpec::from_docs("sunsubscribe", "sunsubscribe", PUBSUB, sunsubscribe),
+    CommandSpec::from_docs("spublish", "spublish", PUBSUB, spublish)
+        .with_extra_flags(MAY_REPLICATE),
+    CommandSpec::from_docs("pubsub", "pubsub", PUBSUB, super::container_handler)
+        .with_subcommands(PUBSUB_SUBCOMMANDS),
 ];
 
-use super::flags::PUBSUB as PUBSUB_FLAG;
-
-#[rustfmt::skip]
 static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("channels", -2, PUBSUB_FLAG | LOADING | STALE, (0, 0, 0), PUBSUB, pubsub_channels),
-    CommandSpec::new("numsub", -2, PUBSUB_FLAG | LOADING | STALE, (0, 0, 0), PUBSUB, pubsub_numsub),
-    CommandSpec::new("numpat", 2, PUBSUB_FLAG | LOADING | STALE, (0, 0, 0), PUBSUB, pubsub_numpat),
-    CommandSpec::new("shardchannels", -2, PUBSUB_FLAG | LOADING | STALE, (0, 0, 0), PUBSUB, pubsub_shardchannels),
-    CommandSpec::new("shardnumsub", -2, PUBSUB_FLAG | LOADING | STALE, (0, 0, 0), PUBSUB, pubsub_shardnumsub),
-    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), PUBSUB, pubsub_help),
+    CommandSpec::from_docs("channels", "pubsub|channels", PUBSUB, pubsub_channels),
+    CommandSpec::from_docs("numsub", "pubsub|numsub", PUBSUB, pubsub_numsub),
+    CommandSpec::from_docs("numpat", "pubsub|numpat", PUBSUB, pubsub_numpat),
+    CommandSpec::from_docs(
+        "shardchannels",
+        "pubsub|shardchannels",
+        PUBSUB,
+        pubsub_shardchannels,
+    ),
+    CommandSpec::from_docs(
+        "shardnumsub",
+        "pubsub|shardnumsub",
+        PUBSUB,
+        pubsub_shardnumsub,
+    ),
+    CommandSpec::from_docs("help", "pubsub|help", PUBSUB, pubsub_help),
 ];
 
 /// `[kind, name or null, count]` as a push message.

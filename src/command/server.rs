@@ -45,10 +45,7 @@ macro_rules! spec {
         spec!($name, $name, $group, $handler, $subs)
     };
     ($name:expr, $full:expr, $group:expr, $handler:expr, $subs:expr) => {
-        CommandSpec {
-            subcommands: $subs,
-            ..CommandSpec::from_docs($name, $full, $group, $handler)
-        }
+        CommandSpec::from_docs($name, $full, $group, $handler).with_subcommands($subs)
     };
 }
 

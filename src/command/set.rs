@@ -6,54 +6,38 @@
 //! their replies come out sorted exactly when Redis's do.
 
 use super::keys::{parse_scan_cursor, parse_scan_options, scan_reply, scan_table};
-use super::{flags::*, is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx};
+use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx};
 use crate::keyspace::Db;
 use crate::rand::Rng;
 use crate::reply::Reply;
 use crate::types::set::Member;
 use crate::types::{Blob, Set, Value, WRONGTYPE};
 
-macro_rules! spec {
-    ($name:literal, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $handler:expr) => {
-        CommandSpec::new(
-            $name,
-            $arity,
-            $flags,
-            ($first, $last, $step),
-            "set",
-            $handler,
-        )
-    };
+/// A set command: arity, flags and key positions from the generated
+/// metadata ([`super::docs`]).
+const fn spec(name: &'static str, handler: super::Handler) -> CommandSpec {
+    CommandSpec::from_docs(name, name, "set", handler)
 }
 
-/// The set family's table (arity, flags and key positions as Redis 7.0's
-/// COMMAND INFO reports them).
+/// The set family's table.
 pub static COMMANDS: &[CommandSpec] = &[
-    spec!("sadd", -3, WRITE | DENYOOM | FAST, 1, 1, 1, sadd),
-    spec!("srem", -3, WRITE | FAST, 1, 1, 1, srem),
-    spec!("smembers", 2, READONLY, 1, 1, 1, smembers),
-    spec!("sismember", 3, READONLY | FAST, 1, 1, 1, sismember),
-    spec!("smismember", -3, READONLY | FAST, 1, 1, 1, smismember),
-    spec!("scard", 2, READONLY | FAST, 1, 1, 1, scard),
-    spec!("spop", -2, WRITE | FAST, 1, 1, 1, spop),
-    spec!("srandmember", -2, READONLY, 1, 1, 1, srandmember),
-    spec!("sinter", -2, READONLY, 1, -1, 1, sinter),
-    spec!(
-        "sintercard",
-        -3,
-        READONLY | MOVABLE_KEYS,
-        0,
-        0,
-        0,
-        sintercard
-    ),
-    spec!("sunion", -2, READONLY, 1, -1, 1, sunion),
-    spec!("sdiff", -2, READONLY, 1, -1, 1, sdiff),
-    spec!("sinterstore", -3, WRITE | DENYOOM, 1, -1, 1, sinterstore),
-    spec!("sunionstore", -3, WRITE | DENYOOM, 1, -1, 1, sunionstore),
-    spec!("sdiffstore", -3, WRITE | DENYOOM, 1, -1, 1, sdiffstore),
-    spec!("smove", 4, WRITE | FAST, 1, 2, 1, smove),
-    spec!("sscan", -3, READONLY, 1, 1, 1, sscan),
+    spec("sadd", sadd),
+    spec("srem", srem),
+    spec("smembers", smembers),
+    spec("sismember", sismember),
+    spec("smismember", smismember),
+    spec("scard", scard),
+    spec("spop", spop),
+    spec("srandmember", srandmember),
+    spec("sinter", sinter),
+    spec("sintercard", sintercard),
+    spec("sunion", sunion),
+    spec("sdiff", sdiff),
+    spec("sinterstore", sinterstore),
+    spec("sunionstore", sunionstore),
+    spec("sdiffstore", sdiffstore),
+    spec("smove", smove),
+    spec("sscan", sscan),
 ];
 
 /// SPOP with a count pops one by one while the set keeps more than a fifth

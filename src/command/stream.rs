@@ -5,9 +5,7 @@
 //! commands (`stream_group.rs`).
 
 use super::clients::{BlockKind, BlockRequest};
-use super::{
-    arity_error, flags::*, CmdResult, CommandSpec, Ctx, NOT_INT_ERR, NO_SUCH_KEY_ERR, SYNTAX_ERR,
-};
+use super::{arity_error, CmdResult, CommandSpec, Ctx, NOT_INT_ERR, NO_SUCH_KEY_ERR, SYNTAX_ERR};
 use crate::reply::Reply;
 use crate::types::num;
 use crate::types::stream::{AddError, Fields, NodeLimits, Stream, StreamId, TrimStrategy};
@@ -148,29 +146,22 @@ pub(crate) fn range_reply(
     Reply::Array(items)
 }
 
-macro_rules! stream_command {
-    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $handler:ident) => {
-        CommandSpec::new($name, $arity, $flags, $keys, "stream", $handler)
-    };
+/// A stream command: arity, flags and key positions from the generated
+/// metadata ([`super::docs`]).
+const fn spec(name: &'static str, handler: super::Handler) -> CommandSpec {
+    CommandSpec::from_docs(name, name, "stream", handler)
 }
 
-/// The commands of this family (arity, flags and key positions as Redis
-/// 7.0.15's COMMAND INFO reports them).
+/// The commands of this family.
 pub static COMMANDS: &[CommandSpec] = &[
-    stream_command!("xadd", -5, WRITE | DENYOOM | FAST, (1, 1, 1), xadd),
-    stream_command!("xlen", 2, READONLY | FAST, (1, 1, 1), xlen),
-    stream_command!("xrange", -4, READONLY, (1, 1, 1), xrange),
-    stream_command!("xrevrange", -4, READONLY, (1, 1, 1), xrevrange),
-    stream_command!("xdel", -3, WRITE | FAST, (1, 1, 1), xdel),
-    stream_command!("xtrim", -4, WRITE, (1, 1, 1), xtrim),
-    stream_command!("xsetid", -3, WRITE | DENYOOM | FAST, (1, 1, 1), xsetid),
-    stream_command!(
-        "xread",
-        -4,
-        READONLY | BLOCKING | MOVABLE_KEYS,
-        (0, 0, 0),
-        xread
-    ),
+    spec("xadd", xadd),
+    spec("xlen", xlen),
+    spec("xrange", xrange),
+    spec("xrevrange", xrevrange),
+    spec("xdel", xdel),
+    spec("xtrim", xtrim),
+    spec("xsetid", xsetid),
+    spec("xread", xread),
 ];
 
 /// True when the option `arg` is `word`: Redis compares C strings

@@ -8,86 +8,58 @@
 //! its propagation would not rebuild the same state (see the notes on
 //! XREADGROUP below): replay here must reproduce delivery times,
 //! delivery counts and read counters exactly.
+//!
+//! This file holds the family's table, the helpers the commands share and
+//! delivery with the pending entries lists (XREADGROUP, XACK, XPENDING,
+//! XCLAIM, XAUTOCLAIM); `groups.rs` holds XGROUP and XINFO.
 
 use std::ops::Bound;
 
-use super::flags::{BLOCKING, DENYOOM, FAST, LOADING, MOVABLE_KEYS, NONE, READONLY, STALE, WRITE};
 use super::stream::{entry_reply, parse_id, parse_strict_id};
-use super::{parse_int, BlockKind, BlockRequest, CmdResult, CommandSpec, Ctx};
+use super::{parse_int, BlockKind, BlockRequest, CmdResult, CommandSpec, Ctx, Handler};
 use crate::reply::Reply;
 use crate::types::stream::{
     Consumer, ConsumerGroup, PendingEntry, Stream, StreamId, ENTRIES_READ_INVALID,
 };
-use crate::types::{Blob, Value};
+use crate::types::Blob;
+
+mod groups;
+
+use groups::{xgroup, xinfo};
 
 const STREAM: &str = "stream";
 
+/// A command of this family: arity, flags and key positions from the
+/// generated metadata ([`super::docs`]) under `full_name`.
+const fn spec(name: &'static str, full_name: &'static str, handler: Handler) -> CommandSpec {
+    CommandSpec::from_docs(name, full_name, STREAM, handler)
+}
+
 /// The commands of this family.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "xgroup",
-        arity: -2,
-        flags: NONE,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        group: STREAM,
-        handler: super::container_handler,
-        subcommands: XGROUP_SUBCOMMANDS,
-    },
-    CommandSpec::new(
-        "xreadgroup",
-        -7,
-        WRITE | BLOCKING | MOVABLE_KEYS,
-        (0, 0, 0),
-        STREAM,
-        xreadgroup,
-    ),
-    CommandSpec::new("xack", -4, WRITE | FAST, (1, 1, 1), STREAM, xack),
-    CommandSpec::new("xpending", -3, READONLY, (1, 1, 1), STREAM, xpending),
-    CommandSpec::new("xclaim", -6, WRITE | FAST, (1, 1, 1), STREAM, xclaim),
-    CommandSpec::new(
-        "xautoclaim",
-        -6,
-        WRITE | FAST,
-        (1, 1, 1),
-        STREAM,
-        xautoclaim,
-    ),
-    CommandSpec {
-        name: "xinfo",
-        arity: -2,
-        flags: NONE,
-        first_key: 0,
-        last_key: 0,
-        key_step: 0,
-        group: STREAM,
-        handler: super::container_handler,
-        subcommands: XINFO_SUBCOMMANDS,
-    },
+    spec("xgroup", "xgroup", super::container_handler).with_subcommands(XGROUP_SUBCOMMANDS),
+    spec("xreadgroup", "xreadgroup", xreadgroup),
+    spec("xack", "xack", xack),
+    spec("xpending", "xpending", xpending),
+    spec("xclaim", "xclaim", xclaim),
+    spec("xautoclaim", "xautoclaim", xautoclaim),
+    spec("xinfo", "xinfo", super::container_handler).with_subcommands(XINFO_SUBCOMMANDS),
 ];
 
 static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("create", -5, WRITE | DENYOOM, (2, 2, 1), STREAM, xgroup),
-    CommandSpec::new(
-        "createconsumer",
-        5,
-        WRITE | DENYOOM,
-        (2, 2, 1),
-        STREAM,
-        xgroup,
-    ),
-    CommandSpec::new("delconsumer", 5, WRITE, (2, 2, 1), STREAM, xgroup),
-    CommandSpec::new("destroy", 4, WRITE, (2, 2, 1), STREAM, xgroup),
-    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), STREAM, xgroup),
-    CommandSpec::new("setid", -5, WRITE, (2, 2, 1), STREAM, xgroup),
+    spec("create", "xgroup|create", xgroup),
+    spec("createconsumer", "xgroup|createconsumer", xgroup),
+    spec("delconsumer", "xgroup|delconsumer", xgroup),
+    spec("destroy", "xgroup|destroy", xgroup),
+    spec("help", "xgroup|help", xgroup),
+    spec("setid", "xgroup|setid", xgroup),
 ];
 
 static XINFO_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("consumers", 4, READONLY, (2, 2, 1), STREAM, xinfo),
-    CommandSpec::new("groups", 3, READONLY, (2, 2, 1), STREAM, xinfo),
-    CommandSpec::new("help", 2, LOADING | STALE, (0, 0, 0), STREAM, xinfo),
-    CommandSpec::new("stream", -3, READONLY, (2, 2, 1), STREAM, xinfo),
+    spec("consumers", "xinfo|consumers", xinfo),
+    spec("groups", "xinfo|groups", xinfo),
+    spec("help", "xinfo|help", xinfo),
+    spec("stream", "xinfo|stream", xinfo),
 ];
 
 /// A command to log, as its arguments.
@@ -127,45 +99,6 @@ fn no_such_key_or_group(key: &[u8], group: &[u8], suffix: &str) -> Reply {
         b"'",
         suffix.as_bytes(),
     ])
-}
-
-/// `-NOGROUP No such consumer group '<group>' for key name '<key>'`.
-fn no_such_group_for_key(group: &[u8], key: &[u8]) -> Reply {
-    error_from(&[
-        b"NOGROUP No such consumer group '",
-        c_str(group),
-        b"' for key name '",
-        c_str(key),
-        b"'",
-    ])
-}
-
-/// Redis's `addReplySubcommandSyntaxError`.
-fn subcommand_syntax_error(argv: &[&[u8]]) -> Reply {
-    let sub = c_str(argv[1]);
-    let sub = &sub[..sub.len().min(128)];
-    let cmd = c_str(argv[0]).to_ascii_uppercase();
-    error_from(&[
-        b"ERR unknown subcommand or wrong number of arguments for '",
-        sub,
-        b"'. Try ",
-        &cmd,
-        b" HELP.",
-    ])
-}
-
-/// Redis's `addReplyHelp`: header with the command name, the lines, and
-/// the HELP footer.
-fn help_reply(argv: &[&[u8]], lines: &[&'static str]) -> Reply {
-    let name = String::from_utf8_lossy(c_str(argv[0])).to_ascii_uppercase();
-    let mut out = Vec::with_capacity(lines.len() + 3);
-    out.push(Reply::Simple(
-        format!("{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").into(),
-    ));
-    out.extend(lines.iter().map(|l| Reply::simple(l)));
-    out.push(Reply::simple("HELP"));
-    out.push(Reply::simple("    Prints this help."));
-    Reply::Array(out)
 }
 
 /// An integer argument; `msg` (without the `ERR ` prefix Redis adds)
@@ -385,175 +318,6 @@ fn with_group<R>(
 }
 
 // ---------------------------------------------------------------------------
-// XGROUP
-
-const XGROUP_HELP: &[&str] = &[
-    "CREATE <key> <groupname> <id|$> [option]",
-    "    Create a new consumer group. Options are:",
-    "    * MKSTREAM",
-    "      Create the empty stream if it does not exist.",
-    "    * ENTRIESREAD entries_read",
-    "      Set the group's entries_read counter (internal use).",
-    "CREATECONSUMER <key> <groupname> <consumer>",
-    "    Create a new consumer in the specified group.",
-    "DELCONSUMER <key> <groupname> <consumer>",
-    "    Remove the specified consumer.",
-    "DESTROY <key> <groupname>",
-    "    Remove the specified group.",
-    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
-    "    Set the current group ID and entries_read counter.",
-];
-
-/// XGROUP CREATE / SETID / DESTROY / CREATECONSUMER / DELCONSUMER / HELP,
-/// parsed in Redis's order (options, key, group, then the subcommand).
-fn xgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let sub = argv[1];
-    let argc = argv.len();
-    if argc < 4 {
-        if argc == 2 && is_opt(sub, "HELP") {
-            return Ok(help_reply(argv, XGROUP_HELP));
-        }
-        return Err(subcommand_syntax_error(argv));
-    }
-    let is_create = is_opt(sub, "CREATE");
-    let is_setid = is_opt(sub, "SETID");
-    let mut mkstream = false;
-    let mut entries_read = ENTRIES_READ_INVALID;
-    let mut i = 5;
-    while i < argc {
-        if is_create && is_opt(argv[i], "MKSTREAM") {
-            mkstream = true;
-            i += 1;
-        } else if (is_create || is_setid) && is_opt(argv[i], "ENTRIESREAD") && i + 1 < argc {
-            entries_read = parse_int(argv[i + 1])?;
-            if entries_read < 0 && entries_read != ENTRIES_READ_INVALID {
-                return Err(Reply::err(
-                    "ERR value for ENTRIESREAD must be positive or -1",
-                ));
-            }
-            i += 2;
-        } else {
-            return Err(subcommand_syntax_error(argv));
-        }
-    }
-    let key = argv[2];
-    let group_name = argv[3];
-    let exists = ctx.write_stream(key)?.is_some();
-    if !mkstream {
-        let Some(s) = ctx.write_stream(key)? else {
-            return Err(Reply::err(
-                "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you \
-                 may want to use the MKSTREAM option to create an empty stream automatically.",
-            ));
-        };
-        let needs_group = is_setid || is_opt(sub, "CREATECONSUMER") || is_opt(sub, "DELCONSUMER");
-        if needs_group && !s.groups.contains_key(group_name) {
-            return Err(no_such_group_for_key(group_name, key));
-        }
-    }
-    let now = ctx.now_ms;
-    if is_create && (5..=8).contains(&argc) {
-        let id = if c_str(argv[4]) == b"$" {
-            match ctx.write_stream(key)? {
-                Some(s) => s.last_id,
-                None => StreamId::MIN,
-            }
-        } else {
-            parse_strict_id(argv[4], 0)?
-        };
-        if !exists {
-            ctx.set_key(key, Value::Stream(Box::default()), false);
-        }
-        let s = ctx
-            .write_stream(key)?
-            .expect("the stream exists or was just created by MKSTREAM");
-        if s.groups.contains_key(group_name) {
-            return Err(Reply::err("BUSYGROUP Consumer Group name already exists"));
-        }
-        s.groups.insert(
-            Blob::new(group_name),
-            ConsumerGroup {
-                last_id: id,
-                entries_read,
-                ..ConsumerGroup::default()
-            },
-        );
-        ctx.dirty(1);
-        return Ok(Reply::ok());
-    }
-    if is_setid && (argc == 5 || argc == 7) {
-        let last_id = ctx
-            .write_stream(key)?
-            .map(|s| s.last_id)
-            .unwrap_or_default();
-        let id = if c_str(argv[4]) == b"$" {
-            last_id
-        } else {
-            parse_id(argv[4], 0)?
-        };
-        let s = ctx
-            .write_stream(key)?
-            .expect("checked above: the key exists");
-        let group = s
-            .groups
-            .get_mut(group_name)
-            .expect("checked above: the group exists");
-        group.last_id = id;
-        group.entries_read = entries_read;
-        ctx.dirty(1);
-        return Ok(Reply::ok());
-    }
-    if is_opt(sub, "DESTROY") && argc == 4 {
-        let s = ctx
-            .write_stream(key)?
-            .expect("checked above: the key exists");
-        if s.groups.remove(group_name).is_none() {
-            return Ok(Reply::Int(0));
-        }
-        ctx.dirty(1);
-        // Wakes clients blocked in XREADGROUP on this group: they fail
-        // with NOGROUP (Redis's signalKeyAsReady, which is not a
-        // modification for WATCH).
-        let db = ctx.db_index();
-        ctx.core.clients.mark_ready(db, key);
-        return Ok(Reply::Int(1));
-    }
-    if is_opt(sub, "CREATECONSUMER") && argc == 5 {
-        let s = ctx
-            .write_stream(key)?
-            .expect("checked above: the key exists");
-        let group = s
-            .groups
-            .get_mut(group_name)
-            .expect("checked above: the group exists");
-        if group.consumers.contains_key(argv[4]) {
-            return Ok(Reply::Int(0));
-        }
-        touch_consumer(group, argv[4], now);
-        ctx.dirty(1);
-        return Ok(Reply::Int(1));
-    }
-    if is_opt(sub, "DELCONSUMER") && argc == 5 {
-        let s = ctx
-            .write_stream(key)?
-            .expect("checked above: the key exists");
-        let group = s
-            .groups
-            .get_mut(group_name)
-            .expect("checked above: the group exists");
-        let Some(consumer) = group.consumers.remove(argv[4]) else {
-            return Ok(Reply::Int(0));
-        };
-        for id in &consumer.pel {
-            group.pel.remove(id);
-        }
-        ctx.dirty(1);
-        return Ok(Reply::Int(consumer.pel.len() as i64));
-    }
-    Err(subcommand_syntax_error(argv))
-}
-
-// ---------------------------------------------------------------------------
 // XREADGROUP
 
 /// Entries Redis serves a blocked XREAD/XREADGROUP without COUNT
@@ -646,23 +410,42 @@ struct Served {
     effects: Vec<Argv>,
 }
 
-/// Serves `consumer` of `group` from `s`: new entries after `after` (`>`)
-/// or, with `history`, the consumer's own pending entries from `after`'s
-/// successor on. Updates the PEL, the consumer and the group as
-/// `streamReplyWithRange` does and builds the effects to log.
-#[allow(clippy::too_many_arguments)]
-fn serve_group(
-    s: &Stream,
-    group: &mut ConsumerGroup,
-    key: &[u8],
-    group_name: &[u8],
-    consumer: &[u8],
+/// One delivery to a consumer from one stream: what [`serve_group`] serves
+/// and to whom.
+struct Delivery<'a> {
+    /// The stream's key (for the logged effects).
+    key: &'a [u8],
+    /// The group's name (for the logged effects).
+    group_name: &'a [u8],
+    /// The consumer served.
+    consumer: &'a [u8],
+    /// Serve from this ID's successor on.
     after: StreamId,
+    /// Serve the consumer's own pending entries rather than new ones.
     history: bool,
+    /// At most this many entries (0 = no limit).
     count: usize,
+    /// NOACK: new entries are not added to the PEL.
     noack: bool,
+    /// The time of the delivery.
     now_ms: i64,
-) -> Served {
+}
+
+/// Serves `d.consumer` of `group` from `s`: new entries after `d.after`
+/// (`>`) or, with `d.history`, the consumer's own pending entries from
+/// `d.after`'s successor on. Updates the PEL, the consumer and the group
+/// as `streamReplyWithRange` does and builds the effects to log.
+fn serve_group(s: &Stream, group: &mut ConsumerGroup, d: &Delivery) -> Served {
+    let Delivery {
+        key,
+        group_name,
+        consumer,
+        after,
+        history,
+        count,
+        noack,
+        now_ms,
+    } = *d;
     let mut effects = Vec::new();
     // Redis's streamIncrID wraps past the last ID to 0-0.
     let start = after.next().unwrap_or(StreamId::MIN);
@@ -832,18 +615,17 @@ fn xreadgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                     (group.last_id, false)
                 }
             };
-            Some(serve_group(
-                s,
-                group,
+            let delivery = Delivery {
                 key,
-                args.group,
-                args.consumer,
-                from,
+                group_name: args.group,
+                consumer: args.consumer,
+                after: from,
                 history,
-                args.count,
-                args.noack,
-                now,
-            ))
+                count: args.count,
+                noack: args.noack,
+                now_ms: now,
+            };
+            Some(serve_group(s, group, &delivery))
         })
         .expect("the group was checked while parsing");
         if let Some(result) = result {
@@ -892,18 +674,17 @@ fn xreadgroup_retry(ctx: &mut Ctx, args: &ReadGroupArgs, keys: &[&[u8]], key: &[
     };
     let Some(result) = with_group(s, args.group, |s, group| {
         (s.last_id > group.last_id).then(|| {
-            serve_group(
-                s,
-                group,
+            let delivery = Delivery {
                 key,
-                args.group,
-                args.consumer,
-                group.last_id,
-                false,
+                group_name: args.group,
+                consumer: args.consumer,
+                after: group.last_id,
+                history: false,
                 count,
-                args.noack,
-                now,
-            )
+                noack: args.noack,
+                now_ms: now,
+            };
+            serve_group(s, group, &delivery)
         })
     }) else {
         ctx.log_nothing();
@@ -1360,208 +1141,6 @@ fn xautoclaim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     ctx.dirty(dirty);
     log_effects(ctx, effects);
     Ok(reply)
-}
-
-// ---------------------------------------------------------------------------
-// XINFO
-
-const XINFO_HELP: &[&str] = &[
-    "CONSUMERS <key> <groupname>",
-    "    Show consumers of <groupname>.",
-    "GROUPS <key>",
-    "    Show the stream consumer groups.",
-    "STREAM <key> [FULL [COUNT <count>]",
-    "    Show information about the stream.",
-];
-
-/// A bulk reply from a static field name.
-fn name(s: &'static str) -> Reply {
-    Reply::Bulk(s.as_bytes().to_vec())
-}
-
-/// XINFO STREAM / GROUPS / CONSUMERS / HELP.
-fn xinfo(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let sub = argv[1];
-    if is_opt(sub, "HELP") {
-        if argv.len() != 2 {
-            return Err(subcommand_syntax_error(argv));
-        }
-        return Ok(help_reply(argv, XINFO_HELP));
-    }
-    if argv.len() < 3 {
-        return Err(subcommand_syntax_error(argv));
-    }
-    let key = argv[2];
-    let now = ctx.now_ms;
-    let Some(s) = ctx.read_stream(key)? else {
-        return Err(Reply::err(super::NO_SUCH_KEY_ERR));
-    };
-    if is_opt(sub, "CONSUMERS") && argv.len() == 4 {
-        let Some(group) = s.groups.get(argv[3]) else {
-            return Err(no_such_group_for_key(argv[3], key));
-        };
-        let consumers = group
-            .consumers
-            .iter()
-            .map(|(cname, c)| {
-                Reply::Map(vec![
-                    (name("name"), Reply::bulk(cname)),
-                    (name("pending"), Reply::Int(c.pel.len() as i64)),
-                    (
-                        name("idle"),
-                        Reply::Int(now.saturating_sub(c.seen_time_ms).max(0)),
-                    ),
-                ])
-            })
-            .collect();
-        return Ok(Reply::Array(consumers));
-    }
-    if is_opt(sub, "GROUPS") && argv.len() == 3 {
-        let groups = s
-            .groups
-            .iter()
-            .map(|(gname, g)| {
-                Reply::Map(vec![
-                    (name("name"), Reply::bulk(gname)),
-                    (name("consumers"), Reply::Int(g.consumers.len() as i64)),
-                    (name("pending"), Reply::Int(g.pel.len() as i64)),
-                    (name("last-delivered-id"), id_reply(g.last_id)),
-                    (name("entries-read"), entries_read_reply(g)),
-                    (name("lag"), lag_reply(s, g)),
-                ])
-            })
-            .collect();
-        return Ok(Reply::Array(groups));
-    }
-    if is_opt(sub, "STREAM") {
-        return stream_info(s, argv);
-    }
-    Err(subcommand_syntax_error(argv))
-}
-
-fn entries_read_reply(group: &ConsumerGroup) -> Reply {
-    if group.entries_read == ENTRIES_READ_INVALID {
-        Reply::Null
-    } else {
-        Reply::Int(group.entries_read)
-    }
-}
-
-fn lag_reply(s: &Stream, group: &ConsumerGroup) -> Reply {
-    group_lag(s, group).map_or(Reply::Null, Reply::Int)
-}
-
-/// XINFO STREAM key [FULL [COUNT n]] (`xinfoReplyWithStreamInfo`).
-fn stream_info(s: &Stream, argv: &[&[u8]]) -> CmdResult {
-    let options = &argv[3..];
-    let mut full = false;
-    let mut count: i64 = 10;
-    if !options.is_empty() {
-        if options.len() != 1 && options.len() != 3 {
-            return Err(subcommand_syntax_error(argv));
-        }
-        if !is_opt(options[0], "full") {
-            return Err(subcommand_syntax_error(argv));
-        }
-        if options.len() == 3 {
-            if !is_opt(options[1], "count") {
-                return Err(subcommand_syntax_error(argv));
-            }
-            count = parse_int(options[2])?;
-            if count < 0 {
-                count = 10;
-            }
-        }
-        full = true;
-    }
-    let keys = s.node_count();
-    let mut fields = vec![
-        (name("length"), Reply::Int(s.len() as i64)),
-        (name("radix-tree-keys"), Reply::Int(keys as i64)),
-        (name("radix-tree-nodes"), Reply::Int(s.radix_tree_nodes())),
-        (name("last-generated-id"), id_reply(s.last_id)),
-        (
-            name("max-deleted-entry-id"),
-            id_reply(s.max_deleted_entry_id),
-        ),
-        (name("entries-added"), Reply::Int(s.entries_added as i64)),
-        (name("recorded-first-entry-id"), id_reply(s.first_id)),
-    ];
-    if !full {
-        fields.push((name("groups"), Reply::Int(s.groups.len() as i64)));
-        let first = s.first().map_or(Reply::Null, |(id, f)| entry_reply(id, f));
-        let last = s.last().map_or(Reply::Null, |(id, f)| entry_reply(id, f));
-        fields.push((name("first-entry"), first));
-        fields.push((name("last-entry"), last));
-        return Ok(Reply::Map(fields));
-    }
-    // COUNT 0 means everything.
-    let limit = if count == 0 {
-        usize::MAX
-    } else {
-        usize::try_from(count).unwrap_or(usize::MAX)
-    };
-    let entries = s
-        .range(StreamId::MIN, StreamId::MAX, false)
-        .take(limit)
-        .map(|(id, f)| entry_reply(id, f))
-        .collect();
-    fields.push((name("entries"), Reply::Array(entries)));
-    let groups = s
-        .groups
-        .iter()
-        .map(|(gname, g)| {
-            let pending = g
-                .pel
-                .iter()
-                .take(limit)
-                .map(|(id, nack)| {
-                    Reply::Array(vec![
-                        id_reply(*id),
-                        Reply::bulk(&nack.consumer),
-                        Reply::Int(nack.delivery_time_ms),
-                        Reply::Int(nack.delivery_count as i64),
-                    ])
-                })
-                .collect();
-            let consumers = g
-                .consumers
-                .iter()
-                .map(|(cname, c)| {
-                    let pending = c
-                        .pel
-                        .iter()
-                        .take(limit)
-                        .map(|id| {
-                            let nack = &g.pel[id];
-                            Reply::Array(vec![
-                                id_reply(*id),
-                                Reply::Int(nack.delivery_time_ms),
-                                Reply::Int(nack.delivery_count as i64),
-                            ])
-                        })
-                        .collect();
-                    Reply::Map(vec![
-                        (name("name"), Reply::bulk(cname)),
-                        (name("seen-time"), Reply::Int(c.seen_time_ms)),
-                        (name("pel-count"), Reply::Int(c.pel.len() as i64)),
-                        (name("pending"), Reply::Array(pending)),
-                    ])
-                })
-                .collect();
-            Reply::Map(vec![
-                (name("name"), Reply::bulk(gname)),
-                (name("last-delivered-id"), id_reply(g.last_id)),
-                (name("entries-read"), entries_read_reply(g)),
-                (name("lag"), lag_reply(s, g)),
-                (name("pel-count"), Reply::Int(g.pel.len() as i64)),
-                (name("pending"), Reply::Array(pending)),
-                (name("consumers"), Reply::Array(consumers)),
-            ])
-        })
-        .collect();
-    fields.push((name("groups"), Reply::Array(groups)));
-    Ok(Reply::Map(fields))
 }
 
 #[cfg(test)]

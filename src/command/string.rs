@@ -4,56 +4,41 @@
 //! `t_string.c`. Where Redis logs something other than the command as
 //! received, the handler says so next to the [`Ctx::log`] call.
 
-use super::{flags::*, is, parse_int, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR, NOT_INT_ERR};
+use super::{is, parse_int, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR, NOT_INT_ERR};
 use crate::reply::Reply;
 use crate::types::long_double::Ld;
 use crate::types::{Blob, Value, WRONGTYPE};
 
-/// A plain (non-container) string command with one key range.
-const fn spec(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: (i32, i32, i32),
-    handler: super::Handler,
-) -> CommandSpec {
-    CommandSpec::new(name, arity, flags, keys, "string", handler)
+/// A string command: arity, flags and key positions from the generated
+/// metadata ([`super::docs`]).
+const fn spec(name: &'static str, handler: super::Handler) -> CommandSpec {
+    CommandSpec::from_docs(name, name, "string", handler)
 }
 
-/// Key positions of a command whose only key is the first argument.
-const ONE_KEY: (i32, i32, i32) = (1, 1, 1);
-
-/// The string family's table (arity, flags and key positions from Redis
-/// 7.0.15's `src/commands/*.json`).
+/// The string family's table.
 pub static COMMANDS: &[CommandSpec] = &[
-    spec("get", 2, READONLY | FAST, ONE_KEY, get),
-    spec("set", -3, WRITE | DENYOOM, ONE_KEY, set),
-    spec("setnx", 3, WRITE | DENYOOM | FAST, ONE_KEY, setnx),
-    spec("setex", 4, WRITE | DENYOOM, ONE_KEY, setex),
-    spec("psetex", 4, WRITE | DENYOOM, ONE_KEY, psetex),
-    spec("getset", 3, WRITE | DENYOOM | FAST, ONE_KEY, getset),
-    spec("getdel", 2, WRITE | FAST, ONE_KEY, getdel),
-    spec("getex", -2, WRITE | FAST, ONE_KEY, getex),
-    spec("mget", -2, READONLY | FAST, (1, -1, 1), mget),
-    spec("mset", -3, WRITE | DENYOOM, (1, -1, 2), mset),
-    spec("msetnx", -3, WRITE | DENYOOM, (1, -1, 2), msetnx),
-    spec("incr", 2, WRITE | DENYOOM | FAST, ONE_KEY, incr),
-    spec("decr", 2, WRITE | DENYOOM | FAST, ONE_KEY, decr),
-    spec("incrby", 3, WRITE | DENYOOM | FAST, ONE_KEY, incrby),
-    spec("decrby", 3, WRITE | DENYOOM | FAST, ONE_KEY, decrby),
-    spec(
-        "incrbyfloat",
-        3,
-        WRITE | DENYOOM | FAST,
-        ONE_KEY,
-        incrbyfloat,
-    ),
-    spec("append", 3, WRITE | DENYOOM | FAST, ONE_KEY, append),
-    spec("strlen", 2, READONLY | FAST, ONE_KEY, strlen),
-    spec("getrange", 4, READONLY, ONE_KEY, getrange),
-    spec("substr", 4, READONLY, ONE_KEY, getrange),
-    spec("setrange", 4, WRITE | DENYOOM, ONE_KEY, setrange),
-    spec("lcs", -3, READONLY, (1, 2, 1), lcs),
+    spec("get", get),
+    spec("set", set),
+    spec("setnx", setnx),
+    spec("setex", setex),
+    spec("psetex", psetex),
+    spec("getset", getset),
+    spec("getdel", getdel),
+    spec("getex", getex),
+    spec("mget", mget),
+    spec("mset", mset),
+    spec("msetnx", msetnx),
+    spec("incr", incr),
+    spec("decr", decr),
+    spec("incrby", incrby),
+    spec("decrby", decrby),
+    spec("incrbyfloat", incrbyfloat),
+    spec("append", append),
+    spec("strlen", strlen),
+    spec("getrange", getrange),
+    spec("substr", getrange),
+    spec("setrange", setrange),
+    spec("lcs", lcs),
 ];
 
 // ---------------------------------------------------------------------------

@@ -14,9 +14,7 @@
 //! performed, whether served at once or after waiting.
 
 use super::clients::{BlockKind, BlockRequest};
-use super::{
-    flags::*, is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR, NOT_INT_ERR,
-};
+use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR, NOT_INT_ERR};
 use crate::reply::Reply;
 use crate::types::num::{format_g17, parse_f64};
 use crate::types::ordtree::cmp_key;
@@ -25,113 +23,49 @@ use crate::types::zset::{
 };
 use crate::types::{Blob, Value, WRONGTYPE};
 
-macro_rules! cmd {
-    ($name:expr, $arity:expr, $flags:expr, $first:expr, $last:expr, $step:expr, $handler:expr) => {
-        CommandSpec::new(
-            $name,
-            $arity,
-            $flags,
-            ($first, $last, $step),
-            "sorted_set",
-            $handler,
-        )
-    };
+/// A sorted_set command: arity, flags and key positions from the generated
+/// metadata ([`super::docs`]).
+const fn spec(name: &'static str, handler: super::Handler) -> CommandSpec {
+    CommandSpec::from_docs(name, name, "sorted_set", handler)
 }
 
-/// The sorted_set family's table (flags and key positions from Redis
-/// 7.0's command table).
+/// The sorted_set family's table.
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("zadd", -4, WRITE | DENYOOM | FAST, 1, 1, 1, zadd),
-    cmd!("zincrby", 4, WRITE | DENYOOM | FAST, 1, 1, 1, zincrby),
-    cmd!("zrem", -3, WRITE | FAST, 1, 1, 1, zrem),
-    cmd!("zremrangebyscore", 4, WRITE, 1, 1, 1, zremrangebyscore),
-    cmd!("zremrangebyrank", 4, WRITE, 1, 1, 1, zremrangebyrank),
-    cmd!("zremrangebylex", 4, WRITE, 1, 1, 1, zremrangebylex),
-    cmd!(
-        "zunionstore",
-        -4,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        1,
-        1,
-        1,
-        zunionstore
-    ),
-    cmd!(
-        "zinterstore",
-        -4,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        1,
-        1,
-        1,
-        zinterstore
-    ),
-    cmd!(
-        "zdiffstore",
-        -4,
-        WRITE | DENYOOM | MOVABLE_KEYS,
-        1,
-        1,
-        1,
-        zdiffstore
-    ),
-    cmd!("zunion", -3, READONLY | MOVABLE_KEYS, 0, 0, 0, zunion),
-    cmd!("zinter", -3, READONLY | MOVABLE_KEYS, 0, 0, 0, zinter),
-    cmd!(
-        "zintercard",
-        -3,
-        READONLY | MOVABLE_KEYS,
-        0,
-        0,
-        0,
-        zintercard
-    ),
-    cmd!("zdiff", -3, READONLY | MOVABLE_KEYS, 0, 0, 0, zdiff),
-    cmd!("zrange", -4, READONLY, 1, 1, 1, zrange),
-    cmd!("zrangestore", -5, WRITE | DENYOOM, 1, 2, 1, zrangestore),
-    cmd!("zrangebyscore", -4, READONLY, 1, 1, 1, zrangebyscore),
-    cmd!("zrevrangebyscore", -4, READONLY, 1, 1, 1, zrevrangebyscore),
-    cmd!("zrangebylex", -4, READONLY, 1, 1, 1, zrangebylex),
-    cmd!("zrevrangebylex", -4, READONLY, 1, 1, 1, zrevrangebylex),
-    cmd!("zcount", 4, READONLY | FAST, 1, 1, 1, zcount),
-    cmd!("zlexcount", 4, READONLY | FAST, 1, 1, 1, zlexcount),
-    cmd!("zrevrange", -4, READONLY, 1, 1, 1, zrevrange),
-    cmd!("zcard", 2, READONLY | FAST, 1, 1, 1, zcard),
-    cmd!("zscore", 3, READONLY | FAST, 1, 1, 1, zscore),
-    cmd!("zmscore", -3, READONLY | FAST, 1, 1, 1, zmscore),
-    cmd!("zrank", 3, READONLY | FAST, 1, 1, 1, zrank),
-    cmd!("zrevrank", 3, READONLY | FAST, 1, 1, 1, zrevrank),
-    cmd!("zscan", -3, READONLY, 1, 1, 1, zscan),
-    cmd!("zpopmin", -2, WRITE | FAST, 1, 1, 1, zpopmin),
-    cmd!("zpopmax", -2, WRITE | FAST, 1, 1, 1, zpopmax),
-    cmd!("zmpop", -4, WRITE | MOVABLE_KEYS, 0, 0, 0, zmpop),
-    cmd!(
-        "bzpopmin",
-        -3,
-        WRITE | NOSCRIPT | FAST | BLOCKING,
-        1,
-        -2,
-        1,
-        bzpopmin
-    ),
-    cmd!(
-        "bzpopmax",
-        -3,
-        WRITE | NOSCRIPT | FAST | BLOCKING,
-        1,
-        -2,
-        1,
-        bzpopmax
-    ),
-    cmd!(
-        "bzmpop",
-        -5,
-        WRITE | BLOCKING | MOVABLE_KEYS,
-        0,
-        0,
-        0,
-        bzmpop
-    ),
-    cmd!("zrandmember", -2, READONLY, 1, 1, 1, zrandmember),
+    spec("zadd", zadd),
+    spec("zincrby", zincrby),
+    spec("zrem", zrem),
+    spec("zremrangebyscore", zremrangebyscore),
+    spec("zremrangebyrank", zremrangebyrank),
+    spec("zremrangebylex", zremrangebylex),
+    spec("zunionstore", zunionstore),
+    spec("zinterstore", zinterstore),
+    spec("zdiffstore", zdiffstore),
+    spec("zunion", zunion),
+    spec("zinter", zinter),
+    spec("zintercard", zintercard),
+    spec("zdiff", zdiff),
+    spec("zrange", zrange),
+    spec("zrangestore", zrangestore),
+    spec("zrangebyscore", zrangebyscore),
+    spec("zrevrangebyscore", zrevrangebyscore),
+    spec("zrangebylex", zrangebylex),
+    spec("zrevrangebylex", zrevrangebylex),
+    spec("zcount", zcount),
+    spec("zlexcount", zlexcount),
+    spec("zrevrange", zrevrange),
+    spec("zcard", zcard),
+    spec("zscore", zscore),
+    spec("zmscore", zmscore),
+    spec("zrank", zrank),
+    spec("zrevrank", zrevrank),
+    spec("zscan", zscan),
+    spec("zpopmin", zpopmin),
+    spec("zpopmax", zpopmax),
+    spec("zmpop", zmpop),
+    spec("bzpopmin", bzpopmin),
+    spec("bzpopmax", bzpopmax),
+    spec("bzmpop", bzmpop),
+    spec("zrandmember", zrandmember),
 ];
 
 // ---------------------------------------------------------------------------
