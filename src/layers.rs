@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom-up: each top-level module of `src/` and its layer.
 const LAYERS: &[(&str, usize)] = &[
     // 0: values and their pure operations, no I/O.
-    ("error", 0),
     ("clock", 0),
     ("glob", 0),
     ("rand", 0),
@@ -27,6 +26,9 @@ const LAYERS: &[(&str, usize)] = &[
     // 2: files: codecs, the AOF and snapshots.
     ("rdb", 2),
     ("persist", 2),
+    // The engine's error type: a damaged file carries the decoders' typed
+    // errors, so it sits with them.
+    ("error", 2),
     // 3: the engine's state and its background work.
     ("core", 3),
     // 4: commands and the scripts that run them.

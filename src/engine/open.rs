@@ -7,6 +7,7 @@ use crate::clock::now_ms;
 use crate::command;
 use crate::config::{CommandCatalog, Config, ConfigError, Invocation};
 use crate::core::{Core, Stats};
+use crate::error::CorruptCause;
 use crate::keyspace::Keyspace;
 use crate::persist::aof::{self, LoadReport};
 use crate::persist::io::{Io, RealIo};
@@ -242,12 +243,17 @@ impl Engine {
         if crate::rdb::reader::is_rdb(&data) {
             let summary = self.load_rdb(&data, path, Some(now_ms()))?;
             if summary.len != data.len() {
-                return Err(crate::Error::Corrupt(format!(
-                    "cannot load the RDB file {}: {} bytes follow its checksum at offset {}. Nothing was loaded and the file was not changed.",
-                    path.display(),
-                    data.len() - summary.len,
-                    summary.len
-                )));
+                let count = (data.len() - summary.len) as u64;
+                return Err(corrupt(
+                    path,
+                    Some(summary.len as u64),
+                    CorruptCause::TrailingBytes { count },
+                    format!(
+                        "cannot load the RDB file {}: {count} bytes follow its checksum at offset {}. Nothing was loaded and the file was not changed.",
+                        path.display(),
+                        summary.len
+                    ),
+                ));
             }
             self.core.save.last_load_keys = summary.keys;
             self.core.save.last_load_expired = summary.expired_skipped;
@@ -271,13 +277,13 @@ impl Engine {
             now_ms(),
         )
         .map_err(|e| {
-            let at = e
-                .offset()
-                .map_or_else(String::new, |n| format!(" (damage at offset {n})"));
-            crate::Error::Corrupt(format!(
+            let offset = e.offset();
+            let at = offset.map_or_else(String::new, |n| format!(" (damage at offset {n})"));
+            let text = format!(
                 "cannot load the snapshot {}{at}: {e}. Nothing was loaded and the file was not changed.",
                 path.display()
-            ))
+            );
+            corrupt(path, offset, CorruptCause::Snapshot(e), text)
         })?;
         let loaded = summary.stats.keys.saturating_sub(expired);
         self.core.save.last_load_keys = loaded;
@@ -327,14 +333,15 @@ impl Engine {
             },
         )
         .map_err(|e| {
-            crate::Error::Corrupt(format!(
+            let text = format!(
                 "cannot load the RDB file {}: {e}. Nothing was loaded and the file was not changed. \
                  Run `hozon-repair check {}` to see every problem, then `hozon-repair salvage {}` \
                  to see what a repair keeps (add --apply to write it).",
                 path.display(),
                 path.display(),
                 path.display()
-            ))
+            );
+            corrupt(path, Some(e.offset), CorruptCause::Rdb(e), text)
         })?;
         if !summary.functions.is_empty() {
             self.notices.push(format!(
@@ -387,10 +394,16 @@ impl Engine {
                 source,
             })?;
         let manifest = crate::persist::aof::parse_redis_manifest(&text).map_err(|e| {
-            crate::Error::Corrupt(format!(
+            let text = format!(
                 "cannot import the Redis AOF manifest {}: {e}",
                 manifest_path.display()
-            ))
+            );
+            corrupt(
+                &manifest_path,
+                None,
+                CorruptCause::Manifest(e.to_string()),
+                text,
+            )
         })?;
         let count = manifest.len();
         for (i, (name, is_base)) in manifest.into_iter().enumerate() {
@@ -404,10 +417,8 @@ impl Engine {
                 source,
             })?;
             if crate::rdb::reader::is_rdb(&data) && !is_base {
-                return Err(crate::Error::Corrupt(format!(
-                    "{} is an incr file but holds an RDB image",
-                    path.display()
-                )));
+                let text = format!("{} is an incr file but holds an RDB image", path.display());
+                return Err(corrupt(&path, Some(0), CorruptCause::RdbInIncrFile, text));
             }
             let report = self.load_aof_image(&data, &path, false)?;
             if let Some(torn) = &report.torn {
@@ -420,9 +431,12 @@ impl Engine {
                     torn.dropped_commands
                 );
                 if i + 1 != count || !self.core.config.aof_load_truncated {
-                    return Err(crate::Error::Corrupt(format!(
-                        "cannot import the Redis AOF: {facts}"
-                    )));
+                    return Err(corrupt(
+                        &path,
+                        Some(torn.valid_len),
+                        CorruptCause::TornTail(torn.clone()),
+                        format!("cannot import the Redis AOF: {facts}"),
+                    ));
                 }
                 self.notices.push(format!(
                     "!!! Warning: {facts}; they were not imported (the Redis file was not changed)"
@@ -463,13 +477,19 @@ impl Engine {
                     torn.dropped_commands
                 );
                 if !self.core.config.aof_load_truncated {
-                    return Err(crate::Error::Corrupt(format!(
+                    let text = format!(
                         "{facts}; not loading because aof-load-truncated is no. \
                          Run `hozon-repair check {}` to see every problem, then `hozon-repair fix {} --apply` to cut \
                          the torn tail, or set aof-load-truncated yes to drop it on load",
                         path.display(),
                         path.display()
-                    )));
+                    );
+                    return Err(corrupt(
+                        &path,
+                        Some(torn.valid_len),
+                        CorruptCause::TornTail(torn.clone()),
+                        text,
+                    ));
                 }
                 io.truncate(&path, torn.valid_len)
                     .map_err(|source| crate::Error::Io {
@@ -548,17 +568,18 @@ impl Engine {
         now_ms: i64,
     ) -> Result<usize, crate::Error> {
         use crate::persist::snapshot;
-        let corrupt = |e: snapshot::SnapshotError| {
-            crate::Error::Corrupt(format!(
+        let damaged = |e: snapshot::SnapshotError| {
+            let text = format!(
                 "Bad file format reading the append only file {}: its snapshot preamble is damaged: {e}. \
                  Nothing was loaded and the file was not changed. Run `hozon-repair check {}` to see every \
                  problem, then `hozon-repair salvage {}` to see what is kept and add --apply to write it.",
                 path.display(),
                 path.display(),
                 path.display()
-            ))
+            );
+            corrupt(path, e.offset(), CorruptCause::Snapshot(e), text)
         };
-        let len = snapshot::image_len(data).map_err(corrupt)?;
+        let len = snapshot::image_len(data).map_err(damaged)?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (summary, expired) = snapshot::load_into(
             &data[..len],
@@ -567,7 +588,7 @@ impl Engine {
             threads,
             now_ms,
         )
-        .map_err(corrupt)?;
+        .map_err(damaged)?;
         self.notices.push(format!(
             "Reading the snapshot preamble of the append only file: {} keys ({} expired, skipped)",
             summary.stats.keys.saturating_sub(expired),
@@ -631,17 +652,29 @@ impl Engine {
             }
         });
         self.core.loading = false;
-        result.map_err(|c| {
-            crate::Error::Corrupt(format!(
+        result.map_err(|mut c| {
+            c.offset += base_offset as u64;
+            let text = format!(
                 "Bad file format reading the append only file {} at offset {}: {}. Nothing was loaded and the file \
                  was not changed. Run `hozon-repair check {}` to see every problem, then `hozon-repair salvage {}` \
                  to see what is kept and add --apply to write it.",
                 path.display(),
-                c.offset + base_offset as u64,
+                c.offset,
                 c.reason,
                 path.display(),
                 path.display()
-            ))
+            );
+            corrupt(path, Some(c.offset), CorruptCause::Aof(c), text)
         })
     }
+}
+
+/// The error for a damaged `path`.
+fn corrupt(
+    path: &std::path::Path,
+    offset: Option<u64>,
+    cause: CorruptCause,
+    text: String,
+) -> crate::Error {
+    crate::error::CorruptFile::new(path, offset, cause, text).into()
 }

@@ -35,7 +35,7 @@ mod stream;
 pub use check::{check_file, check_keys, MAX_DATABASES};
 pub use elements::{visit_elements, Declined, Element};
 pub use file::{is_rdb, load, load_with_hints, module_name, read_header};
-use file::{read_module_aux_when, skip_module_value, verify_checksum, PARALLEL_MIN_BYTES};
+use file::{read_meta, skip_module_value, verify_checksum, Meta, PARALLEL_MIN_BYTES};
 pub use salvage::{salvage, DamagedRegion, SalvageReport, RESYNC_RECORDS};
 pub use scan::{logical_type, scan, scan_keys, KeyInfo, ScanSummary, TypeCount};
 use stream::read_stream;

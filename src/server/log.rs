@@ -95,7 +95,7 @@ pub fn timestamp(ms: i64) -> String {
     let millis = ms.rem_euclid(1000);
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = crate::clock::civil_from_days(days);
     format!(
         "{:02} {} {} {:02}:{:02}:{:02}.{:03}",
         d,
@@ -106,21 +106,6 @@ pub fn timestamp(ms: i64) -> String {
         rem % 60,
         millis
     )
-}
-
-/// Converts days since 1970-01-01 to (year, month, day), proleptic
-/// Gregorian (Howard Hinnant's algorithm).
-pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[cfg(test)]

@@ -371,6 +371,23 @@ fn text_table(out: &mut String, rows: &[Node], indent: usize) {
     }
 }
 
+/// How the inspector reports an AOF's torn tail whose log starts at file
+/// offset `base`: the offset where the valid data ends, the `torn_tail`
+/// field's value, and the problem's text.
+pub fn torn_tail(base: u64, torn: &crate::persist::aof::TornTail) -> (u64, Node, String) {
+    let at = base + torn.valid_len;
+    let node = Node::object()
+        .with("offset", at)
+        .with("dropped_bytes", torn.dropped_bytes)
+        .with("dropped_commands", torn.dropped_commands)
+        .with("reason", torn.reason.as_str());
+    let text = format!(
+        "torn tail at offset {at}: {} ({} bytes, {} complete commands after it)",
+        torn.reason, torn.dropped_bytes, torn.dropped_commands
+    );
+    (at, node, text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,10 @@
 //! Times on the tools' command lines (`hozon-repair truncate --before`,
 //! `hozon-inspect aof --from/--to`), in reports and in file names (a
 //! backup's UTC timestamp). Proleptic Gregorian calendar, UTC; the day
-//! arithmetic follows Howard Hinnant's civil-date algorithms.
+//! arithmetic is `clock`'s (Howard Hinnant's civil-date algorithms).
+
+pub use crate::clock::civil_from_days;
+use crate::clock::days_from_civil;
 
 /// What [`rfc3339_ms`] does with a fraction finer than a millisecond.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,30 +136,6 @@ fn days_in_month(year: i64, month: i64) -> i64 {
         4 | 6 | 9 | 11 => 30,
         _ => 31,
     }
-}
-
-/// Days since 1970-01-01 of a civil date.
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The civil date (year, month, day) of a day count since 1970-01-01.
-pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 /// Unix ms as `YYYYMMDDTHHMMSSZ` (the backup file name's stamp).

@@ -23,4 +23,5 @@ mod server_faults;
 mod snapshots;
 mod startup;
 mod streams_and_transactions;
+mod typed_errors;
 mod use_cases;

@@ -800,22 +800,9 @@ fn walk_file(part: &Part, data: &[u8], selection: &Selection, sink: &mut Sink<'_
             }
             match &r.torn {
                 Some(t) if !stopped => {
-                    let at = base + t.valid_len;
-                    row.set(
-                        "torn_tail",
-                        Node::object()
-                            .with("offset", at)
-                            .with("dropped_bytes", t.dropped_bytes)
-                            .with("dropped_commands", t.dropped_commands)
-                            .with("reason", t.reason.as_str()),
-                    );
-                    problems.push((
-                        at,
-                        format!(
-                            "torn tail at offset {at}: {} ({} bytes, {} complete commands after it)",
-                            t.reason, t.dropped_bytes, t.dropped_commands
-                        ),
-                    ));
+                    let (at, node, text) = report::torn_tail(base, t);
+                    row.set("torn_tail", node);
+                    problems.push((at, text));
                 }
                 _ => row.set("torn_tail", Node::Null),
             }

@@ -709,22 +709,9 @@ fn aof_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
             report.set("time_span", time_span(r.first_ts_ms, r.last_ts_ms));
             match &r.torn {
                 Some(t) => {
-                    let at = base + t.valid_len;
-                    report.set(
-                        "torn_tail",
-                        Node::object()
-                            .with("offset", at)
-                            .with("dropped_bytes", t.dropped_bytes)
-                            .with("dropped_commands", t.dropped_commands)
-                            .with("reason", t.reason.as_str()),
-                    );
-                    problems.push(
-                        at,
-                        format!(
-                            "torn tail at offset {at}: {} ({} bytes, {} complete commands after it)",
-                            t.reason, t.dropped_bytes, t.dropped_commands
-                        ),
-                    );
+                    let (at, node, text) = hozon::tools::report::torn_tail(base, t);
+                    report.set("torn_tail", node);
+                    problems.push(at, text);
                 }
                 None => report.set("torn_tail", Node::Null),
             }

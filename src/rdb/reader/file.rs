@@ -198,101 +198,68 @@ fn parse(
     loop {
         let record_at = c.pos;
         let t = c.u8("a record type")?;
-        match t {
-            opcode::EOF => break,
-            opcode::SELECTDB => {
-                let n = c.len("a database number")?;
-                if n >= options.databases as u64 {
-                    return Err(RdbError::new(
-                        ErrorKind::Rejected,
-                        record_at,
-                        format!(
-                            "the file selects database {n} but only {} are configured",
-                            options.databases
-                        ),
-                    ));
-                }
-                db = n as usize;
-            }
-            opcode::RESIZEDB => {
-                let keys = c.len("a RESIZEDB size")?;
-                let expiring = c.len("a RESIZEDB size")?;
-                // A hint only: capped by what the rest of the file can hold.
-                let cap = (c.remaining() / 3) as u64;
-                emit(Event::Resize(db, keys.min(cap), expiring.min(cap))).map_err(reject)?;
-            }
-            opcode::EXPIRETIME_MS => expire = Some(c.ms_time("an expiry")?),
-            opcode::EXPIRETIME => {
-                let secs = i32::from_le_bytes(c.array("an expiry")?);
-                expire = Some(i64::from(secs) * 1000);
-            }
-            opcode::AUX => {
-                let name = c.blob("an AUX field name")?;
-                let value = c.blob("an AUX field value")?;
-                summary.aux.push((name, value));
-            }
-            opcode::IDLE => {
-                c.len("an IDLE time")?;
-            }
-            opcode::FREQ => {
-                c.u8("an LFU frequency")?;
-            }
-            opcode::SLOT_INFO => {
-                for _ in 0..3 {
-                    c.len("slot information")?;
-                }
-            }
-            opcode::FUNCTION2 => summary.functions.push(c.blob("a function library")?),
-            opcode::FUNCTION_PRE_GA => {
-                return Err(RdbError::new(
-                    ErrorKind::Unsupported,
-                    record_at,
-                    "pre-release function format (Redis 7.0 release candidates) is not supported",
-                ))
-            }
-            opcode::MODULE_AUX => {
-                let module_id = c.len("a module id")?;
-                let name = module_name(module_id);
-                read_module_aux_when(&mut c, &name)?;
-                skip_module_value(&mut c, &name)?;
-                summary.modules_skipped.push(name);
-            }
-            value_type => {
-                let key = c.blob("a key")?;
-                let key_expire = expire.take();
-                let attach = |mut e: RdbError| {
-                    e.key = Some((db, key.clone()));
-                    e
-                };
-                if value_type == kind::MODULE_2 {
-                    let module_id = c.len("a module id").map_err(attach)?;
-                    let name = module_name(module_id);
-                    skip_module_value(&mut c, &name).map_err(attach)?;
-                    summary.modules_skipped.push(name);
-                    continue;
-                }
-                let value =
-                    read_value(&mut c, value_type, options, &mut summary).map_err(attach)?;
-                let Some(value) = value else {
-                    summary.empty_skipped += 1;
-                    continue;
-                };
-                if let (Some(at), Some(before)) = (key_expire, options.skip_expired_before_ms) {
-                    if at < before {
-                        summary.expired_skipped += 1;
-                        continue;
+        if let Some(meta) = read_meta(&mut c, t, record_at)? {
+            match meta {
+                Meta::Eof => break,
+                Meta::SelectDb(n) => {
+                    if n >= options.databases as u64 {
+                        return Err(RdbError::new(
+                            ErrorKind::Rejected,
+                            record_at,
+                            format!(
+                                "the file selects database {n} but only {} are configured",
+                                options.databases
+                            ),
+                        ));
                     }
+                    db = n as usize;
                 }
-                let loaded = LoadedKey {
-                    db,
-                    key,
-                    value,
-                    expire_ms: key_expire,
-                };
-                emit(Event::Key(record_at, loaded)).map_err(reject)?;
-                summary.keys += 1;
+                Meta::ResizeDb { keys, expiring } => {
+                    // A hint only: capped by what the rest of the file can hold.
+                    let cap = (c.remaining() / 3) as u64;
+                    emit(Event::Resize(db, keys.min(cap), expiring.min(cap))).map_err(reject)?;
+                }
+                Meta::Expire(at) => expire = Some(at),
+                Meta::Aux(name, value) => summary.aux.push((name, value)),
+                Meta::Function(library) => summary.functions.push(library),
+                Meta::ModuleAux(name) => summary.modules_skipped.push(name),
+                Meta::Ignored => {}
+            }
+            continue;
+        }
+        let value_type = t;
+        let key = c.blob("a key")?;
+        let key_expire = expire.take();
+        let attach = |mut e: RdbError| {
+            e.key = Some((db, key.clone()));
+            e
+        };
+        if value_type == kind::MODULE_2 {
+            let module_id = c.len("a module id").map_err(attach)?;
+            let name = module_name(module_id);
+            skip_module_value(&mut c, &name).map_err(attach)?;
+            summary.modules_skipped.push(name);
+            continue;
+        }
+        let value = read_value(&mut c, value_type, options, &mut summary).map_err(attach)?;
+        let Some(value) = value else {
+            summary.empty_skipped += 1;
+            continue;
+        };
+        if let (Some(at), Some(before)) = (key_expire, options.skip_expired_before_ms) {
+            if at < before {
+                summary.expired_skipped += 1;
+                continue;
             }
         }
+        let loaded = LoadedKey {
+            db,
+            key,
+            value,
+            expire_ms: key_expire,
+        };
+        emit(Event::Key(record_at, loaded)).map_err(reject)?;
+        summary.keys += 1;
     }
     summary.checksum = Some(verify_checksum(data, &mut c, version, crc)?);
     summary.len = c.pos;
@@ -330,6 +297,90 @@ pub(super) fn verify_checksum(
         ));
     }
     Ok(Checksum::Verified)
+}
+
+/// A record that is not a key, read by [`read_meta`].
+pub(super) enum Meta {
+    /// The end of the records (the checksum follows).
+    Eof,
+    /// SELECTDB: the keys that follow are in this database.
+    SelectDb(u64),
+    /// RESIZEDB: a hint of the database's size, as written.
+    ResizeDb {
+        /// Keys in the database.
+        keys: u64,
+        /// Keys with an expiry.
+        expiring: u64,
+    },
+    /// The next key's expiry, in Unix milliseconds.
+    Expire(i64),
+    /// An AUX field.
+    Aux(Blob, Blob),
+    /// A function library's code (FUNCTION2).
+    Function(Blob),
+    /// A module's AUX data, skipped; the module's name.
+    ModuleAux(String),
+    /// IDLE, FREQ or slot information: read and not kept.
+    Ignored,
+}
+
+/// Reads the record of type `t` (its byte at `record_at`) when it is not a
+/// key; `None` for a value type (the key and its value follow). Every
+/// reader of the file walks its records with this one function.
+pub(super) fn read_meta(
+    c: &mut Cursor<'_>,
+    t: u8,
+    record_at: usize,
+) -> Result<Option<Meta>, RdbError> {
+    Ok(Some(match t {
+        opcode::EOF => Meta::Eof,
+        opcode::SELECTDB => Meta::SelectDb(c.len("a database number")?),
+        opcode::RESIZEDB => Meta::ResizeDb {
+            keys: c.len("a RESIZEDB size")?,
+            expiring: c.len("a RESIZEDB size")?,
+        },
+        opcode::EXPIRETIME_MS => Meta::Expire(c.ms_time("an expiry")?),
+        opcode::EXPIRETIME => {
+            let secs = i32::from_le_bytes(c.array("an expiry")?);
+            Meta::Expire(i64::from(secs) * 1000)
+        }
+        opcode::AUX => {
+            let name = c.blob("an AUX field name")?;
+            Meta::Aux(name, c.blob("an AUX field value")?)
+        }
+        opcode::IDLE => {
+            c.len("an IDLE time")?;
+            Meta::Ignored
+        }
+        opcode::FREQ => {
+            c.u8("an LFU frequency")?;
+            Meta::Ignored
+        }
+        opcode::SLOT_INFO => {
+            for _ in 0..3 {
+                c.len("slot information")?;
+            }
+            Meta::Ignored
+        }
+        // Decoded (LZF included), not skipped: a library the loaders
+        // cannot read is damage in every reader.
+        opcode::FUNCTION2 => Meta::Function(c.blob("a function library")?),
+        opcode::FUNCTION_PRE_GA => {
+            return Err(RdbError::new(
+                ErrorKind::Unsupported,
+                record_at,
+                "pre-release function format (Redis 7.0 release candidates) is not supported",
+            ))
+        }
+        opcode::MODULE_AUX => {
+            let module_id = c.len("a module id")?;
+            let name = module_name(module_id);
+            read_module_aux_when(c, &name)?;
+            skip_module_value(c, &name)?;
+            Meta::ModuleAux(name)
+        }
+        _ => return Ok(None),
+    }))
 }
 
 /// A module's name from its 64-bit id: nine characters of six bits each

@@ -78,97 +78,62 @@ fn next_record(
 ) -> Result<Record, RdbError> {
     let record_at = c.pos;
     let t = c.u8("a record type")?;
-    match t {
-        opcode::EOF => return Ok(Record::Eof),
-        opcode::SELECTDB => {
-            let n = c.len("a database number")?;
-            if n >= options.databases as u64 {
-                return Err(RdbError::new(
-                    ErrorKind::Corrupt,
-                    record_at,
-                    format!(
-                        "the file selects database {n} but at most {} are accepted",
-                        options.databases
-                    ),
-                ));
+    if let Some(meta) = read_meta(c, t, record_at)? {
+        match meta {
+            Meta::Eof => return Ok(Record::Eof),
+            Meta::SelectDb(n) => {
+                if n >= options.databases as u64 {
+                    return Err(RdbError::new(
+                        ErrorKind::Corrupt,
+                        record_at,
+                        format!(
+                            "the file selects database {n} but at most {} are accepted",
+                            options.databases
+                        ),
+                    ));
+                }
+                *db = n as usize;
             }
-            *db = n as usize;
+            Meta::Expire(at) => *expire = Some(at),
+            Meta::Aux(name, value) => summary.aux.push((name, value)),
+            Meta::Function(library) => summary.functions.push(library),
+            Meta::ModuleAux(name) => summary.modules_skipped.push(name),
+            Meta::ResizeDb { .. } | Meta::Ignored => {}
         }
-        opcode::RESIZEDB => {
-            c.len("a RESIZEDB size")?;
-            c.len("a RESIZEDB size")?;
-        }
-        opcode::EXPIRETIME_MS => *expire = Some(c.ms_time("an expiry")?),
-        opcode::EXPIRETIME => {
-            let secs = i32::from_le_bytes(c.array("an expiry")?);
-            *expire = Some(i64::from(secs) * 1000);
-        }
-        opcode::AUX => {
-            let name = c.blob("an AUX field name")?;
-            let value = c.blob("an AUX field value")?;
-            summary.aux.push((name, value));
-        }
-        opcode::IDLE => {
-            c.len("an IDLE time")?;
-        }
-        opcode::FREQ => {
-            c.u8("an LFU frequency")?;
-        }
-        opcode::SLOT_INFO => {
-            for _ in 0..3 {
-                c.len("slot information")?;
-            }
-        }
-        opcode::FUNCTION2 => summary.functions.push(c.blob("a function library")?),
-        opcode::FUNCTION_PRE_GA => {
-            return Err(RdbError::new(
-                ErrorKind::Unsupported,
-                record_at,
-                "pre-release function format (Redis 7.0 release candidates) is not supported",
-            ))
-        }
-        opcode::MODULE_AUX => {
-            let module_id = c.len("a module id")?;
-            let name = module_name(module_id);
-            read_module_aux_when(c, &name)?;
-            skip_module_value(c, &name)?;
-            summary.modules_skipped.push(name);
-        }
-        value_type => {
-            let key = c.blob("a key")?;
-            let key_expire = expire.take();
-            let at_db = *db;
-            let attach = |mut e: RdbError| {
-                e.key = Some((at_db, key.clone()));
-                e
-            };
-            if value_type == kind::MODULE_2 {
-                let module_id = c.len("a module id").map_err(attach)?;
-                let name = module_name(module_id);
-                skip_module_value(c, &name).map_err(attach)?;
-                summary.modules_skipped.push(name);
-                return Ok(Record::Other);
-            }
-            // Type 21 means another encoding in a Valkey file: the value
-            // reader needs to know whose file it reads, as in `load`.
-            let mut scratch = Summary {
-                valkey: summary.valkey,
-                ..Summary::default()
-            };
-            let value = read_value(c, value_type, options, &mut scratch).map_err(attach)?;
-            let Some(value) = value else {
-                summary.empty_skipped += 1;
-                return Ok(Record::Other);
-            };
-            return Ok(Record::Key(LoadedKey {
-                db: at_db,
-                key,
-                value,
-                expire_ms: key_expire,
-            }));
-        }
+        return Ok(Record::Other);
     }
-    Ok(Record::Other)
+    let value_type = t;
+    let key = c.blob("a key")?;
+    let key_expire = expire.take();
+    let at_db = *db;
+    let attach = |mut e: RdbError| {
+        e.key = Some((at_db, key.clone()));
+        e
+    };
+    if value_type == kind::MODULE_2 {
+        let module_id = c.len("a module id").map_err(attach)?;
+        let name = module_name(module_id);
+        skip_module_value(c, &name).map_err(attach)?;
+        summary.modules_skipped.push(name);
+        return Ok(Record::Other);
+    }
+    // Type 21 means another encoding in a Valkey file: the value
+    // reader needs to know whose file it reads, as in `load`.
+    let mut scratch = Summary {
+        valkey: summary.valkey,
+        ..Summary::default()
+    };
+    let value = read_value(c, value_type, options, &mut scratch).map_err(attach)?;
+    let Some(value) = value else {
+        summary.empty_skipped += 1;
+        return Ok(Record::Other);
+    };
+    Ok(Record::Key(LoadedKey {
+        db: at_db,
+        key,
+        value,
+        expire_ms: key_expire,
+    }))
 }
 
 /// True when reading from `at` (with database `db` selected) decodes

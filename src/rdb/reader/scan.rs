@@ -143,53 +143,15 @@ pub(super) fn scan_opcode(
     db: &mut usize,
     expire_ms: &mut Option<i64>,
 ) -> Result<bool, RdbError> {
-    match t {
-        opcode::SELECTDB => *db = c.len("a database number")? as usize,
-        opcode::RESIZEDB => {
-            c.len("a RESIZEDB size")?;
-            c.len("a RESIZEDB size")?;
-        }
-        opcode::EXPIRETIME_MS => *expire_ms = Some(c.ms_time("an expiry")?),
-        opcode::EXPIRETIME => {
-            let secs = i32::from_le_bytes(c.array("an expiry")?);
-            *expire_ms = Some(i64::from(secs) * 1000);
-        }
-        opcode::AUX => {
-            let name = c.blob("an AUX field name")?;
-            let value = c.blob("an AUX field value")?;
-            out.aux.push((name, value));
-        }
-        opcode::IDLE => {
-            c.len("an IDLE time")?;
-        }
-        opcode::FREQ => {
-            c.u8("an LFU frequency")?;
-        }
-        opcode::SLOT_INFO => {
-            for _ in 0..3 {
-                c.len("slot information")?;
-            }
-        }
-        opcode::FUNCTION2 => {
-            // Decoded (LZF included), not skipped: a library the loaders
-            // cannot read is damage here too. Libraries are few and small.
-            c.string("a function library")?;
-            out.functions += 1;
-        }
-        opcode::FUNCTION_PRE_GA => {
-            return Err(RdbError::new(
-                ErrorKind::Unsupported,
-                record_at,
-                "pre-release function format is not supported",
-            ))
-        }
-        opcode::MODULE_AUX => {
-            let id = c.len("a module id")?;
-            let name = module_name(id);
-            read_module_aux_when(c, &name)?;
-            skip_module_value(c, &name)?;
-        }
-        _ => return Ok(false),
+    let Some(meta) = read_meta(c, t, record_at)? else {
+        return Ok(false);
+    };
+    match meta {
+        Meta::SelectDb(n) => *db = n as usize,
+        Meta::Expire(at) => *expire_ms = Some(at),
+        Meta::Aux(name, value) => out.aux.push((name, value)),
+        Meta::Function(_) => out.functions += 1,
+        Meta::Eof | Meta::ResizeDb { .. } | Meta::ModuleAux(_) | Meta::Ignored => {}
     }
     Ok(true)
 }
