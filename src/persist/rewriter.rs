@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::aof::{BatchBuilder, FILE_HEADER};
-use super::io::{AppendFile, Io};
+use super::io::{DurableFile, FileError, Io};
 use super::rewrite::commands_for;
 use super::snapshot::{self, BlockBuilder, FileWriter, HeaderInfo, RawBlock, Stats};
 use super::writer::error_text;
@@ -35,9 +35,6 @@ const RECORDS_PER_CHECK: usize = 16;
 pub const SWITCH_DIFF_BYTES: u64 = 1 << 20;
 /// The diff is copied in pieces of this size.
 const COPY_CHUNK_BYTES: usize = 1 << 20;
-/// The new file is fsynced at least every this many bytes (what
-/// `aof-rewrite-incremental-fsync` asks for; always on).
-const SYNC_EVERY_BYTES: u64 = 32 << 20;
 /// How often the thread looks for new diff bytes while it waits.
 const POLL_INTERVAL: Duration = Duration::from_millis(2);
 /// A RESP image batch is closed at this size.
@@ -531,9 +528,7 @@ struct Job {
 
 /// The new file while the thread appends the log part.
 struct Tail {
-    file: Box<dyn AppendFile>,
-    len: u64,
-    unsynced: u64,
+    file: DurableFile,
     copied_to: u64,
     buf: Vec<u8>,
 }
@@ -546,8 +541,7 @@ impl Job {
             match rx.recv_timeout(POLL_INTERVAL) {
                 Ok(ToThread::Switch(final_len)) => {
                     self.copy_diff(&mut tail, final_len)?;
-                    self.sync(&mut tail)?;
-                    drop(tail.file);
+                    let len = tail.file.finish().map_err(failed)?;
                     let dir_not_synced =
                         match snapshot::commit(self.io.as_ref(), &self.temp, &self.target) {
                             Ok(()) => None,
@@ -559,7 +553,7 @@ impl Job {
                             Err(e) => return Err(e.to_string()),
                         };
                     return Ok(Committed {
-                        len: tail.len,
+                        len,
                         dir_not_synced,
                     });
                 }
@@ -568,12 +562,12 @@ impl Job {
                     let published = self.progress.published_len.load(Ordering::SeqCst);
                     if published > tail.copied_to {
                         self.copy_diff(&mut tail, published)?;
-                        if (self.incremental_fsync && tail.unsynced >= SYNC_EVERY_BYTES)
-                            || self.progress.published_len.load(Ordering::SeqCst) == tail.copied_to
-                        {
+                        if self.progress.published_len.load(Ordering::SeqCst) == tail.copied_to {
                             // Caught up: fsync now, so the switch's own
                             // fsync has only the last bytes to flush.
-                            self.sync(&mut tail)?;
+                            tail.file.sync().map_err(failed)?;
+                        } else {
+                            self.sync_if_due(&mut tail)?;
                         }
                     }
                 }
@@ -596,10 +590,11 @@ impl Job {
                             writer.write_block(block).map_err(|e| e.to_string())?;
                         }
                         ToThread::ImageDone(stats) => {
-                            let summary = writer.finish(&stats).map_err(|e| e.to_string())?;
-                            let file = self.open_temp()?;
-                            let mut tail = self.tail(file, summary.file_len);
-                            self.append(&mut tail, FILE_HEADER)?;
+                            writer.finish(&stats).map_err(|e| e.to_string())?;
+                            let file = DurableFile::reopen(Arc::clone(&self.io), &self.temp)
+                                .map_err(failed)?;
+                            let mut tail = self.tail(file);
+                            tail.file.append(FILE_HEADER).map_err(failed)?;
                             return Ok(tail);
                         }
                         _ => return Err("rewrite protocol error: unexpected message".into()),
@@ -607,9 +602,8 @@ impl Job {
                 }
             }
             Preamble::None | Preamble::Rdb(_) => {
-                let mut file = self.open_temp()?;
-                file.set_len(0).map_err(|e| self.io_err("truncating", &e))?;
-                let mut tail = self.tail(file, 0);
+                let file = DurableFile::create(Arc::clone(&self.io), &self.temp).map_err(failed)?;
+                let mut tail = self.tail(file);
                 // An RDB image's checksum covers the image; the log part
                 // and its header follow it.
                 let mut rdb_crc = match self.preamble {
@@ -617,7 +611,7 @@ impl Job {
                     _ => None,
                 };
                 if rdb_crc.is_none() {
-                    self.append(&mut tail, FILE_HEADER)?;
+                    tail.file.append(FILE_HEADER).map_err(failed)?;
                 }
                 loop {
                     match rx.recv().map_err(|_| aborted())? {
@@ -625,21 +619,19 @@ impl Job {
                             if let Some(crc) = rdb_crc.as_mut() {
                                 crc.update(&batch);
                             }
-                            self.append(&mut tail, &batch)?;
-                            if self.incremental_fsync && tail.unsynced >= SYNC_EVERY_BYTES {
-                                self.sync(&mut tail)?;
-                            }
+                            tail.file.append(&batch).map_err(failed)?;
+                            self.sync_if_due(&mut tail)?;
                         }
                         ToThread::ImageDone(_) => {
                             if let Some(mut crc) = rdb_crc.take() {
                                 let mut end = Vec::with_capacity(9 + FILE_HEADER.len());
                                 crate::rdb::writer::put_trailer(&mut end, &mut crc, true);
                                 end.extend_from_slice(FILE_HEADER);
-                                self.append(&mut tail, &end)?;
+                                tail.file.append(&end).map_err(failed)?;
                             }
                             // Durable now, so the switch's fsync covers only
                             // the diff (a stop clients wait for).
-                            self.sync(&mut tail)?;
+                            tail.file.sync().map_err(failed)?;
                             return Ok(tail);
                         }
                         _ => return Err("rewrite protocol error: unexpected message".into()),
@@ -649,56 +641,20 @@ impl Job {
         }
     }
 
-    fn open_temp(&self) -> Result<Box<dyn AppendFile>, String> {
-        self.io
-            .open_append(&self.temp)
-            .map_err(|e| self.io_err("opening", &e))
-    }
-
-    fn tail(&self, file: Box<dyn AppendFile>, len: u64) -> Tail {
+    fn tail(&self, file: DurableFile) -> Tail {
         Tail {
             file,
-            len,
-            unsynced: 0,
             copied_to: self.diff_start,
             buf: Vec::new(),
         }
     }
 
-    fn io_err(&self, what: &str, e: &std::io::Error) -> String {
-        format!("{what} {}: {}", self.temp.display(), error_text(e))
-    }
-
-    fn append(&self, tail: &mut Tail, mut bytes: &[u8]) -> Result<(), String> {
-        while !bytes.is_empty() {
-            match tail.file.write(bytes) {
-                Ok(0) => {
-                    return Err(format!(
-                        "writing {}: short write (0 bytes)",
-                        self.temp.display()
-                    ))
-                }
-                Ok(n) => {
-                    bytes = &bytes[n..];
-                    tail.len += n as u64;
-                    tail.unsynced += n as u64;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.io_err("writing", &e)),
-            }
+    /// The incremental fsync (`aof-rewrite-incremental-fsync`), every
+    /// [`SYNC_EVERY_BYTES`](super::io::SYNC_EVERY_BYTES).
+    fn sync_if_due(&self, tail: &mut Tail) -> Result<(), String> {
+        if self.incremental_fsync {
+            tail.file.sync_if_due().map_err(failed)?;
         }
-        Ok(())
-    }
-
-    fn sync(&self, tail: &mut Tail) -> Result<(), String> {
-        let syncer = tail
-            .file
-            .syncer()
-            .map_err(|e| self.io_err("fsyncing", &e))?;
-        syncer
-            .sync_data()
-            .map_err(|e| self.io_err("fsyncing", &e))?;
-        tail.unsynced = 0;
         Ok(())
     }
 
@@ -721,16 +677,20 @@ impl Job {
                     tail.copied_to
                 ));
             }
-            self.append(tail, &buf[..n])?;
+            tail.file.append(&buf[..n]).map_err(failed)?;
             tail.copied_to += n as u64;
             self.progress
                 .copied_to
                 .store(tail.copied_to, Ordering::SeqCst);
-            if self.incremental_fsync && tail.unsynced >= SYNC_EVERY_BYTES {
-                self.sync(tail)?;
-            }
+            self.sync_if_due(tail)?;
         }
         tail.buf = buf;
         Ok(())
     }
+}
+
+/// A failed write or fsync of the new file, as the rewrite's failure text
+/// (the OS error's words without its number, as the AOF writer prints it).
+fn failed(e: FileError) -> String {
+    format!("{}: {}", e.context, error_text(&e.source))
 }

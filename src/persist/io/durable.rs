@@ -2,7 +2,8 @@
 //! fsynced as it grows and at the end ([`DurableFile`]), renamed over its
 //! final name and the directory fsynced ([`commit`]). The snapshot writers
 //! (`dump.hoz` and RDB: SAVE, BGSAVE, a rewrite's `dump.hoz` image, the
-//! tools' exports and salvaged dumps) write through it, and every rename
+//! tools' exports and salvaged dumps) and the AOF rewriter (its RESP or
+//! RDB image and the log part) write through it, and every rename
 //! into place of the engine goes through [`commit`], over [`Io`], so the
 //! fault tests cover them (docs/persistence.md, "Renames").
 
@@ -81,6 +82,33 @@ impl DurableFile {
             file: Some(file),
             syncer,
             len: 0,
+            unsynced: 0,
+            done: false,
+        })
+    }
+
+    /// Opens the finished temporary file `temp_path` again to append to
+    /// it (a rewrite's log part follows the snapshot image a
+    /// [`DurableFile`] of its own wrote and fsynced).
+    pub fn reopen(io: Arc<dyn Io>, temp_path: &Path) -> Result<DurableFile, FileError> {
+        let ctx = |what: &str| format!("{what} {}", temp_path.display());
+        let file = io
+            .open_append(temp_path)
+            .map_err(|e| FileError::new(ctx("opening"), e))?;
+        let opened = file.len().and_then(|len| Ok((len, file.syncer()?)));
+        let (len, syncer) = match opened {
+            Ok(x) => x,
+            Err(e) => {
+                let _ = io.remove(temp_path);
+                return Err(FileError::new(ctx("opening"), e));
+            }
+        };
+        Ok(DurableFile {
+            io,
+            path: temp_path.to_path_buf(),
+            file: Some(file),
+            syncer,
+            len,
             unsynced: 0,
             done: false,
         })
