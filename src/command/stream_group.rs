@@ -646,23 +646,39 @@ struct Served {
     effects: Vec<Argv>,
 }
 
-/// Serves `consumer` of `group` from `s`: new entries after `after` (`>`)
-/// or, with `history`, the consumer's own pending entries from `after`'s
-/// successor on. Updates the PEL, the consumer and the group as
-/// `streamReplyWithRange` does and builds the effects to log.
-#[allow(clippy::too_many_arguments)]
-fn serve_group(
-    s: &Stream,
-    group: &mut ConsumerGroup,
-    key: &[u8],
-    group_name: &[u8],
-    consumer: &[u8],
-    after: StreamId,
-    history: bool,
+/// One consumer's read from one stream of an XREADGROUP.
+#[derive(Clone, Copy)]
+struct GroupRead<'a> {
+    /// The stream's key (for the effects logged).
+    key: &'a [u8],
+    /// The group's name (for the effects logged).
+    group_name: &'a [u8],
+    consumer: &'a [u8],
+    /// COUNT (0 = no limit).
     count: usize,
     noack: bool,
     now_ms: i64,
+}
+
+/// Serves `read.consumer` of `group` from `s`: new entries after `after`
+/// (`>`) or, with `history`, the consumer's own pending entries from
+/// `after`'s successor on. Updates the PEL, the consumer and the group as
+/// `streamReplyWithRange` does and builds the effects to log.
+fn serve_group(
+    s: &Stream,
+    group: &mut ConsumerGroup,
+    read: &GroupRead<'_>,
+    after: StreamId,
+    history: bool,
 ) -> Served {
+    let GroupRead {
+        key,
+        group_name,
+        consumer,
+        count,
+        noack,
+        now_ms,
+    } = *read;
     let mut effects = Vec::new();
     // Redis's streamIncrID wraps past the last ID to 0-0.
     let start = after.next().unwrap_or(StreamId::MIN);
@@ -832,18 +848,15 @@ fn xreadgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                     (group.last_id, false)
                 }
             };
-            Some(serve_group(
-                s,
-                group,
+            let read = GroupRead {
                 key,
-                args.group,
-                args.consumer,
-                from,
-                history,
-                args.count,
-                args.noack,
-                now,
-            ))
+                group_name: args.group,
+                consumer: args.consumer,
+                count: args.count,
+                noack: args.noack,
+                now_ms: now,
+            };
+            Some(serve_group(s, group, &read, from, history))
         })
         .expect("the group was checked while parsing");
         if let Some(result) = result {
@@ -892,18 +905,16 @@ fn xreadgroup_retry(ctx: &mut Ctx, args: &ReadGroupArgs, keys: &[&[u8]], key: &[
     };
     let Some(result) = with_group(s, args.group, |s, group| {
         (s.last_id > group.last_id).then(|| {
-            serve_group(
-                s,
-                group,
+            let read = GroupRead {
                 key,
-                args.group,
-                args.consumer,
-                group.last_id,
-                false,
+                group_name: args.group,
+                consumer: args.consumer,
                 count,
-                args.noack,
-                now,
-            )
+                noack: args.noack,
+                now_ms: now,
+            };
+            let after = group.last_id;
+            serve_group(s, group, &read, after, false)
         })
     }) else {
         ctx.log_nothing();
