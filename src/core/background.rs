@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::clock::now_ms;
 use crate::persist::lock::DirLock;
-use crate::persist::rewriter::{self, Preamble};
-use crate::persist::saver::Finished;
+use crate::persist::rewriter::{self, Preamble, RewriteFiles};
+use crate::persist::saver::{Finished, SaveTarget};
 use crate::persist::writer::{AofStatus, AofWriter, FlushError};
 
 use super::Core;
@@ -169,15 +169,14 @@ impl Core {
         let io = Arc::clone(&self.io);
         let format = self.save_format();
         let file_name = self.snapshot_file_name();
-        self.save.start(
-            &mut self.keyspace,
+        let target = SaveTarget {
             io,
-            &dir,
-            &file_name,
+            dir: &dir,
+            file_name: &file_name,
             format,
-            self.dirty,
-            now_ms,
-        );
+        };
+        self.save
+            .start(&mut self.keyspace, target, self.dirty, now_ms);
         match &self.save.job {
             Some(_) => Ok(()),
             None => Err(self
@@ -217,12 +216,15 @@ impl Core {
             crate::config::AofPreamble::Rdb => Preamble::Rdb(self.rdb_encoder()),
         };
         self.rewrite.scheduled = false;
+        let files = RewriteFiles {
+            io: Arc::clone(&self.io),
+            old_path: &old_path,
+            old_len,
+            target: &target,
+        };
         self.rewrite.start(
             &mut self.keyspace,
-            Arc::clone(&self.io),
-            &old_path,
-            &target,
-            old_len,
+            files,
             preamble,
             self.config.aof_rewrite_incremental_fsync,
             now_ms,

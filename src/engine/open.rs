@@ -267,15 +267,13 @@ impl Engine {
             ));
             return Ok(());
         }
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let limits = self.core.config.limits;
-        let (summary, expired) = crate::persist::snapshot::load_into(
-            &data,
-            &mut self.core.keyspace,
-            limits,
-            threads,
-            now_ms(),
-        )
+        let options = crate::persist::snapshot::ReadOptions {
+            workers: decode_workers(),
+            limits: self.core.config.limits,
+            now_ms: now_ms(),
+        };
+        let (summary, expired) =
+            crate::persist::snapshot::load_into(&data, &mut self.core.keyspace, &options)
         .map_err(|e| {
             let offset = e.offset();
             let at = offset.map_or_else(String::new, |n| format!(" (damage at offset {n})"));
@@ -580,15 +578,14 @@ impl Engine {
             corrupt(path, e.offset(), CorruptCause::Snapshot(e), text)
         };
         let len = snapshot::image_len(data).map_err(damaged)?;
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let (summary, expired) = snapshot::load_into(
-            &data[..len],
-            &mut self.core.keyspace,
-            self.core.config.limits,
-            threads,
+        let options = snapshot::ReadOptions {
+            workers: decode_workers(),
+            limits: self.core.config.limits,
             now_ms,
-        )
-        .map_err(damaged)?;
+        };
+        let (summary, expired) =
+            snapshot::load_into(&data[..len], &mut self.core.keyspace, &options)
+                .map_err(damaged)?;
         self.notices.push(format!(
             "Reading the snapshot preamble of the append only file: {} keys ({} expired, skipped)",
             summary.stats.keys.saturating_sub(expired),
@@ -677,4 +674,10 @@ fn corrupt(
     text: String,
 ) -> crate::Error {
     crate::error::CorruptFile::new(path, offset, cause, text).into()
+}
+
+/// Threads decoding a snapshot besides the loading one, which inserts
+/// (see `snapshot::ReadOptions::workers`): one per core.
+fn decode_workers() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get() - 1)
 }

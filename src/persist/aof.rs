@@ -614,18 +614,26 @@ pub fn walk(
         }
     }
 
+    /// Where a command stands (see [`WalkCommand`]).
+    #[derive(Clone, Copy)]
+    struct Framing {
+        /// Inside MULTI (the MULTI and EXEC included).
+        in_multi: bool,
+        /// In a checksummed batch.
+        batched: bool,
+    }
+
     /// Sends one command; `argv` is a scratch buffer reused across calls.
-    #[allow(clippy::too_many_arguments)]
     fn send<'d>(
         data: &'d [u8],
         held: &Held,
         args: &[Range<usize>],
         argv: &mut Vec<&'d [u8]>,
-        in_multi: bool,
-        batched: bool,
+        framing: Framing,
         report: &mut LoadReport,
         visit: &mut dyn FnMut(WalkEvent<'_>) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
+        let Framing { in_multi, batched } = framing;
         let (at, end, _, ts_ms) = held;
         argv.clear();
         argv.extend(args.iter().map(|r| &data[r.clone()]));
@@ -737,8 +745,10 @@ pub fn walk(
                         &(h.0, h.1, 0..0, Some(annotation.ts_ms)),
                         h_args,
                         &mut argv,
-                        in_multi || opens,
-                        true,
+                        Framing {
+                            in_multi: in_multi || opens,
+                            batched: true,
+                        },
                         &mut report,
                         visit,
                     );
@@ -810,16 +820,28 @@ pub fn walk(
                             &opened,
                             &pending.args[opened.2.clone()],
                             &mut argv,
-                            true,
-                            false,
+                            Framing {
+                                in_multi: true,
+                                batched: false,
+                            },
                             &mut report,
                             visit,
                         );
                         sent!(flow, opened.1);
                         for h in &pending.held {
                             let h_args = &pending.args[h.2.clone()];
-                            let flow =
-                                send(data, h, h_args, &mut argv, true, false, &mut report, visit);
+                            let flow = send(
+                                data,
+                                h,
+                                h_args,
+                                &mut argv,
+                                Framing {
+                                    in_multi: true,
+                                    batched: false,
+                                },
+                                &mut report,
+                                visit,
+                            );
                             sent!(flow, h.1);
                         }
                         pending.clear();
@@ -829,8 +851,10 @@ pub fn walk(
                             &command,
                             &args,
                             &mut argv,
-                            true,
-                            false,
+                            Framing {
+                                in_multi: true,
+                                batched: false,
+                            },
                             &mut report,
                             visit,
                         );
@@ -849,8 +873,10 @@ pub fn walk(
                             &command,
                             &args,
                             &mut argv,
-                            false,
-                            false,
+                            Framing {
+                                in_multi: false,
+                                batched: false,
+                            },
                             &mut report,
                             visit,
                         );

@@ -56,6 +56,17 @@ pub enum Preamble {
     Rdb(crate::rdb::writer::Encoder),
 }
 
+/// The files of a rewrite: the AOF being rewritten (`old_path`, whose
+/// length is `old_len` when the rewrite starts: the diff is what it
+/// receives from there on) and the name the new file gets (`target`),
+/// both through `io`.
+pub struct RewriteFiles<'a> {
+    pub io: Arc<dyn Io>,
+    pub old_path: &'a Path,
+    pub old_len: u64,
+    pub target: &'a Path,
+}
+
 /// INFO persistence's rewrite figures and the rewrite in progress.
 pub struct RewriteState {
     /// A rewrite waits for the running BGSAVE to end.
@@ -218,22 +229,23 @@ impl RewriteState {
         })
     }
 
-    /// Starts a rewrite of `keyspace`. The caller has written the old AOF's
-    /// pending batch and made the writer forget its selected database;
-    /// `old_len` is the old file's length now, `old_path` its path and
-    /// `target` the name the new file gets.
-    #[allow(clippy::too_many_arguments)]
+    /// Starts a rewrite of `keyspace` from `files.old_path` to
+    /// `files.target`. The caller has written the old AOF's pending batch
+    /// and made the writer forget its selected database.
     pub fn start(
         &mut self,
         keyspace: &mut Keyspace,
-        io: Arc<dyn Io>,
-        old_path: &Path,
-        target: &Path,
-        old_len: u64,
+        files: RewriteFiles<'_>,
         preamble: Preamble,
         incremental_fsync: bool,
         now_ms: i64,
     ) -> Result<(), String> {
+        let RewriteFiles {
+            io,
+            old_path,
+            old_len,
+            target,
+        } = files;
         debug_assert!(self.job.is_none(), "one rewrite at a time");
         let dir = target.parent().unwrap_or(Path::new(".")).to_path_buf();
         let temp = temp_path(&dir);

@@ -98,6 +98,15 @@ pub enum Format {
     },
 }
 
+/// Where and how a BGSAVE writes: `dir/file_name` (through a temp file
+/// beside it), in `format`, with `io`.
+pub struct SaveTarget<'a> {
+    pub io: Arc<dyn Io>,
+    pub dir: &'a Path,
+    pub file_name: &'a str,
+    pub format: Format,
+}
+
 /// The file a finished writer thread produced: (keys, bytes).
 type Written = Result<(u64, u64), String>;
 
@@ -127,18 +136,21 @@ impl SaveState {
         self.job.is_some()
     }
 
-    /// Starts a BGSAVE of `keyspace` into `dir/file_name`.
-    #[allow(clippy::too_many_arguments)]
+    /// Starts a BGSAVE of `keyspace` into `target`; `dirty` is the
+    /// engine's change counter now (what the save will have saved).
     pub fn start(
         &mut self,
         keyspace: &mut Keyspace,
-        io: Arc<dyn Io>,
-        dir: &Path,
-        file_name: &str,
-        format: Format,
+        target: SaveTarget<'_>,
         dirty: u64,
         now_ms: i64,
     ) {
+        let SaveTarget {
+            io,
+            dir,
+            file_name,
+            format,
+        } = target;
         debug_assert!(self.job.is_none(), "one BGSAVE at a time");
         self.last_try_ms = now_ms;
         let (to_writer, from_saver) = mpsc::sync_channel(MAX_QUEUED_BLOCKS);

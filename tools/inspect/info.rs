@@ -549,10 +549,13 @@ fn hoz_report(report: &mut Node, data: &[u8], options: InfoOptions, problems: &m
     } else {
         // What a load does: every block's CRC, every record decoded (on
         // one thread per core), a key stored twice refused.
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let read = snapshot::ReadOptions {
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ..snapshot::ReadOptions::default()
+        };
         let mut seen = crate::source::KeysSeen::default();
         let mut twice: Option<(u32, String)> = None;
-        let scanned = snapshot::scan_keys(data, workers, &mut |k| {
+        let scanned = snapshot::scan_keys(data, &read, &mut |k| {
             if !seen.insert(k.db, &k.key) {
                 twice = Some((
                     k.block,

@@ -295,26 +295,35 @@ impl Source {
     }
 }
 
+/// Threads decoding a snapshot besides the reading one (see
+/// `snapshot::ReadOptions::workers`): one per core.
+fn decode_workers() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get() - 1)
+}
+
 fn for_each_hoz(
     data: &[u8],
     f: &mut dyn FnMut(KeyValue<'_>) -> ControlFlow<()>,
 ) -> Result<(), Failure> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+    let read = snapshot::ReadOptions {
+        workers: decode_workers(),
+        limits: Config::default().limits,
+        now_ms: i64::MIN,
+    };
     let mut stopped = false;
     let total = snapshot::read_summary(data).map_or(0, |s| s.stats.keys);
     let progress = Progress::keys(total, data.len() as u64, "reading");
-    let result =
-        snapshot::load_streaming(data, Config::default().limits, workers, i64::MIN, |keys| {
-            progress.inc(keys.len() as u64);
-            for k in &keys {
-                if f(KeyValue::of(k)).is_break() {
-                    stopped = true;
-                    // Any error ends the load; this one is not reported.
-                    return Err(snapshot::SnapshotError::Mismatch("stopped".into()));
-                }
+    let result = snapshot::load_streaming(data, &read, |keys| {
+        progress.inc(keys.len() as u64);
+        for k in &keys {
+            if f(KeyValue::of(k)).is_break() {
+                stopped = true;
+                // Any error ends the load; this one is not reported.
+                return Err(snapshot::SnapshotError::Mismatch("stopped".into()));
             }
-            Ok(())
-        });
+        }
+        Ok(())
+    });
     match result {
         Ok(_) => Ok(()),
         Err(_) if stopped => Ok(()),
@@ -532,11 +541,14 @@ impl Source {
                 }
             }
             Format::Hoz => {
-                let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+                let read = snapshot::ReadOptions {
+                    workers: decode_workers(),
+                    ..snapshot::ReadOptions::default()
+                };
                 let mut block_offsets: Option<Vec<u64>> = None;
                 let progress = Progress::bytes(data.len() as u64, "reading");
                 let mut releaser = Releaser::new(&self.bytes);
-                let result = snapshot::scan_keys(data, workers, &mut |k| {
+                let result = snapshot::scan_keys(data, &read, &mut |k| {
                     let offsets = block_offsets.get_or_insert_with(|| {
                         snapshot::read_summary(data)
                             .map(|s| s.blocks.iter().map(|b| b.offset).collect())

@@ -8,6 +8,7 @@ use super::format::{
     SE_ENTRY, SE_GROUP, SE_NODE, SE_PENDING, TAG_HASH, TAG_LIST, TAG_SET_INTS, TAG_SET_STRINGS,
     TAG_STREAM, TAG_STRING, TAG_ZSET,
 };
+use super::options::ReadOptions;
 use super::stats::BlockInfo;
 use crate::types::build::{self, Rejected};
 use crate::types::list::{End, List};
@@ -293,13 +294,20 @@ pub(super) enum Item {
     /// A whole value whose expiry had passed.
     Expired,
     /// Part of a split value.
-    Part {
-        part: Part,
-        db: usize,
-        key: Blob,
-        expire_ms: Option<i64>,
-        builder: Builder,
-    },
+    Part(PartRecord),
+}
+
+/// One record of a split value: which part, whose, and its elements.
+#[derive(Debug)]
+pub(super) struct PartRecord {
+    /// First, middle or last (never whole).
+    pub(super) part: Part,
+    pub(super) db: usize,
+    pub(super) key: Blob,
+    /// Only a first part carries the expiry.
+    pub(super) expire_ms: Option<i64>,
+    /// The part's elements.
+    pub(super) builder: Builder,
 }
 
 fn decode_body(r: &mut Reader<'_>, tag: u8) -> Result<Builder, Malformed> {
@@ -491,13 +499,13 @@ pub(super) fn decode_record(
             expire_ms,
         }));
     }
-    Ok(Item::Part {
+    Ok(Item::Part(PartRecord {
         part,
         db,
         key: Blob::new(key),
         expire_ms,
         builder: decode_body(r, tag)?,
-    })
+    }))
 }
 
 /// A block's records, decoded.
@@ -596,26 +604,35 @@ pub(super) fn parse_block_header(data: &[u8], offset: u64) -> Result<BlockHeader
     })
 }
 
-/// Verifies and decodes the block whose header is at `info.offset`;
-/// `expected` is the index's entry (strict loading) and `limit` the end
-/// of the region blocks lie in. `scratch` is a reusable buffer.
-#[allow(clippy::too_many_arguments)]
+/// Where one file's blocks lie and whose they are: what every block
+/// read from it must agree with.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Region {
+    /// The file's id (from its header), when known: a block carrying
+    /// another id belongs to another snapshot.
+    pub(super) file_id: Option<u32>,
+    /// The end of the region the blocks lie in (the footer's offset, or
+    /// the file's end).
+    pub(super) end: u64,
+}
+
+/// Verifies and decodes the block whose header is at `offset`;
+/// `expected` is its number and the index's entry (strict loading).
+/// Records are decoded with `options`' limits and time (its workers are
+/// the caller's business). `scratch` is a reusable buffer.
 pub(super) fn decode_block(
     data: &[u8],
     offset: u64,
     expected: Option<(u32, &BlockInfo)>,
-    file_id: Option<u32>,
-    limit: u64,
-    limits: &EncodingLimits,
-    now_ms: i64,
+    region: Region,
+    options: &ReadOptions,
     scratch: &mut Vec<u8>,
 ) -> Result<DecodedBlock, BlockDamage> {
     let header = parse_block_header(data, offset)?;
-    if file_id.is_some_and(|id| id != header.file_id) {
+    if let Some(id) = region.file_id.filter(|&id| id != header.file_id) {
         return Err(BlockDamage::Header(format!(
-            "the block belongs to another snapshot (file id {:#08x}, expected {:#08x})",
+            "the block belongs to another snapshot (file id {:#08x}, expected {id:#08x})",
             header.file_id,
-            file_id.unwrap_or(0)
         )));
     }
     let info = header.info;
@@ -629,8 +646,11 @@ pub(super) fn decode_block(
         }
     }
     let end = info.end();
-    if end > limit {
-        return Err(BlockDamage::OutOfBounds { end, limit });
+    if end > region.end {
+        return Err(BlockDamage::OutOfBounds {
+            end,
+            limit: region.end,
+        });
     }
     let start = (offset as usize) + BLOCK_HEADER_LEN;
     let payload = &data[start..end as usize];
@@ -680,5 +700,10 @@ pub(super) fn decode_block(
         }
         other => return Err(BlockDamage::Header(format!("unknown codec {other}"))),
     };
-    Ok(decode_records(raw, info.records, limits, now_ms))
+    Ok(decode_records(
+        raw,
+        info.records,
+        &options.limits,
+        options.now_ms,
+    ))
 }

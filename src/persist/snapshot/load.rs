@@ -1,12 +1,12 @@
 //! Loading.
 
-use super::decode::{DecodedBlock, LoadedKey};
+use super::decode::{DecodedBlock, LoadedKey, Region};
 use super::error::{display_key, BlockDamage, SnapshotError};
 use super::header::{check_index, read_header, read_summary, Header};
+use super::options::ReadOptions;
 use super::stats::{Stats, Summary};
-use super::stitch::{run_jobs, Job, Stitcher};
+use super::stitch::{run_jobs, Job, SplitHead, Stitcher};
 use crate::keyspace::Keyspace;
-use crate::types::EncodingLimits;
 use std::ops::ControlFlow;
 
 /// The keys of a snapshot, per block, ready to be inserted.
@@ -128,23 +128,15 @@ pub(super) fn index_jobs(summary: &Summary) -> Vec<Job> {
 }
 
 /// Loads and verifies a whole snapshot: header, trailer, footer, every
-/// block's header and CRC, every record. Blocks are decoded on `threads`
-/// workers. Keys whose expiry is before `now_ms` are left out (counted in
+/// block's header and CRC, every record, with `options` (threads, limits;
+/// keys whose expiry is before `options.now_ms` are left out, counted in
 /// [`Loaded::expired_skipped`]). The first problem found (in file order)
 /// is the error. A key stored twice is not one of them here (finding it
 /// would need a set of every key): [`Loaded::into_keyspace`] and
 /// [`load_into`], the engine's path, refuse it.
-pub fn load(
-    data: &[u8],
-    limits: EncodingLimits,
-    threads: usize,
-    now_ms: i64,
-) -> Result<Loaded, SnapshotError> {
+pub fn load(data: &[u8], options: &ReadOptions) -> Result<Loaded, SnapshotError> {
     let mut loaded = Loaded::default();
-    // Collecting keys costs the calling thread little: `threads` workers
-    // decode (one thread: the caller does everything).
-    let workers = if threads > 1 { threads } else { 0 };
-    let summary = load_with(data, limits, workers, now_ms, |keys| {
+    let summary = load_with(data, options, |keys| {
         loaded.blocks.push(keys);
         Ok(())
     })
@@ -157,17 +149,15 @@ pub fn load(
 }
 
 /// [`load`] straight into `keyspace` (which should be empty): each block
-/// is inserted as soon as it and the blocks before it are decoded, while
-/// `threads - 1` workers decode the next ones (with `threads` = 1 one
-/// thread does both, in turn). On error the keyspace holds part of the
-/// snapshot and should be discarded. Returns the summary and the number
-/// of keys skipped because they had expired.
+/// is inserted by the calling thread as soon as it and the blocks before
+/// it are decoded, while `options.workers` threads decode the next ones.
+/// On error the keyspace holds part of the snapshot and should be
+/// discarded. Returns the summary and the number of keys skipped because
+/// they had expired.
 pub fn load_into(
     data: &[u8],
     keyspace: &mut Keyspace,
-    limits: EncodingLimits,
-    threads: usize,
-    now_ms: i64,
+    options: &ReadOptions,
 ) -> Result<(Summary, u64), SnapshotError> {
     if let Ok(summary) = read_summary(data) {
         if let Some((&db, _)) = summary.stats.dbs.range(keyspace.db_count()..).next() {
@@ -178,9 +168,7 @@ pub fn load_into(
         }
         reserve_for(keyspace, &summary.stats);
     }
-    // This thread inserts while the others decode, so it counts as one of
-    // the `threads`.
-    load_with(data, limits, threads.saturating_sub(1), now_ms, |keys| {
+    load_with(data, options, |keys| {
         // The table is far larger than the caches: each insert's bucket
         // and first node would be a cache miss. Their fetches are started
         // FAR and NEAR keys ahead (the hints are computed from the keys,
@@ -204,33 +192,27 @@ pub fn load_into(
 }
 
 /// [`load`] as a stream: each block's keys go to `deliver` in file order
-/// as soon as they are decoded (by `workers` threads; 0: the caller
-/// decodes), so memory holds a few blocks and the value being stitched,
-/// not the keyspace. Keys expired before `now_ms` are left out
-/// (`i64::MIN` keeps every key). An `Err` from `deliver` stops the load
-/// and is returned. Returns the summary and the number of keys left out.
+/// as soon as they are decoded, so memory holds a few blocks and the
+/// value being stitched, not the keyspace. An `Err` from `deliver` stops
+/// the load and is returned. Returns the summary and the number of keys
+/// left out because they had expired.
 pub fn load_streaming(
     data: &[u8],
-    limits: EncodingLimits,
-    workers: usize,
-    now_ms: i64,
+    options: &ReadOptions,
     deliver: impl FnMut(Vec<LoadedKey>) -> Result<(), SnapshotError>,
 ) -> Result<(Summary, u64), SnapshotError> {
-    load_with(data, limits, workers, now_ms, deliver)
+    load_with(data, options, deliver)
 }
 
-/// The strict load: `workers` decode threads (0: the caller decodes),
-/// `deliver` receives each block's keys in order.
+/// The strict load: `deliver` receives each block's keys in order.
 fn load_with(
     data: &[u8],
-    limits: EncodingLimits,
-    workers: usize,
-    now_ms: i64,
+    options: &ReadOptions,
     mut deliver: impl FnMut(Vec<LoadedKey>) -> Result<(), SnapshotError>,
 ) -> Result<(Summary, u64), SnapshotError> {
-    let mut stitcher = Stitcher::new(limits, now_ms);
+    let mut stitcher = Stitcher::new(options);
     let mut problems = Vec::new();
-    let summary = walk_verified(data, &limits, workers, now_ms, |job, block| {
+    let summary = walk_verified(data, options, |job, block| {
         let mut keys = Vec::with_capacity(block.items.len());
         stitcher.accept(job.seq, block, &mut keys, &mut problems);
         if let Some(p) = problems.drain(..).next() {
@@ -240,7 +222,7 @@ fn load_with(
         Ok(ControlFlow::Continue(()))
     })?;
     if let Some(o) = &stitcher.open {
-        return Err(unfinished_split(&summary, o.first_seq, &o.key, o.db));
+        return Err(unfinished_split(&summary, &o.head));
     }
     check_key_count(stitcher.keys + stitcher.expired, &summary)?;
     Ok((summary, stitcher.expired))
@@ -258,43 +240,36 @@ pub(super) fn block_error(job: &Job, damage: BlockDamage) -> SnapshotError {
 
 /// The walk every strict reader makes ([`load_streaming`],
 /// [`scan_keys`](super::scan_keys)): the frame verified, then the
-/// index's blocks decoded by `workers` threads (0: the caller) and handed
-/// to `accept` in file order. The first damaged block, or the first error
-/// of `accept`, is the error; `accept` returning Break ends the walk
-/// early. Returns the footer's summary.
+/// index's blocks decoded with `options` and handed to `accept` in file
+/// order. The first damaged block, or the first error of `accept`, is the
+/// error; `accept` returning Break ends the walk early. Returns the
+/// footer's summary.
 pub(super) fn walk_verified(
     data: &[u8],
-    limits: &EncodingLimits,
-    workers: usize,
-    now_ms: i64,
+    options: &ReadOptions,
     mut accept: impl FnMut(&Job, DecodedBlock) -> Result<ControlFlow<()>, SnapshotError>,
 ) -> Result<Summary, SnapshotError> {
     let (header, summary) = verify_frame(data)?;
     let jobs = index_jobs(&summary);
+    let region = Region {
+        file_id: Some(header.file_id),
+        end: summary.footer_offset,
+    };
     let mut failure: Option<SnapshotError> = None;
-    run_jobs(
-        data,
-        &jobs,
-        Some(header.file_id),
-        summary.footer_offset,
-        limits,
-        workers,
-        now_ms,
-        |outcome| {
-            let job = outcome.job;
-            let result = match outcome.result {
-                Ok(mut block) => match block.damage.take() {
-                    Some(damage) => Err(block_error(&job, damage)),
-                    None => accept(&job, block),
-                },
-                Err(damage) => Err(block_error(&job, damage)),
-            };
-            result.unwrap_or_else(|e| {
-                failure = Some(e);
-                ControlFlow::Break(())
-            })
-        },
-    );
+    run_jobs(data, &jobs, region, options, |outcome| {
+        let job = outcome.job;
+        let result = match outcome.result {
+            Ok(mut block) => match block.damage.take() {
+                Some(damage) => Err(block_error(&job, damage)),
+                None => accept(&job, block),
+            },
+            Err(damage) => Err(block_error(&job, damage)),
+        };
+        result.unwrap_or_else(|e| {
+            failure = Some(e);
+            ControlFlow::Break(())
+        })
+    });
     match failure {
         Some(e) => Err(e),
         None => Ok(summary),
@@ -302,20 +277,16 @@ pub(super) fn walk_verified(
 }
 
 /// The error for a split value whose last part never came.
-pub(super) fn unfinished_split(
-    summary: &Summary,
-    seq: u32,
-    key: &[u8],
-    db: usize,
-) -> SnapshotError {
+pub(super) fn unfinished_split(summary: &Summary, open: &SplitHead) -> SnapshotError {
+    let seq = open.first_seq;
     SnapshotError::Block {
         index: seq,
         offset: summary.blocks[seq as usize].offset,
         keys: u64::from(summary.blocks[seq as usize].records),
         damage: BlockDamage::Split(format!(
             "key \"{}\" of db {} is split but its last part is missing",
-            display_key(key),
-            db
+            display_key(&open.key),
+            open.db
         )),
     }
 }

@@ -14,7 +14,8 @@
 //! - [`save_keyspace`] does all of it for a keyspace (SAVE, tests);
 //! - [`read_summary`] answers summary questions from trailer and footer;
 //! - [`load`](fn@load) / [`load_into`] verify everything and decode blocks on
-//!   several threads; [`load_salvaging`] keeps every intact block.
+//!   several threads; [`load_salvaging`] keeps every intact block; every
+//!   reader takes its threads, limits and time from one [`ReadOptions`].
 
 mod builder;
 mod decode;
@@ -23,6 +24,7 @@ mod error;
 mod format;
 mod header;
 mod load;
+mod options;
 mod salvage;
 mod scan;
 mod stats;
@@ -38,6 +40,7 @@ pub use format::{
 };
 pub use header::{image_len, read_summary};
 pub use load::{load, load_into, load_streaming, Loaded};
+pub use options::ReadOptions;
 pub use salvage::{load_salvaging, readable_keys, salvage_streaming, Damage, Salvaged};
 pub use scan::{scan_keys, KeyRecord};
 pub use stats::{BlockInfo, DbStats, HeaderInfo, Largest, Stats, Summary, TypeStats};

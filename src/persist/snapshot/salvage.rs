@@ -2,7 +2,7 @@
 //! damage ([`load_salvaging`], [`salvage_streaming`], [`readable_keys`]).
 
 use super::decode::{
-    decode_record, parse_block_header, BlockHeader, DecodedBlock, Item, LoadedKey,
+    decode_record, parse_block_header, BlockHeader, DecodedBlock, Item, LoadedKey, Region,
 };
 use super::encode::{le_u32, le_u64, Reader};
 use super::error::{display_key, BlockDamage, SnapshotError};
@@ -12,6 +12,7 @@ use super::format::{
 };
 use super::header::{check_index, read_header, read_summary};
 use super::load::{index_jobs, Loaded};
+use super::options::ReadOptions;
 use super::stats::Summary;
 use super::stitch::{run_jobs, Job, StitchProblem, Stitcher};
 use crate::types::{Blob, EncodingLimits};
@@ -37,16 +38,12 @@ pub struct Damage {
 /// needed (without a usable index the blocks are found by walking their
 /// headers, and by scanning for the next intact block header past a
 /// damaged one). Records of a damaged block before the damaged record are
-/// kept when they are whole values. Never fails: an unsupported version
-/// is reported as damage covering the file, with nothing loaded.
-pub fn load_salvaging(
-    data: &[u8],
-    limits: EncodingLimits,
-    threads: usize,
-    now_ms: i64,
-) -> (Loaded, Vec<Damage>) {
+/// kept when they are whole values. Keys are decoded with `options`, as
+/// [`load`](fn@super::load) decodes them. Never fails: an unsupported
+/// version is reported as damage covering the file, with nothing loaded.
+pub fn load_salvaging(data: &[u8], options: &ReadOptions) -> (Loaded, Vec<Damage>) {
     let mut loaded = Loaded::default();
-    let salvaged = salvage_streaming(data, limits, threads, now_ms, |keys| {
+    let salvaged = salvage_streaming(data, options, |keys| {
         loaded.blocks.push(keys);
     });
     loaded.expired_skipped = salvaged.expired_skipped;
@@ -59,7 +56,8 @@ pub fn load_salvaging(
 pub struct Salvaged {
     /// The footer's summary, when it was usable.
     pub summary: Option<Summary>,
-    /// Keys left out because their expiry had passed at `now_ms`.
+    /// Keys left out because their expiry had passed at the options'
+    /// `now_ms`.
     pub expired_skipped: u64,
     /// The damaged regions, in file order.
     pub damages: Vec<Damage>,
@@ -69,13 +67,10 @@ pub struct Salvaged {
 /// with the block of its last part) go to `deliver` in file order as soon
 /// as they are decoded, so memory holds a few blocks and the value being
 /// stitched, not the keyspace (the repair tool rewrites files of any size
-/// this way). Blocks are decoded on `threads` workers (1 or 0: the caller
-/// decodes). Never fails: see [`load_salvaging`].
+/// this way). Never fails: see [`load_salvaging`].
 pub fn salvage_streaming(
     data: &[u8],
-    limits: EncodingLimits,
-    threads: usize,
-    now_ms: i64,
+    options: &ReadOptions,
     mut deliver: impl FnMut(Vec<LoadedKey>),
 ) -> Salvaged {
     let mut damages = Vec::new();
@@ -161,79 +156,72 @@ pub fn salvage_streaming(
             &mut damages,
         ),
     };
-    let mut stitcher = Stitcher::new(limits, now_ms);
+    let mut stitcher = Stitcher::new(options);
     let mut problems = Vec::new();
-    let workers = if threads > 1 { threads } else { 0 };
-    let file_id = header.as_ref().map(|h| h.file_id);
-    run_jobs(
-        data,
-        &jobs,
-        file_id,
-        limit,
-        &limits,
-        workers,
-        now_ms,
-        |outcome| {
-            let job = outcome.job;
-            let mut keys = Vec::new();
-            match outcome.result {
-                Ok(block) => {
-                    if let Some(damage) = &block.damage {
-                        let kept = block
-                            .items
-                            .iter()
-                            .filter(|i| matches!(i, Item::Whole(_) | Item::Expired))
-                            .count() as u64;
-                        damages.push(Damage {
-                            offset: job.offset,
-                            len: BLOCK_HEADER_LEN as u64 + job.stored_len,
-                            block: Some(job.seq),
-                            keys_lost: Some(job.keys.saturating_sub(kept)),
-                            error: SnapshotError::Block {
-                                index: job.seq,
-                                offset: job.offset,
-                                keys: job.keys,
-                                damage: damage.clone(),
-                            },
-                        });
-                    }
-                    stitcher.accept(job.seq, block, &mut keys, &mut problems);
-                }
-                Err(damage) => {
+    let region = Region {
+        file_id: header.as_ref().map(|h| h.file_id),
+        end: limit,
+    };
+    run_jobs(data, &jobs, region, options, |outcome| {
+        let job = outcome.job;
+        let mut keys = Vec::new();
+        match outcome.result {
+            Ok(block) => {
+                if let Some(damage) = &block.damage {
+                    let kept = block
+                        .items
+                        .iter()
+                        .filter(|i| matches!(i, Item::Whole(_) | Item::Expired))
+                        .count() as u64;
                     damages.push(Damage {
                         offset: job.offset,
                         len: BLOCK_HEADER_LEN as u64 + job.stored_len,
                         block: Some(job.seq),
-                        keys_lost: Some(job.keys),
+                        keys_lost: Some(job.keys.saturating_sub(kept)),
                         error: SnapshotError::Block {
                             index: job.seq,
                             offset: job.offset,
                             keys: job.keys,
-                            damage,
+                            damage: damage.clone(),
                         },
                     });
-                    stitcher.accept(
-                        job.seq,
-                        DecodedBlock {
-                            damage: Some(BlockDamage::Split(String::new())),
-                            ..DecodedBlock::default()
-                        },
-                        &mut keys,
-                        &mut problems,
-                    );
                 }
+                stitcher.accept(job.seq, block, &mut keys, &mut problems);
             }
-            deliver(keys);
-            ControlFlow::Continue(())
-        },
-    );
+            Err(damage) => {
+                damages.push(Damage {
+                    offset: job.offset,
+                    len: BLOCK_HEADER_LEN as u64 + job.stored_len,
+                    block: Some(job.seq),
+                    keys_lost: Some(job.keys),
+                    error: SnapshotError::Block {
+                        index: job.seq,
+                        offset: job.offset,
+                        keys: job.keys,
+                        damage,
+                    },
+                });
+                stitcher.accept(
+                    job.seq,
+                    DecodedBlock {
+                        damage: Some(BlockDamage::Split(String::new())),
+                        ..DecodedBlock::default()
+                    },
+                    &mut keys,
+                    &mut problems,
+                );
+            }
+        }
+        deliver(keys);
+        ControlFlow::Continue(())
+    });
     if let Some(o) = stitcher.open.take() {
         problems.push(StitchProblem {
-            seq: o.first_seq,
+            seq: o.head.first_seq,
             detail: format!(
                 "key \"{}\" of db {} is split but its last part is missing",
-                display_key(&o.key),
-                o.db
+                display_key(&o.head.key),
+                o.head.db
             ),
         });
     }
@@ -402,7 +390,7 @@ pub fn readable_keys(data: &[u8], offset: u64) -> Vec<(usize, Blob)> {
     for _ in 0..records {
         match decode_record(&mut r, &limits, i64::MIN) {
             Ok(Item::Whole(k)) => keys.push((k.db, k.key)),
-            Ok(Item::Part { db, key, .. }) => keys.push((db, key)),
+            Ok(Item::Part(p)) => keys.push((p.db, p.key)),
             Ok(Item::Expired) | Err(_) => break,
         }
     }

@@ -3,10 +3,12 @@
 
 use super::decode::{Builder, Item, StreamElem};
 use super::error::{BlockDamage, SnapshotError};
-use super::format::{Part, ValueType};
+use super::format::ValueType;
 use super::load::{block_error, check_key_count, unfinished_split, walk_verified};
+use super::options::ReadOptions;
 use super::stats::Summary;
-use crate::types::{Blob, EncodingLimits, Value};
+use super::stitch::{place_part, PartStep, Place, SplitHead};
+use crate::types::{Blob, Value};
 use std::ops::ControlFlow;
 
 /// What [`scan_keys`] reports of each key. A split value's parts are
@@ -77,30 +79,35 @@ impl Builder {
 }
 
 /// Walks a snapshot key by key without assembling split values: every
-/// check of [`load`](fn@super::load) is made (header, footer, trailer, each block's CRC,
-/// every record, the key count), blocks are decoded by `workers` threads
-/// (0: the caller), and `visit` sees each key in file order, expired ones
-/// included. Memory holds a few decoded blocks. `visit` returning Break
-/// ends the walk early with the summary. The first problem is the error,
-/// after every key before it was visited.
+/// check of [`load`](fn@super::load) is made (header, footer, trailer,
+/// each block's CRC, every record, the order of a split value's parts,
+/// the key count), blocks are decoded with `options`, and `visit` sees
+/// each key in file order, except those whose expiry is before
+/// `options.now_ms` (the default, `i64::MIN`, visits every key). Memory
+/// holds a few decoded blocks. `visit` returning Break ends the walk
+/// early with the summary. The first problem is the error, after every
+/// key before it was visited.
 pub fn scan_keys(
     data: &[u8],
-    workers: usize,
+    options: &ReadOptions,
     visit: &mut dyn FnMut(&KeyRecord) -> ControlFlow<()>,
 ) -> Result<Summary, SnapshotError> {
-    let limits = EncodingLimits::default();
-    let mut open: Option<KeyRecord> = None;
+    /// A split value being counted.
+    struct Open {
+        head: SplitHead,
+        record: KeyRecord,
+    }
+    let mut open: Option<Open> = None;
     let mut keys = 0u64;
     let mut stopped = false;
-    let summary = walk_verified(data, &limits, workers, i64::MIN, |job, block| {
-        let block_err = |damage: BlockDamage| block_error(job, damage);
-        let n = block.items.len();
-        for (i, (item, bytes)) in block.items.into_iter().zip(block.sizes).enumerate() {
-            let split = |what: &str| block_err(BlockDamage::Split(what.to_string()));
+    let summary = walk_verified(data, options, |job, block| {
+        let split = |detail: String| block_error(job, BlockDamage::Split(detail));
+        let records = block.items.len();
+        for (index, (item, bytes)) in block.items.into_iter().zip(block.sizes).enumerate() {
             let done = match item {
                 Item::Whole(k) => {
-                    if open.is_some() {
-                        return Err(split("a split value's next part is missing"));
+                    if let Some(o) = &open {
+                        return Err(split(o.head.lost("its next part is missing")));
                     }
                     KeyRecord {
                         db: k.db,
@@ -114,42 +121,57 @@ pub fn scan_keys(
                         parts: 1,
                     }
                 }
-                Item::Expired => unreachable!("nothing expires before i64::MIN"),
-                Item::Part {
-                    part,
-                    db,
-                    key,
-                    expire_ms,
-                    builder,
-                } => {
-                    let first = part == Part::First;
-                    if first != open.is_none() || (first && i + 1 != n) {
-                        return Err(split("the parts of a split value are out of order"));
+                Item::Expired => {
+                    if let Some(o) = &open {
+                        return Err(split(o.head.lost("its next part is missing")));
                     }
-                    let rec = open.get_or_insert_with(|| KeyRecord {
-                        db,
-                        key: key.clone(),
-                        value_type: ValueType::of_tag(builder.tag()),
-                        encoding: builder.split_encoding(),
-                        expire_ms,
-                        block: job.seq,
-                        bytes: 0,
-                        elements: 0,
-                        parts: 0,
-                    });
-                    if rec.db != db
-                        || rec.key != key
-                        || rec.value_type != ValueType::of_tag(builder.tag())
-                    {
-                        return Err(split("a part belongs to another key"));
+                    keys += 1;
+                    continue;
+                }
+                Item::Part(part) => {
+                    let at = Place {
+                        seq: job.seq,
+                        index,
+                        records,
+                    };
+                    let step = place_part(open.as_ref().map(|o| &o.head), at, &part);
+                    if let Some(o) = &open {
+                        if !matches!(step, Ok(PartStep::Continues | PartStep::Completes)) {
+                            return Err(split(o.head.lost("its next part is missing")));
+                        }
                     }
-                    rec.bytes += bytes;
-                    rec.elements += builder.elements();
-                    rec.parts += 1;
-                    if part != Part::Last {
+                    let step = step.map_err(split)?;
+                    if step == PartStep::Opens {
+                        let tag = part.builder.tag();
+                        open = Some(Open {
+                            head: SplitHead::new(at, part.db, part.key.clone(), tag),
+                            record: KeyRecord {
+                                db: part.db,
+                                key: part.key,
+                                value_type: ValueType::of_tag(tag),
+                                encoding: part.builder.split_encoding(),
+                                expire_ms: part.expire_ms,
+                                block: job.seq,
+                                bytes: 0,
+                                elements: 0,
+                                parts: 0,
+                            },
+                        });
+                    }
+                    let o = open.as_mut().expect("a continuation has an open value");
+                    o.head.took(at);
+                    o.record.bytes += bytes;
+                    o.record.elements += part.builder.elements();
+                    o.record.parts += 1;
+                    if step != PartStep::Completes {
                         continue;
                     }
-                    open.take().expect("a last part has an open value")
+                    let done = open.take().expect("completed just now").record;
+                    if matches!(done.expire_ms, Some(t) if t < options.now_ms) {
+                        keys += 1;
+                        continue;
+                    }
+                    done
                 }
             };
             keys += 1;
@@ -164,7 +186,7 @@ pub fn scan_keys(
         return Ok(summary);
     }
     if let Some(o) = &open {
-        return Err(unfinished_split(&summary, o.block, &o.key, o.db));
+        return Err(unfinished_split(&summary, &o.head));
     }
     check_key_count(keys, &summary)?;
     Ok(summary)

@@ -1,8 +1,9 @@
 //! Parallel decoding and stitching split values.
 
-use super::decode::{decode_block, Builder, DecodedBlock, Item, LoadedKey};
+use super::decode::{decode_block, Builder, DecodedBlock, Item, LoadedKey, PartRecord, Region};
 use super::error::{display_key, BlockDamage};
 use super::format::Part;
+use super::options::ReadOptions;
 use super::stats::BlockInfo;
 use crate::types::{Blob, EncodingLimits};
 use std::collections::BTreeMap;
@@ -29,18 +30,15 @@ pub(super) struct Outcome {
     pub(super) result: Result<DecodedBlock, BlockDamage>,
 }
 
-/// Decodes `jobs` on `threads` workers and hands the outcomes to `sink`
-/// (on the calling thread) in job order; with 0 workers the calling
-/// thread decodes too. `sink` may stop the run by returning `Break`.
-#[allow(clippy::too_many_arguments)]
+/// Decodes `jobs` (blocks of `region`) with `options` and hands the
+/// outcomes to `sink` (on the calling thread) in job order, the calling
+/// thread decoding too (see [`ReadOptions::workers`]). `sink` may stop
+/// the run by returning `Break`.
 pub(super) fn run_jobs(
     data: &[u8],
     jobs: &[Job],
-    file_id: Option<u32>,
-    limit: u64,
-    limits: &EncodingLimits,
-    threads: usize,
-    now_ms: i64,
+    region: Region,
+    options: &ReadOptions,
     mut sink: impl FnMut(Outcome) -> ControlFlow<()>,
 ) {
     let decode = |job: &Job, scratch: &mut Vec<u8>| Outcome {
@@ -49,14 +47,12 @@ pub(super) fn run_jobs(
             data,
             job.offset,
             job.expected.as_ref().map(|e| (job.seq, e)),
-            file_id,
-            limit,
-            limits,
-            now_ms,
+            region,
+            options,
             scratch,
         ),
     };
-    let threads = threads.min(jobs.len());
+    let threads = options.workers.min(jobs.len());
     if threads == 0 {
         let mut scratch = Vec::new();
         for job in jobs {
@@ -125,15 +121,122 @@ pub(super) fn run_jobs(
     });
 }
 
-/// A split value whose parts are being collected.
-pub(super) struct OpenValue {
+/// Where a record lies: its block and its place among the block's
+/// records.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Place {
+    /// The block's number.
+    pub(super) seq: u32,
+    /// The record's index in the block.
+    pub(super) index: usize,
+    /// Records in the block.
+    pub(super) records: usize,
+}
+
+/// A split value being read: what its parts have in common, and where
+/// the latest one lay (what the next part must match).
+#[derive(Debug)]
+pub(super) struct SplitHead {
     pub(super) db: usize,
     pub(super) key: Blob,
-    expire_ms: Option<i64>,
-    builder: Builder,
+    /// The type tag every part repeats.
+    tag: u8,
+    /// Block of the first part.
+    pub(super) first_seq: u32,
     /// Block of the latest part.
     seq: u32,
-    pub(super) first_seq: u32,
+}
+
+impl SplitHead {
+    /// The head of the split value whose first part lies at `at`.
+    pub(super) fn new(at: Place, db: usize, key: Blob, tag: u8) -> SplitHead {
+        SplitHead {
+            db,
+            key,
+            tag,
+            first_seq: at.seq,
+            seq: at.seq,
+        }
+    }
+
+    /// Notes that the part at `at` was taken (it continued this value).
+    pub(super) fn took(&mut self, at: Place) {
+        self.seq = at.seq;
+    }
+
+    /// The report of this value, lost (for `why`) before its last part.
+    pub(super) fn lost(&self, why: &str) -> String {
+        format!(
+            "key \"{}\" of db {} split from block {} on lost: {why}",
+            display_key(&self.key),
+            self.db,
+            self.first_seq
+        )
+    }
+}
+
+/// What a part does to the split value being read (see [`place_part`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PartStep {
+    /// A first part: a split value starts.
+    Opens,
+    /// A middle part of the open value.
+    Continues,
+    /// The last part of the open value: it is whole.
+    Completes,
+}
+
+/// The rule for where the parts of a split value lie
+/// (docs/snapshot-format.md, *Split values*), the one check of it, made
+/// by the stitcher and by [`scan_keys`](super::scan_keys): a first part
+/// is its block's last record; every later part, of the same database,
+/// key and type, is the first record of the block after the previous
+/// part's, and a middle part is its block's only record. `open` is the
+/// split value whose earlier parts were read, if any. Err says why `part`
+/// is out of place. Unless the answer is `Continues` or `Completes`,
+/// `open` never gets its next part: it is lost (as it is when a whole
+/// value comes instead).
+pub(super) fn place_part(
+    open: Option<&SplitHead>,
+    at: Place,
+    part: &PartRecord,
+) -> Result<PartStep, String> {
+    let last = match part.part {
+        Part::First if at.index + 1 == at.records => return Ok(PartStep::Opens),
+        Part::First => {
+            return Err(format!(
+                "first part of key \"{}\" is not the block's last record",
+                display_key(&part.key)
+            ))
+        }
+        Part::Middle => false,
+        Part::Last => true,
+        Part::Whole => unreachable!("a whole record is decoded as Item::Whole"),
+    };
+    let continues = open.is_some_and(|o| {
+        o.db == part.db
+            && o.key == part.key
+            && o.tag == part.builder.tag()
+            && o.seq.checked_add(1) == Some(at.seq)
+            && at.index == 0
+            && (last || at.records == 1)
+    });
+    match (continues, last) {
+        (true, true) => Ok(PartStep::Completes),
+        (true, false) => Ok(PartStep::Continues),
+        (false, _) => Err(format!(
+            "a continuation of key \"{}\" of db {} has no preceding part",
+            display_key(&part.key),
+            part.db
+        )),
+    }
+}
+
+/// A split value whose parts are being collected.
+pub(super) struct OpenValue {
+    pub(super) head: SplitHead,
+    expire_ms: Option<i64>,
+    builder: Builder,
 }
 
 /// Stitches decoded blocks into keys, in block order.
@@ -153,10 +256,12 @@ pub(super) struct StitchProblem {
 }
 
 impl Stitcher {
-    pub(super) fn new(limits: EncodingLimits, now_ms: i64) -> Stitcher {
+    /// A stitcher building values with `options`' limits, leaving out
+    /// values expired at its time.
+    pub(super) fn new(options: &ReadOptions) -> Stitcher {
         Stitcher {
-            limits,
-            now_ms,
+            limits: options.limits,
+            now_ms: options.now_ms,
             open: None,
             expired: 0,
             keys: 0,
@@ -167,12 +272,7 @@ impl Stitcher {
         if let Some(o) = self.open.take() {
             problems.push(StitchProblem {
                 seq,
-                detail: format!(
-                    "key \"{}\" of db {} split from block {} on lost: {why}",
-                    display_key(&o.key),
-                    o.db,
-                    o.first_seq
-                ),
+                detail: o.head.lost(why),
             });
         }
     }
@@ -189,8 +289,8 @@ impl Stitcher {
         if damaged {
             self.drop_open(seq, "a later part is in a damaged block", problems);
         }
-        let n = block.items.len();
-        for (i, item) in block.items.into_iter().enumerate() {
+        let records = block.items.len();
+        for (index, item) in block.items.into_iter().enumerate() {
             match item {
                 Item::Whole(k) => {
                     self.drop_open(seq, "its next part is missing", problems);
@@ -201,118 +301,95 @@ impl Stitcher {
                     self.drop_open(seq, "its next part is missing", problems);
                     self.expired += 1;
                 }
-                Item::Part {
-                    part,
-                    db,
-                    key,
-                    expire_ms,
-                    builder,
-                } => {
+                Item::Part(part) => {
                     if damaged {
                         // A part of a damaged block cannot be trusted to
                         // be continued or to continue anything.
                         problems.push(StitchProblem {
                             seq,
                             detail: format!(
-                                "part of key \"{}\" of db {db} dropped with its damaged block",
-                                display_key(&key)
+                                "part of key \"{}\" of db {} dropped with its damaged block",
+                                display_key(&part.key),
+                                part.db
                             ),
                         });
                         continue;
                     }
-                    self.part(seq, i, n, part, db, key, expire_ms, builder, out, problems);
+                    let at = Place {
+                        seq,
+                        index,
+                        records,
+                    };
+                    self.part(at, part, out, problems);
                 }
             }
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Takes the part at `at`, placed by [`place_part`].
     fn part(
         &mut self,
-        seq: u32,
-        i: usize,
-        n: usize,
-        part: Part,
-        db: usize,
-        key: Blob,
-        expire_ms: Option<i64>,
-        builder: Builder,
+        at: Place,
+        part: PartRecord,
         out: &mut Vec<LoadedKey>,
         problems: &mut Vec<StitchProblem>,
     ) {
-        if part == Part::First {
-            self.drop_open(seq, "its next part is missing", problems);
-            if i + 1 != n {
+        let step = place_part(self.open.as_ref().map(|o| &o.head), at, &part);
+        if !matches!(step, Ok(PartStep::Continues | PartStep::Completes)) {
+            self.drop_open(at.seq, "its next part is missing", problems);
+        }
+        let step = match step {
+            Ok(step) => step,
+            Err(detail) => {
                 problems.push(StitchProblem {
-                    seq,
-                    detail: format!(
-                        "first part of key \"{}\" is not the block's last record",
-                        display_key(&key)
-                    ),
+                    seq: at.seq,
+                    detail,
                 });
                 return;
             }
+        };
+        if step == PartStep::Opens {
+            let tag = part.builder.tag();
             self.open = Some(OpenValue {
-                db,
-                key,
-                expire_ms,
-                builder,
-                seq,
-                first_seq: seq,
+                head: SplitHead::new(at, part.db, part.key, tag),
+                expire_ms: part.expire_ms,
+                builder: part.builder,
             });
             return;
         }
-        let continues = self.open.as_ref().is_some_and(|o| {
-            o.db == db
-                && o.key == key
-                && o.builder.tag() == builder.tag()
-                && o.seq.checked_add(1) == Some(seq)
-                && i == 0
-                && (part == Part::Last || n == 1)
-        });
-        if !continues {
-            self.drop_open(seq, "its next part is missing", problems);
-            problems.push(StitchProblem {
-                seq,
-                detail: format!(
-                    "a continuation of key \"{}\" of db {db} has no preceding part",
-                    display_key(&key)
-                ),
-            });
-            return;
-        }
-        let mut o = self.open.take().expect("checked above");
-        if let Err(what) = o.builder.append(builder) {
+        let mut o = self.open.take().expect("a continuation has an open value");
+        if let Err(what) = o.builder.append(part.builder) {
             self.open = Some(o);
-            self.drop_open(seq, what, problems);
+            self.drop_open(at.seq, what, problems);
             return;
         }
-        o.seq = seq;
-        if part == Part::Middle {
+        o.head.took(at);
+        if step == PartStep::Continues {
             self.open = Some(o);
             return;
         }
         match o.builder.finish(&self.limits) {
             Ok(value) => {
-                if matches!(o.expire_ms, Some(at) if at < self.now_ms) {
+                if matches!(o.expire_ms, Some(t) if t < self.now_ms) {
                     self.expired += 1;
                 } else {
                     self.keys += 1;
                     out.push(LoadedKey {
-                        db: o.db,
-                        key: o.key,
+                        db: o.head.db,
+                        key: o.head.key,
                         value,
                         expire_ms: o.expire_ms,
                     });
                 }
             }
             Err(what) => problems.push(StitchProblem {
-                seq,
+                seq: at.seq,
                 detail: format!(
-                    "key \"{}\" of db {} split over blocks {}..={seq}: {what}",
-                    display_key(&o.key),
-                    o.db,
-                    o.first_seq
+                    "key \"{}\" of db {} split over blocks {}..={}: {what}",
+                    display_key(&o.head.key),
+                    o.head.db,
+                    o.head.first_seq,
+                    at.seq
                 ),
             }),
         }

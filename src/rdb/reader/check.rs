@@ -724,6 +724,12 @@ pub fn check_file(data: &[u8], options: &Options) -> Result<ScanSummary, RdbErro
         ..ScanSummary::default()
     };
     let scanned_at_ms = out.scanned_at_ms;
+    let file = WalkedFile {
+        data,
+        valkey,
+        header_len,
+        options,
+    };
     with_running_crc(data, &mut |passed, crc_of| {
         let stop = AtomicUsize::new(usize::MAX);
         // Where each SELECTDB is: the database of a record by its offset.
@@ -731,27 +737,17 @@ pub fn check_file(data: &[u8], options: &Options) -> Result<ScanSummary, RdbErro
         let mut tallies: Vec<Tally> = Vec::new();
         let walked = if threads == 0 {
             let mut tally = Tally::new();
-            let walked = walk_records(
-                data,
-                valkey,
-                options,
-                header_len,
-                &mut out,
-                &mut selects,
-                passed,
-                &stop,
-                &mut |batch| {
-                    check_batch_into(
-                        data,
-                        valkey,
-                        options,
-                        scanned_at_ms,
-                        &batch,
-                        &mut tally,
-                        &stop,
-                    )
-                },
-            );
+            let walked = walk_records(file, &mut out, &mut selects, passed, &stop, &mut |batch| {
+                check_batch_into(
+                    data,
+                    valkey,
+                    options,
+                    scanned_at_ms,
+                    &batch,
+                    &mut tally,
+                    &stop,
+                )
+            });
             tallies.push(tally);
             walked
         } else {
@@ -792,20 +788,11 @@ pub fn check_file(data: &[u8], options: &Options) -> Result<ScanSummary, RdbErro
                         })
                     })
                     .collect();
-                let walked = walk_records(
-                    data,
-                    valkey,
-                    options,
-                    header_len,
-                    &mut out,
-                    &mut selects,
-                    passed,
-                    &stop,
-                    &mut |batch| {
+                let walked =
+                    walk_records(file, &mut out, &mut selects, passed, &stop, &mut |batch| {
                         // The threads end only when this sender is dropped.
                         let _ = tx.send(batch);
-                    },
-                );
+                    });
                 drop(tx);
                 for worker in workers {
                     let tally = worker.join().unwrap_or_else(|_| {
@@ -885,21 +872,34 @@ fn lost_check() -> RdbError {
     )
 }
 
+/// The file [`check_file`] walks: its bytes, whether its header is
+/// Valkey's, where its records start, and the options it is checked for.
+#[derive(Clone, Copy)]
+struct WalkedFile<'a> {
+    data: &'a [u8],
+    valkey: bool,
+    header_len: usize,
+    options: &'a Options,
+}
+
 /// The walk of [`check_file`]: the records found by the skip pass, their
 /// values handed to `submit` in batches, until the EOF opcode, damage,
-/// or a failed batch (`stop`).
-#[allow(clippy::too_many_arguments)]
+/// or a failed batch (`stop`). `out` gets what the skip pass counts,
+/// `selects` each SELECTDB's offset and database.
 fn walk_records(
-    data: &[u8],
-    valkey: bool,
-    options: &Options,
-    header_len: usize,
+    file: WalkedFile<'_>,
     out: &mut ScanSummary,
     selects: &mut Vec<(usize, usize)>,
     passed: Passed<'_>,
     stop: &AtomicUsize,
     submit: &mut dyn FnMut(Batch),
 ) -> Walked {
+    let WalkedFile {
+        data,
+        valkey,
+        header_len,
+        options,
+    } = file;
     let mut jobs: Vec<Job> = Vec::with_capacity(BATCH_KEYS);
     let mut batch_bytes = 0u64;
     let mut seq = 0usize;

@@ -29,7 +29,6 @@ use hozon::persist::aof;
 use hozon::persist::io::FaultyIo;
 use hozon::persist::snapshot::{self, LoadedKey};
 use hozon::rdb::reader;
-use hozon::types::EncodingLimits;
 
 use super::{alloc, canon, rdb_read};
 use hozon::tools::repair::aof as repair_aof;
@@ -142,11 +141,11 @@ fn check_rdb(file: &[u8]) {
 }
 
 fn check_snapshot(file: &[u8]) {
-    let limits = EncodingLimits::default();
+    // Every key kept, default limits, decoded on this thread alone.
+    let read = snapshot::ReadOptions::default();
     let mut keys = Vec::new();
-    let (salvaged, peak) = alloc::peak_of(|| {
-        snapshot::salvage_streaming(file, limits, 1, i64::MIN, |block| keys.extend(block))
-    });
+    let (salvaged, peak) =
+        alloc::peak_of(|| snapshot::salvage_streaming(file, &read, |block| keys.extend(block)));
     alloc::assert_bounded("dump.hoz salvage", peak, file.len(), 256);
     assert!(
         keys.len() * 3 <= file.len(),
@@ -156,7 +155,7 @@ fn check_snapshot(file: &[u8]) {
     );
     let keys = first_of_each(keys);
     let kept = canon::of_keys(&keys);
-    if let Ok(loaded) = snapshot::load(file, limits, 1, i64::MIN) {
+    if let Ok(loaded) = snapshot::load(file, &read) {
         assert!(
             salvaged.damages.is_empty(),
             "a clean file has damage: {:?}",
@@ -183,7 +182,7 @@ fn check_snapshot(file: &[u8]) {
     let saved = io
         .contents(&dir.join("dump.hoz"))
         .expect("the saved file exists");
-    let again = snapshot::load(&saved, limits, 1, i64::MIN)
+    let again = snapshot::load(&saved, &read)
         .unwrap_or_else(|e| panic!("the salvaged dump does not load: {e}"));
     canon::assert_same(
         "salvaged vs written and loaded",

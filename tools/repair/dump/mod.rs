@@ -33,7 +33,7 @@ use std::sync::Arc;
 use hozon::persist::io::{Io, RealIo};
 use hozon::persist::rdb_file::RdbFile;
 use hozon::persist::snapshot::{
-    self, BlockBuilder, Damage, FileWriter, HeaderInfo, LoadedKey, SnapshotError,
+    self, BlockBuilder, Damage, FileWriter, HeaderInfo, LoadedKey, ReadOptions, SnapshotError,
 };
 use hozon::rdb::reader::{self, Checksum, DamagedRegion, ErrorKind, SalvageReport};
 use hozon::rdb::writer::Encoder;
@@ -147,8 +147,15 @@ fn empty_plan(file: &Path) -> Plan {
     }
 }
 
-fn workers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+/// How the repair tool reads a dump.hoz: every key kept (expired ones
+/// too), default limits, one decoding thread per core besides the
+/// calling one (at most 8), none on a single core.
+fn read_options() -> ReadOptions {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    ReadOptions {
+        workers: if cores > 1 { cores } else { 0 },
+        ..ReadOptions::default()
+    }
 }
 
 /// A problem without keys.
@@ -250,13 +257,8 @@ fn hoz_analyse(data: &[u8]) -> HozAnalysis {
     };
     let image = &data[..image_len];
     let mut keys = 0u64;
-    let salvaged = snapshot::salvage_streaming(
-        image,
-        EncodingLimits::default(),
-        workers(),
-        i64::MIN,
-        |block| keys += block.len() as u64,
-    );
+    let salvaged =
+        snapshot::salvage_streaming(image, &read_options(), |block| keys += block.len() as u64);
     let unsupported = salvaged.damages.iter().any(|d| {
         matches!(
             d.error,
@@ -474,29 +476,23 @@ fn write_hoz(image: &[u8], header: HeaderInfo, out: &Path) -> Result<u64, String
     let mut builder = BlockBuilder::new();
     let mut failure: Option<String> = None;
     let mut written = 0u64;
-    snapshot::salvage_streaming(
-        image,
-        EncodingLimits::default(),
-        workers(),
-        i64::MIN,
-        |keys: Vec<LoadedKey>| {
-            if failure.is_some() {
-                return;
-            }
-            for k in keys {
-                for block in builder.push(k.db, &k.key, &k.value, k.expire_ms) {
-                    match writer.write_block(block) {
-                        Ok(buf) => builder.recycle(buf),
-                        Err(e) => {
-                            failure = Some(e.to_string());
-                            return;
-                        }
+    snapshot::salvage_streaming(image, &read_options(), |keys: Vec<LoadedKey>| {
+        if failure.is_some() {
+            return;
+        }
+        for k in keys {
+            for block in builder.push(k.db, &k.key, &k.value, k.expire_ms) {
+                match writer.write_block(block) {
+                    Ok(buf) => builder.recycle(buf),
+                    Err(e) => {
+                        failure = Some(e.to_string());
+                        return;
                     }
                 }
-                written += 1;
             }
-        },
-    );
+            written += 1;
+        }
+    });
     if let Some(e) = failure {
         return Err(e);
     }

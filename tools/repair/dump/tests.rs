@@ -65,7 +65,7 @@ fn hoz_fixture(dir: &Path) -> HozFixture {
     writer.finish(builder.stats()).expect("finish");
     let data = std::fs::read(&path).expect("read");
     let mut spans = Vec::new();
-    let summary = snapshot::scan_keys(&data, 0, &mut |k| {
+    let summary = snapshot::scan_keys(&data, &snapshot::ReadOptions::default(), &mut |k| {
         spans.push((
             (k.db, k.key.to_vec()),
             (k.block, k.block + k.parts.saturating_sub(1)),
@@ -119,7 +119,14 @@ fn materialise(plan: Plan, original: &[u8], dir: &Path) -> Vec<u8> {
 }
 
 fn hoz_keys(data: &[u8]) -> KeySet {
-    let loaded = snapshot::load(data, EncodingLimits::default(), 1, 0).expect("loads");
+    let loaded = snapshot::load(
+        data,
+        &snapshot::ReadOptions {
+            now_ms: 0,
+            ..snapshot::ReadOptions::default()
+        },
+    )
+    .expect("loads");
     loaded.keys().map(|k| (k.db, k.key.to_vec())).collect()
 }
 

@@ -49,14 +49,16 @@ fn key_spans(data: &[u8], summary: &Summary) -> BTreeMap<(usize, Vec<u8>), (usiz
     let mut spans = BTreeMap::new();
     let mut scratch = Vec::new();
     for (i, b) in summary.blocks.iter().enumerate() {
+        let region = Region {
+            file_id: None,
+            end: summary.footer_offset,
+        };
         let block = decode_block(
             data,
             b.offset,
             None,
-            None,
-            summary.footer_offset,
-            &limits(),
-            NOW_MS,
+            region,
+            &read(0, limits(), NOW_MS),
             &mut scratch,
         )
         .expect("intact");
@@ -65,8 +67,8 @@ fn key_spans(data: &[u8], summary: &Summary) -> BTreeMap<(usize, Vec<u8>), (usiz
                 Item::Whole(k) => {
                     spans.insert((k.db, k.key.to_vec()), (i, i));
                 }
-                Item::Part { db, key, .. } => {
-                    spans.entry((db, key.to_vec())).or_insert((i, i)).1 = i;
+                Item::Part(p) => {
+                    spans.entry((p.db, p.key.to_vec())).or_insert((i, i)).1 = i;
                 }
                 Item::Expired => {}
             }
@@ -90,7 +92,7 @@ fn survivors(
 
 /// Whatever salvage returns must be exactly what was saved.
 fn check_salvage_is_faithful(data: &[u8], expected: &Dump) -> (Dump, Vec<Damage>) {
-    let (loaded, damages) = load_salvaging(data, limits(), 2, NOW_MS);
+    let (loaded, damages) = load_salvaging(data, &read(2, limits(), NOW_MS));
     let got = dump_loaded(&loaded);
     for (k, v) in &got {
         let Some(saved) = expected.get(k) else {
@@ -109,7 +111,7 @@ fn truncation_anywhere_is_an_error_and_salvage_keeps_complete_blocks() {
     let expected = dump(&ks, NOW_MS);
     for cut in 0..data.len() {
         let part = &data[..cut];
-        let err = load(part, limits(), 2, NOW_MS).expect_err("truncated file loads");
+        let err = load(part, &read(2, limits(), NOW_MS)).expect_err("truncated file loads");
         assert!(err.is_damage(), "cut {cut}: {err}");
         assert!(
             matches!(
@@ -151,7 +153,7 @@ fn bit_flips_are_detected_in_every_region() {
     for pos in positions {
         let mut bad = data.clone();
         bad[pos] ^= 1 << rng.below(8);
-        let err = match load(&bad, limits(), 2, NOW_MS) {
+        let err = match load(&bad, &read(2, limits(), NOW_MS)) {
             Ok(_) => panic!("flip at {pos} not detected"),
             Err(e) => e,
         };
@@ -206,7 +208,7 @@ fn salvage_reports_the_damaged_block_and_keeps_the_others() {
         let b = summary.blocks[victim];
         let mut bad = data.clone();
         bad[(b.offset + BLOCK_HEADER_LEN as u64 + b.stored_len / 2) as usize] ^= 0x40;
-        let err = load(&bad, limits(), 1, NOW_MS).unwrap_err();
+        let err = load(&bad, &read(0, limits(), NOW_MS)).unwrap_err();
         let text = err.to_string();
         assert!(
             text.contains(&format!("block {victim} at offset {}", b.offset))
@@ -238,9 +240,9 @@ fn salvage_streaming_delivers_what_load_salvaging_returns() {
     let mut bad = data.clone();
     let b = summary.blocks[1];
     bad[(b.offset + BLOCK_HEADER_LEN as u64 + b.stored_len / 2) as usize] ^= 0x40;
-    let (loaded, damages) = load_salvaging(&bad, limits(), 2, NOW_MS);
+    let (loaded, damages) = load_salvaging(&bad, &read(2, limits(), NOW_MS));
     let mut streamed = Loaded::default();
-    let salvaged = salvage_streaming(&bad, limits(), 1, NOW_MS, |keys| {
+    let salvaged = salvage_streaming(&bad, &read(0, limits(), NOW_MS), |keys| {
         streamed.blocks.push(keys);
     });
     assert_eq!(dump_loaded(&streamed), dump_loaded(&loaded));
@@ -436,7 +438,7 @@ fn unknown_versions_and_flags_are_refused_by_name() {
     let mut v2 = data.clone();
     v2[8..10].copy_from_slice(&2u16.to_le_bytes());
     v2[10..12].copy_from_slice(&3u16.to_le_bytes());
-    let err = load(&refix(v2.clone()), limits(), 1, NOW_MS).unwrap_err();
+    let err = load(&refix(v2.clone()), &read(0, limits(), NOW_MS)).unwrap_err();
     assert!(matches!(
         err,
         SnapshotError::UnsupportedVersion { major: 2, minor: 3 }
@@ -445,15 +447,15 @@ fn unknown_versions_and_flags_are_refused_by_name() {
         err.to_string(),
         "unsupported snapshot format version 2.3 (this build reads 1.x)"
     );
-    let (loaded, damages) = load_salvaging(&refix(v2), limits(), 1, NOW_MS);
+    let (loaded, damages) = load_salvaging(&refix(v2), &read(0, limits(), NOW_MS));
     assert!(loaded.is_empty() && damages.len() == 1);
     // A newer minor version loads.
     let mut minor = data.clone();
     minor[10..12].copy_from_slice(&9u16.to_le_bytes());
-    assert!(load(&refix(minor), limits(), 1, NOW_MS).is_ok());
+    assert!(load(&refix(minor), &read(0, limits(), NOW_MS)).is_ok());
     let mut flags = data.clone();
     flags[12..16].copy_from_slice(&0x11u32.to_le_bytes());
-    let err = load(&refix(flags), limits(), 1, NOW_MS).unwrap_err();
+    let err = load(&refix(flags), &read(0, limits(), NOW_MS)).unwrap_err();
     assert!(err.to_string().contains("unknown bits 0x10"), "{err}");
     // The trailer's version is checked by read_summary alone.
     let mut t = data.clone();
@@ -476,8 +478,8 @@ fn random_bytes_never_panic() {
             h.extend_from_slice(&d);
             d = h;
         }
-        let _ = load(&d, EncodingLimits::default(), 2, NOW_MS);
-        let _ = load_salvaging(&d, EncodingLimits::default(), 2, NOW_MS);
+        let _ = load(&d, &read(2, EncodingLimits::default(), NOW_MS));
+        let _ = load_salvaging(&d, &read(2, EncodingLimits::default(), NOW_MS));
         let _ = read_summary(&d);
         true
     }
@@ -532,7 +534,7 @@ fn record_decoder_survives_mutated_payloads() {
         let lim = if round % 2 == 0 { limits() } else { small };
         let decoded = decode_records(&raw, b.records, &lim, NOW_MS);
         errors += usize::from(decoded.damage.is_some());
-        let mut s = Stitcher::new(lim, NOW_MS);
+        let mut s = Stitcher::new(&read(0, lim, NOW_MS));
         let mut out = Vec::new();
         let mut problems = Vec::new();
         s.accept(0, decoded, &mut out, &mut problems);
@@ -640,7 +642,7 @@ fn duplicate_keys_and_unknown_databases_are_errors() {
     w.write_block(b.finish().expect("a block")).expect("write");
     w.finish(b.stats()).expect("finish");
     let data = io.contents(path).expect("file");
-    let loaded = load(&data, limits(), 1, NOW_MS).expect("decodes");
+    let loaded = load(&data, &read(0, limits(), NOW_MS)).expect("decodes");
     let err = loaded.into_keyspace(&mut Keyspace::new(16)).unwrap_err();
     assert!(
         matches!(err, SnapshotError::DuplicateKey { db: 0, .. }),

@@ -1,17 +1,21 @@
 use super::builder::{BlockBuilder, RawBlock};
-use super::decode::{decode_block, decode_records, finish_stream, Item, StreamElem};
+use super::decode::{
+    decode_block, decode_records, finish_stream, Builder, Item, PartRecord, Region, StreamElem,
+};
 use super::encode::le_u32;
 use super::error::SnapshotError;
+use super::format::Part;
 use super::format::{
     ValueType, BLOCK_HEADER_LEN, BLOCK_MAGIC, BLOCK_TARGET_BYTES, KIND_EXPIRE, MAGIC,
     MIN_STRING_CHUNK, TAG_HASH, TAG_SET_STRINGS, TAG_STRING, TAG_ZSET, TRAILER_LEN,
 };
 use super::header::{check_index, decode_footer, read_summary};
 use super::load::{load, load_into, Loaded};
+use super::options::ReadOptions;
 use super::salvage::{load_salvaging, readable_keys, salvage_streaming, Damage};
 use super::scan::{elements_of, scan_keys};
 use super::stats::{DbStats, HeaderInfo, Stats, Summary};
-use super::stitch::Stitcher;
+use super::stitch::{place_part, PartStep, Place, SplitHead, Stitcher};
 use super::writer::{save_keyspace, save_keyspace_with_block_size, verify_compressed, FileWriter};
 use crate::keyspace::Keyspace;
 use crate::types::hash::Hash;
@@ -597,6 +601,50 @@ fn random_keyspace(seed: u64, keys: usize) -> Keyspace {
     ks
 }
 
+/// The one rule for where a split value's parts lie, which the stitcher
+/// and `scan_keys` both apply.
+#[test]
+fn split_parts_follow_one_rule() {
+    let part = |part, key: &[u8]| PartRecord {
+        part,
+        db: 0,
+        key: Blob::new(key),
+        expire_ms: None,
+        builder: Builder::Str(vec![1]),
+    };
+    let at = |seq, index, records| Place {
+        seq,
+        index,
+        records,
+    };
+    let first = part(Part::First, b"k");
+    // A first part is its block's last record.
+    assert_eq!(place_part(None, at(0, 2, 3), &first), Ok(PartStep::Opens));
+    assert!(place_part(None, at(0, 1, 3), &first).is_err());
+    // A middle part is the next block's only record, a last part its
+    // first, of the same key and type.
+    let head = SplitHead::new(at(0, 2, 3), 0, Blob::new(b"k"), TAG_STRING);
+    let middle = part(Part::Middle, b"k");
+    let last = part(Part::Last, b"k");
+    let open = Some(&head);
+    assert_eq!(
+        place_part(open, at(1, 0, 1), &middle),
+        Ok(PartStep::Continues)
+    );
+    assert!(place_part(open, at(1, 0, 2), &middle).is_err());
+    assert_eq!(
+        place_part(open, at(1, 0, 5), &last),
+        Ok(PartStep::Completes)
+    );
+    assert!(place_part(open, at(1, 1, 5), &last).is_err());
+    assert!(place_part(open, at(2, 0, 5), &last).is_err());
+    assert!(place_part(open, at(1, 0, 5), &part(Part::Last, b"other")).is_err());
+    let mut list = part(Part::Last, b"k");
+    list.builder = Builder::List(List::new());
+    assert!(place_part(open, at(1, 0, 5), &list).is_err());
+    assert!(place_part(None, at(1, 0, 5), &last).is_err());
+}
+
 // -- Helpers ------------------------------------------------------------
 
 fn save_mem(ks: &Keyspace, block_bytes: usize) -> (FaultyIo, Vec<u8>, Summary) {
@@ -618,12 +666,21 @@ fn limits() -> EncodingLimits {
     EncodingLimits::default()
 }
 
+/// Read options: `workers` decoding threads besides the caller.
+fn read(workers: usize, limits: EncodingLimits, now_ms: i64) -> ReadOptions {
+    ReadOptions {
+        workers,
+        limits,
+        now_ms,
+    }
+}
+
 fn round_trip_seed(seed: u64, keys: usize, block_bytes: usize) -> TestResult {
     let ks = random_keyspace(seed, keys);
     let expected = dump(&ks, NOW_MS);
     let (_, data, summary) = save_mem(&ks, block_bytes);
     assert_eq!(summary.stats.keys, expected.len() as u64);
-    let loaded = load(&data, limits(), 3, NOW_MS).expect("load");
+    let loaded = load(&data, &read(3, limits(), NOW_MS)).expect("load");
     assert_eq!(loaded.expired_skipped, 0);
     let context = format!("seed {seed}");
     assert_loads_as(&expected, &dump_loaded(&loaded), &limits(), &context);
@@ -637,7 +694,7 @@ fn round_trip_seed(seed: u64, keys: usize, block_bytes: usize) -> TestResult {
 /// `scan_keys` sees what `load` loads (expired keys included), in the
 /// same order, with the records' bytes adding up to the blocks'.
 fn check_scan_keys(data: &[u8], summary: &Summary, context: &str) {
-    let all = load(data, limits(), 2, i64::MIN).expect("load");
+    let all = load(data, &read(2, limits(), i64::MIN)).expect("load");
     let want: Vec<_> = all
         .keys()
         .map(|k| {
@@ -648,7 +705,7 @@ fn check_scan_keys(data: &[u8], summary: &Summary, context: &str) {
     for workers in [0, 2] {
         let mut got = Vec::new();
         let mut bytes = 0;
-        let scanned = scan_keys(data, workers, &mut |k| {
+        let scanned = scan_keys(data, &read(workers, limits(), i64::MIN), &mut |k| {
             bytes += k.bytes;
             if k.parts == 1 {
                 let loaded = all.keys().nth(got.len()).expect("as many keys");
@@ -663,10 +720,27 @@ fn check_scan_keys(data: &[u8], summary: &Summary, context: &str) {
         let raw: u64 = summary.blocks.iter().map(|b| b.raw_len).sum();
         assert_eq!(bytes, raw, "{context}");
     }
+    // With a time, scan_keys leaves out the keys load leaves out (whole
+    // or split), and still counts them against the footer.
+    let mut expiries: Vec<i64> = all.keys().filter_map(|k| k.expire_ms).collect();
+    expiries.sort_unstable();
+    if let Some(&middle) = expiries.get(expiries.len() / 2) {
+        let at = middle + 1;
+        let live = load(data, &read(0, limits(), at)).expect("load");
+        let want: Vec<_> = live.keys().map(|k| (k.db, k.key.clone())).collect();
+        let mut got = Vec::new();
+        scan_keys(data, &read(1, limits(), at), &mut |k| {
+            got.push((k.db, k.key.clone()));
+            ControlFlow::Continue(())
+        })
+        .expect("scan at a time");
+        assert_eq!(got, want, "{context}, at {at}");
+    }
     // Damage is found as load finds it.
     let mut bad = data.to_vec();
     if let Some(b) = summary.blocks.first() {
         bad[b.offset as usize + BLOCK_HEADER_LEN] ^= 0x40;
-        assert!(scan_keys(&bad, 1, &mut |_| ControlFlow::Continue(())).is_err());
+        let options = read(1, limits(), i64::MIN);
+        assert!(scan_keys(&bad, &options, &mut |_| ControlFlow::Continue(())).is_err());
     }
 }

@@ -12,13 +12,13 @@ fn random_keyspaces_round_trip_through_real_files() {
             save_keyspace(&ks, NOW_MS, Arc::new(RealIo), dir.path(), "dump.hoz").expect("save");
         let data = RealIo.map(&dir.path().join("dump.hoz")).expect("map");
         assert_eq!(read_summary(&data).expect("summary"), summary);
-        let loaded = load(&data, EncodingLimits::default(), 2, NOW_MS).expect("load");
+        let loaded = load(&data, &read(2, EncodingLimits::default(), NOW_MS)).expect("load");
         let context = format!("seed {seed}");
         let l = EncodingLimits::default();
         assert_loads_as(&expected, &dump_loaded(&loaded), &l, &context);
         let mut ks2 = Keyspace::new(16);
-        let (s2, expired) =
-            load_into(&data, &mut ks2, EncodingLimits::default(), 2, NOW_MS).expect("load_into");
+        let (s2, expired) = load_into(&data, &mut ks2, &read(1, EncodingLimits::default(), NOW_MS))
+            .expect("load_into");
         assert_eq!((s2, expired), (summary, 0));
         assert_loads_as(&expected, &dump(&ks2, NOW_MS), &l, &context);
         let names = RealIo.list_dir(dir.path()).expect("list");
@@ -224,7 +224,7 @@ fn load_comparison_rejects_every_kind_of_difference() {
 
     let saved = dump(&ks, NOW_MS);
     let (_, data, _) = save_mem(&ks, BLOCK_TARGET_BYTES);
-    let got = dump_loaded(&load(&data, l, 2, NOW_MS).expect("load"));
+    let got = dump_loaded(&load(&data, &read(2, l, NOW_MS)).expect("load"));
     assert_loads_as(&saved, &got, &l, "intact");
     let shrunk = |k: &[u8]| &got[&(0, k.to_vec())];
     assert_eq!(shrunk(b"shrunk-hash").1, "listpack");
@@ -355,8 +355,8 @@ fn large_values_split_across_default_blocks() {
             "{b:?}"
         );
     }
-    for threads in [1, 4] {
-        let loaded = load(&data, l, threads, NOW_MS).expect("load");
+    for workers in [0, 4] {
+        let loaded = load(&data, &read(workers, l, NOW_MS)).expect("load");
         assert_loads_as(&expected, &dump_loaded(&loaded), &l, "default blocks");
     }
 }
@@ -383,7 +383,7 @@ fn encodings_follow_the_loading_limits_like_redis() {
     s.remove(b"x");
     ks.db_mut(0).insert_new(b"s", Value::Set(Box::new(s)));
     let (_, data, _) = save_mem(&ks, BLOCK_TARGET_BYTES);
-    let loaded = load(&data, l, 1, NOW_MS).expect("load");
+    let loaded = load(&data, &read(0, l, NOW_MS)).expect("load");
     let got = dump_loaded(&loaded);
     assert_eq!(got[&(0, b"h".to_vec())].1, "listpack");
     assert_eq!(got[&(0, b"s".to_vec())].1, "intset");
@@ -393,7 +393,7 @@ fn encodings_follow_the_loading_limits_like_redis() {
         set_max_intset_entries: 1,
         ..l
     };
-    let got = dump_loaded(&load(&data, small, 1, NOW_MS).expect("load"));
+    let got = dump_loaded(&load(&data, &read(0, small, NOW_MS)).expect("load"));
     assert_eq!(got[&(0, b"h".to_vec())].1, "hashtable");
     assert_eq!(got[&(0, b"s".to_vec())].1, "hashtable");
 }
@@ -402,13 +402,13 @@ fn encodings_follow_the_loading_limits_like_redis() {
 fn parallel_decoding_matches_one_thread() {
     let ks = random_keyspace(7, 400);
     let (_, data, _) = save_mem(&ks, 2048);
-    let one = dump_loaded(&load(&data, limits(), 1, NOW_MS).expect("load"));
-    for threads in [2, 3, 8] {
-        let loaded = load(&data, limits(), threads, NOW_MS).expect("load");
+    let one = dump_loaded(&load(&data, &read(0, limits(), NOW_MS)).expect("load"));
+    for workers in [1, 2, 3, 8] {
+        let loaded = load(&data, &read(workers, limits(), NOW_MS)).expect("load");
         assert_eq!(dump_loaded(&loaded), one);
         // Same order of blocks and keys, not just the same set.
         let order: Vec<_> = loaded.keys().map(|k| (k.db, k.key.to_vec())).collect();
-        let order1: Vec<_> = load(&data, limits(), 1, NOW_MS)
+        let order1: Vec<_> = load(&data, &read(0, limits(), NOW_MS))
             .expect("load")
             .keys()
             .map(|k| (k.db, k.key.to_vec()))
@@ -444,11 +444,11 @@ fn expired_keys_are_skipped_at_save_and_at_load() {
             expiring_keys: 2
         }
     );
-    let later = load(&data, limits(), 1, NOW_MS + 5).expect("load");
+    let later = load(&data, &read(0, limits(), NOW_MS + 5)).expect("load");
     assert_eq!(later.len(), 2);
     assert_eq!(later.expired_skipped, 1);
     let mut small = Keyspace::new(1);
-    let err = load_into(&data, &mut small, limits(), 1, NOW_MS).unwrap_err();
+    let err = load_into(&data, &mut small, &read(0, limits(), NOW_MS)).unwrap_err();
     assert!(
         matches!(
             err,
@@ -496,6 +496,6 @@ fn empty_keyspace_round_trips() {
     let ks = Keyspace::new(16);
     let (_, data, summary) = save_mem(&ks, BLOCK_TARGET_BYTES);
     assert!(summary.blocks.is_empty());
-    let loaded = load(&data, limits(), 4, NOW_MS).expect("load");
+    let loaded = load(&data, &read(4, limits(), NOW_MS)).expect("load");
     assert!(loaded.is_empty());
 }

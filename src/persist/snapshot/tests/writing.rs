@@ -59,7 +59,7 @@ fn failed_writes_fsyncs_and_renames_keep_the_previous_snapshot() {
         let data = io.contents(&final_path).expect("saved");
         assert_loads_as(
             &dump(&new, NOW_MS),
-            &dump_loaded(&load(&data, limits(), 1, NOW_MS).expect("load")),
+            &dump_loaded(&load(&data, &read(0, limits(), NOW_MS)).expect("load")),
             &limits(),
             "short write",
         );
@@ -90,7 +90,7 @@ fn failed_writes_fsyncs_and_renames_keep_the_previous_snapshot() {
     let data = io.contents(&final_path).expect("renamed");
     assert_loads_as(
         &dump(&new, NOW_MS),
-        &dump_loaded(&load(&data, limits(), 1, NOW_MS).expect("load")),
+        &dump_loaded(&load(&data, &read(0, limits(), NOW_MS)).expect("load")),
         &limits(),
         "renamed, directory not synced",
     );
@@ -108,7 +108,7 @@ fn power_loss_after_save_keeps_a_complete_snapshot() {
     let data = io.contents(&dir.join("dump.hoz")).expect("durable");
     assert_loads_as(
         &dump(&ks, NOW_MS),
-        &dump_loaded(&load(&data, limits(), 2, NOW_MS).expect("load")),
+        &dump_loaded(&load(&data, &read(2, limits(), NOW_MS)).expect("load")),
         &limits(),
         "after power loss",
     );
@@ -146,9 +146,9 @@ fn bench_load_file() {
     };
     let data = RealIo.map(Path::new(&path)).expect("map");
     let l = EncodingLimits::default();
-    for threads in [1, 2, 3] {
+    for workers in [0, 1, 2] {
         let t = std::time::Instant::now();
-        let loaded = load(&data, l, threads, NOW_MS).expect("load");
+        let loaded = load(&data, &read(workers, l, NOW_MS)).expect("load");
         let decoded = t.elapsed();
         let mut ks = Keyspace::new(16);
         loaded.into_keyspace(&mut ks).expect("insert");
@@ -156,14 +156,14 @@ fn bench_load_file() {
         let t = std::time::Instant::now();
         drop(ks);
         println!(
-            "{threads} thread(s): decode {decoded:?}, insert {:?}, (drop {:?})",
+            "{workers} worker(s): decode {decoded:?}, insert {:?}, (drop {:?})",
             total - decoded,
             t.elapsed()
         );
         let t = std::time::Instant::now();
         let mut ks = Keyspace::new(16);
-        load_into(&data, &mut ks, l, threads, NOW_MS).expect("load_into");
-        println!("{threads} thread(s): load_into {:?}", t.elapsed());
+        load_into(&data, &mut ks, &read(workers, l, NOW_MS)).expect("load_into");
+        println!("{workers} worker(s): load_into {:?}", t.elapsed());
         // Freeing is not loading: keep it out of profiles.
         std::mem::forget(ks);
     }
@@ -227,18 +227,18 @@ fn bench_save_and_load() {
         summary.blocks.len()
     );
     let data = RealIo.map(&dir.path().join("dump.hoz")).expect("map");
-    for threads in [1, 2] {
+    for workers in [0, 1] {
         let t = std::time::Instant::now();
         let mut ks2 = Keyspace::new(16);
-        load_into(&data, &mut ks2, l, threads, NOW_MS).expect("load");
-        println!("load_into, {threads} thread(s): {:?}", t.elapsed());
+        load_into(&data, &mut ks2, &read(workers, l, NOW_MS)).expect("load");
+        println!("load_into, {workers} worker(s): {:?}", t.elapsed());
         let t = std::time::Instant::now();
-        let loaded = load(&data, l, threads, NOW_MS).expect("load");
+        let loaded = load(&data, &read(workers, l, NOW_MS)).expect("load");
         let decoded = t.elapsed();
         let mut ks3 = Keyspace::new(16);
         loaded.into_keyspace(&mut ks3).expect("insert");
         println!(
-            "load (decode {decoded:?}) + into_keyspace, {threads} thread(s): {:?}",
+            "load (decode {decoded:?}) + into_keyspace, {workers} worker(s): {:?}",
             t.elapsed()
         );
         assert_eq!(ks2.total_keys(), ks.total_keys());

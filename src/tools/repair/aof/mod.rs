@@ -522,7 +522,11 @@ fn preamble(data: &[u8], out: &mut Analysis) -> usize {
                 return damage(out, start, format!("dump.hoz preamble: {e}"));
             }
         };
-        let verified = snapshot::load_streaming(&data[..len], limits, 0, i64::MIN, |_| Ok(()));
+        let options = snapshot::ReadOptions {
+            limits,
+            ..snapshot::ReadOptions::default()
+        };
+        let verified = snapshot::load_streaming(&data[..len], &options, |_| Ok(()));
         if let Err(e) = verified {
             return damage(out, len, format!("dump.hoz preamble: {e}"));
         }
