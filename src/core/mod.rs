@@ -55,34 +55,34 @@ pub struct Stats {
 /// The engine's state, reachable by commands through [`Ctx::core`](crate::command::Ctx::core).
 pub struct Core {
     /// The databases.
-    pub keyspace: Keyspace,
+    pub(crate) keyspace: Keyspace,
     /// Configuration in force.
-    pub config: Config,
+    pub(crate) config: Config,
     /// Statistics.
-    pub stats: Stats,
+    pub(crate) stats: Stats,
     /// Random source for RANDOMKEY, SPOP, sampling.
-    pub rng: Rng,
+    pub(crate) rng: Rng,
     /// Effects logged and not yet taken by the persistence layer.
-    pub effects: Vec<Effect>,
+    pub(crate) effects: Vec<Effect>,
     /// Changes since the last save (`rdb_changes_since_last_save`).
-    pub dirty: u64,
+    pub(crate) dirty: u64,
     /// Unix ms when the engine started.
-    pub start_ms: i64,
+    pub(crate) start_ms: i64,
     /// True while the AOF is being replayed: no lazy expiry, nothing logged.
-    pub loading: bool,
+    pub(crate) loading: bool,
     /// The append-only file, when `appendonly yes`.
-    pub aof: Option<AofWriter>,
+    pub(crate) aof: Option<AofWriter>,
     /// What loading the AOF found at startup.
-    pub aof_load: Option<LoadReport>,
+    pub(crate) aof_load: Option<LoadReport>,
     /// Blocked clients, WATCHed keys and Pub/Sub subscriptions.
-    pub clients: clients::Clients,
+    pub(crate) clients: clients::Clients,
     /// Snapshot (SAVE/BGSAVE) status and the BGSAVE in progress.
-    pub save: SaveState,
+    pub(crate) save: SaveState,
     /// AOF rewrite status and the rewrite in progress.
-    pub rewrite: RewriteState,
+    pub(crate) rewrite: RewriteState,
     /// The Lua state and script cache, created by the first script
     /// command (taken out while a script runs).
-    pub scripting: ScriptSlot,
+    pub(crate) scripting: ScriptSlot,
     /// The file-system layer every persistence file goes through.
     pub(crate) io: Arc<dyn Io>,
     /// Held while the engine uses the data directory.
