@@ -337,20 +337,9 @@ impl Clients {
         self.dirty_cas.remove(&session);
     }
 
-    /// Marks `session`'s transaction as failed (a watched key changed).
-    pub fn mark_dirty(&mut self, session: u64) {
-        self.dirty_cas.insert(session);
-    }
-
     /// True when a key `session` watches was modified.
     pub fn is_dirty(&self, session: u64) -> bool {
         self.dirty_cas.contains(&session)
-    }
-
-    /// Number of watched keys in all databases (INFO `watching_clients`
-    /// counts sessions; this counts keys).
-    pub fn watched_keys(&self) -> usize {
-        self.watchers.len()
     }
 
     // -- Pub/Sub ------------------------------------------------------------

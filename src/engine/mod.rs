@@ -28,7 +28,12 @@ use crate::persist::writer::AofWriter;
 use crate::reply::Reply;
 
 pub use crate::clock::now_ms;
+pub use crate::command::ctx::{BusyAction, BusyScript, Connection, Host, MemoryUse, NullHost};
 pub(crate) use crate::core::Core;
+pub use crate::core::{
+    clients::{BlockKind, BlockRequest, BlockState, Message},
+    MultiState,
+};
 pub use crate::persist::writer::{AofStatus, FlushError};
 
 /// The error prefix an embedded engine's write gets when it was applied in
@@ -137,10 +142,11 @@ impl Engine {
         &self.core.config
     }
 
-    /// The engine state, for the server and the commands in this crate.
-    /// It is not public: a change made through it would bypass the AOF
-    /// (no logged effect). Embedders read through the accessors below and
-    /// change data only with [`Engine::execute`].
+    /// The engine state, for the server in this crate. It is not public:
+    /// a change made through it would bypass the AOF (no logged effect).
+    /// Embedders read through the accessors below and change data only
+    /// with [`Engine::execute`].
+    #[cfg(feature = "server")]
     pub(crate) fn core(&mut self) -> &mut Core {
         &mut self.core
     }

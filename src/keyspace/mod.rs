@@ -11,7 +11,7 @@
 //! [`Db`] method starts with one branch on "is a capture running"; only when
 //! it is does the method consult the capture (the `capture_before_*` hooks).
 
-pub mod capture;
+pub(crate) mod capture;
 pub mod dict;
 
 use crate::rand::Rng;
