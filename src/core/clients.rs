@@ -27,8 +27,7 @@ pub enum BlockKind {
     Stream,
 }
 
-/// What a command asks for when it blocks (see
-/// [`Ctx::block`](crate::command::Ctx::block)).
+/// What a command asks for when it blocks (see `Ctx::block`).
 #[derive(Debug, Clone)]
 pub struct BlockRequest {
     /// Keys in the selected database, in the command's order.

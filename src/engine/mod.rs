@@ -12,7 +12,7 @@
 
 //!
 //! The engine is the layer above the commands (ARCHITECTURE.md, "Layers"):
-//! [`Core`] (the state commands see) lives in [`crate::core`]; this module
+//! `Core` (the state commands see, crate-private) lives in `core`; this module
 //! owns it and adds opening and recovery (`open.rs`), dispatch, MULTI
 //! queueing and blocked clients (`dispatch.rs`), and the periodic work
 //! (`cron.rs`).

@@ -94,7 +94,7 @@ pub struct AofStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FlushError {
     /// write(2) failed or was short; the file was cut back, the batch is
-    /// kept and retried by [`AofWriter::retry`].
+    /// kept and retried by `AofWriter::retry`.
     Write(String),
     /// fsync failed: durability is poisoned until restart.
     Poisoned(String),

@@ -3,7 +3,7 @@
 //! what more than one of them needs, compiled once here instead of being
 //! copied or included by path. Not a stable API: it changes with the tools.
 //!
-//! Only [`parse_args`] needs the `tools` feature (clap); the rest builds
+//! Only `parse_args` needs the `tools` feature (clap); the rest builds
 //! without it, as the fuzz crate builds the library. Regular expressions,
 //! progress bars and the subcommands themselves stay in the binaries.
 
