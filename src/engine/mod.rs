@@ -172,9 +172,10 @@ impl Engine {
     /// engine.keyspace().db_mut(0).clear(); // `keyspace()` is a shared borrow
     /// ```
     ///
-    /// nor through the engine's state, which is crate-private:
+    /// nor through the engine's state, which is crate-private (E0624; a
+    /// build without the `server` feature has no `core` at all):
     ///
-    /// ```compile_fail,E0624
+    /// ```compile_fail
     /// use hozon::{Config, Engine};
     ///
     /// let mut engine = Engine::open(Config::in_memory()).unwrap();
