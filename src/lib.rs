@@ -14,28 +14,51 @@
 //! assert_eq!(engine.execute(&mut session, &[b"SET", b"k", b"v"]), Reply::ok());
 //! assert_eq!(engine.execute(&mut session, &[b"GET", b"k"]), Reply::Bulk(b"v".to_vec()));
 //! ```
+//!
+//! # API boundary
+//!
+//! Public are the engine API ([`Engine`], [`Config`], [`Session`],
+//! [`Reply`], [`Error`], [`Effect`], the [`engine`] and [`config`]
+//! modules) and the file formats with the tools' support code, which
+//! `hozon-inspect`, `hozon-repair`, the tests and the fuzz targets read and
+//! write: [`rdb`], [`persist`], [`resp`], [`types`], [`keyspace`] and
+//! [`tools`]. [`rand`] is the seeded generator the tests and fuzz checks
+//! share, and `server` (feature `server`) the RESP server. The
+//! command implementations, the engine's state and the scripting layer
+//! are crate-private: an embedder changes data only with
+//! [`Engine::execute`], so that every change is logged (ARCHITECTURE.md,
+//! "API boundary").
 
-pub mod clock;
-pub mod command;
+// The engine API.
 pub mod config;
-pub mod core;
 pub mod engine;
-pub mod error;
-pub mod glob;
+mod error;
+mod reply;
+
+// The file formats and the tools' support code.
 pub mod keyspace;
-#[cfg(test)]
-mod layers;
 pub mod persist;
-pub mod rand;
 pub mod rdb;
-pub mod reply;
 pub mod resp;
-pub mod script;
-#[cfg(feature = "server")]
-pub mod server;
 pub mod tools;
 pub mod types;
 
+// The seeded generator of the tests and fuzz checks.
+pub mod rand;
+
+#[cfg(feature = "server")]
+pub mod server;
+
+// Crate-private.
+mod clock;
+mod command;
+mod core;
+mod glob;
+#[cfg(test)]
+mod layers;
+mod script;
+
+pub use command::server::REDIS_VERSION;
 pub use command::{Effect, Session};
 pub use config::Config;
 pub use engine::Engine;

@@ -143,7 +143,7 @@ fn main() {
     // snapshot_read: the keyspace saved as a dump.hoz.
     let io = Arc::new(FaultyIo::new());
     let dir = Path::new("/seeds");
-    snapshot::save_keyspace(&engine.core().keyspace, 0, io.clone(), dir, "dump.hoz")
+    snapshot::save_keyspace(engine.keyspace(), 0, io.clone(), dir, "dump.hoz")
         .expect("save a dump.hoz");
     let hoz = io
         .contents(&dir.join("dump.hoz"))
@@ -152,7 +152,7 @@ fn main() {
     // The same keys as block payloads (the check frames them).
     let mut builder = snapshot::BlockBuilder::new();
     for db in 0..16 {
-        for (k, v) in engine.core().keyspace.db(db).iter() {
+        for (k, v) in engine.keyspace().db(db).iter() {
             assert!(builder.push(db, k, v, None).is_empty(), "one block");
         }
     }
@@ -163,8 +163,8 @@ fn main() {
         "every_type.blocks",
         &[&[records][..], &block.data].concat(),
     );
-    let mut empty = Engine::open(Config::in_memory()).expect("an in-memory engine");
-    snapshot::save_keyspace(&empty.core().keyspace, 0, io.clone(), dir, "empty.hoz")
+    let empty = Engine::open(Config::in_memory()).expect("an in-memory engine");
+    snapshot::save_keyspace(empty.keyspace(), 0, io.clone(), dir, "empty.hoz")
         .expect("save a dump.hoz");
     write(
         "snapshot_read",
@@ -176,8 +176,7 @@ fn main() {
     let keys: Vec<_> = (0..16)
         .flat_map(|db| {
             engine
-                .core()
-                .keyspace
+                .keyspace()
                 .db(db)
                 .iter()
                 .map(move |(k, v)| (db, k.clone(), v.clone()))

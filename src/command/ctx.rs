@@ -3,7 +3,7 @@
 use super::CmdResult;
 use crate::core::clients::BlockRequest;
 use crate::core::Core;
-pub use crate::core::{MultiState, Session};
+pub use crate::core::Session;
 use crate::keyspace::Db;
 pub use crate::persist::aof::Effect;
 use crate::reply::Reply;
@@ -343,7 +343,6 @@ impl<'a> Ctx<'a> {
         self.db().contains(key)
     }
 
-    typed_access!(read_str, write_str, Str, Blob);
     typed_access!(read_list, write_list, List, Box<List>);
     typed_access!(read_hash, write_hash, Hash, Box<Hash>);
     typed_access!(read_set, write_set, Set, Box<Set>);

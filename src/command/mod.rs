@@ -40,7 +40,7 @@ use std::sync::OnceLock;
 
 pub use crate::core::clients;
 pub use clients::{BlockKind, BlockRequest, BlockState};
-pub use ctx::{Ctx, Effect, Host, MultiState, NullHost, Session};
+pub use ctx::{Ctx, Effect, Host, NullHost, Session};
 pub use getkeys::keys_of;
 
 use crate::reply::Reply;
@@ -89,27 +89,6 @@ pub mod flags {
     pub const MOVABLE_KEYS: u32 = 1 << 16;
     /// Not marked with `write`/`readonly` in Redis's table.
     pub const NONE: u32 = 0;
-
-    /// Name and bit of every flag, in the order COMMAND INFO lists them.
-    pub const NAMES: &[(u32, &str)] = &[
-        (WRITE, "write"),
-        (READONLY, "readonly"),
-        (DENYOOM, "denyoom"),
-        (ADMIN, "admin"),
-        (PUBSUB, "pubsub"),
-        (NOSCRIPT, "noscript"),
-        (BLOCKING, "blocking"),
-        (LOADING, "loading"),
-        (STALE, "stale"),
-        (SKIP_MONITOR, "skip_monitor"),
-        (SKIP_SLOWLOG, "skip_slowlog"),
-        (FAST, "fast"),
-        (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
-        (NO_MULTI, "no_multi"),
-        (ALLOW_BUSY, "allow_busy"),
-        (MOVABLE_KEYS, "movablekeys"),
-    ];
 }
 
 /// One command (or subcommand) of the table.
@@ -370,11 +349,6 @@ pub const NO_SUCH_KEY_ERR: &str = "ERR no such key";
 /// Parses an integer argument (`ERR value is not an integer or out of range`).
 pub fn parse_int(arg: &[u8]) -> Result<i64, Reply> {
     crate::types::num::parse_i64(arg).ok_or(Reply::err(NOT_INT_ERR))
-}
-
-/// Parses a float argument (`ERR value is not a valid float`).
-pub fn parse_float(arg: &[u8]) -> Result<f64, Reply> {
-    crate::types::num::parse_f64(arg).ok_or(Reply::err(NOT_FLOAT_ERR))
 }
 
 /// True when `arg` equals `word`, ignoring ASCII case.

@@ -28,7 +28,6 @@ use client::{
 };
 use config_cmd::{config_get, config_help, config_resetstat, config_rewrite, config_set};
 use info::info;
-pub use info::info_text;
 use introspection::{
     command, command_count, command_docs, command_getkeys, command_getkeysandflags, command_help,
     command_info, command_list,

@@ -14,7 +14,7 @@ use super::Core;
 
 impl Core {
     /// INFO persistence figures of the AOF, when enabled.
-    pub fn aof_status(&self) -> Option<AofStatus> {
+    pub(crate) fn aof_status(&self) -> Option<AofStatus> {
         self.aof.as_ref().map(AofWriter::status)
     }
 
@@ -37,7 +37,7 @@ impl Core {
     /// on go to a temporary log (`temp-appendonly-incr-<pid>.aof`), the
     /// rewrite's diff; the switch names the result `appendonly.aof`. Until
     /// then the writes are not durable (the AOF does not exist yet).
-    pub fn start_aof(&mut self, now_ms: i64) -> Result<(), String> {
+    pub(crate) fn start_aof(&mut self, now_ms: i64) -> Result<(), String> {
         if self.aof.is_some() {
             return Ok(());
         }
@@ -75,7 +75,7 @@ impl Core {
     /// True while the AOF was switched on at runtime and its first
     /// rewrite has not yet put `appendonly.aof` in place (writes go to a
     /// temporary log).
-    pub fn aof_waiting_for_rewrite(&self) -> bool {
+    pub(crate) fn aof_waiting_for_rewrite(&self) -> bool {
         self.aof
             .as_ref()
             .is_some_and(|a| a.path() != self.config.dir.join(&self.config.appendfilename))
@@ -118,7 +118,7 @@ impl Core {
 
     /// SAVE: writes `dump.hoz` now, on this thread (a running BGSAVE is
     /// stopped first, as a synchronous save supersedes it).
-    pub fn save_now(&mut self, now_ms: i64) -> Result<(), String> {
+    pub(crate) fn save_now(&mut self, now_ms: i64) -> Result<(), String> {
         self.save.abort(&mut self.keyspace);
         let dir = self.data_dir()?;
         let file_name = self.snapshot_file_name();
@@ -161,7 +161,7 @@ impl Core {
     }
 
     /// BGSAVE: starts a background save. Err when one is already running.
-    pub fn start_bgsave(&mut self, now_ms: i64) -> Result<(), String> {
+    pub(crate) fn start_bgsave(&mut self, now_ms: i64) -> Result<(), String> {
         if self.save.in_progress() {
             return Err("Background save already in progress".into());
         }
@@ -189,7 +189,7 @@ impl Core {
 
     /// BGREWRITEAOF: starts a background rewrite of the AOF (see
     /// `persist::rewriter`). The caller checked that no BGSAVE runs.
-    pub fn start_rewrite(&mut self, now_ms: i64) -> Result<(), String> {
+    pub(crate) fn start_rewrite(&mut self, now_ms: i64) -> Result<(), String> {
         if self.rewrite.in_progress() {
             return Err("Background append only file rewriting already in progress".into());
         }
@@ -233,7 +233,7 @@ impl Core {
 
     /// True while a BGSAVE or an AOF rewrite runs (the host should call
     /// [`Engine::background_step`](crate::engine::Engine::background_step) without sleeping between turns).
-    pub fn background_busy(&self) -> bool {
+    pub(crate) fn background_busy(&self) -> bool {
         self.save.in_progress() || self.rewrite.in_progress()
     }
 
@@ -369,7 +369,11 @@ impl Core {
     /// starts one when a save point, BGSAVE SCHEDULE, a scheduled rewrite
     /// or the automatic rewrite asks for it). Returns a log line when one
     /// started or ended.
-    pub fn background_step(&mut self, budget: std::time::Duration, now_ms: i64) -> Option<String> {
+    pub(crate) fn background_step(
+        &mut self,
+        budget: std::time::Duration,
+        now_ms: i64,
+    ) -> Option<String> {
         let suppress = self.config.no_appendfsync_on_rewrite && self.background_busy();
         if let Some(aof) = self.aof.as_mut() {
             aof.set_fsync_suppressed(suppress);
@@ -441,7 +445,7 @@ impl Core {
     /// Switches the append-only file off at runtime (CONFIG SET appendonly
     /// no): what was logged is fsynced, the file is closed and the data
     /// directory released.
-    pub fn stop_aof(&mut self) -> Result<(), String> {
+    pub(crate) fn stop_aof(&mut self) -> Result<(), String> {
         // A rewrite of a file no longer written would be stale at once.
         self.rewrite.abort(&mut self.keyspace);
         self.rewrite.scheduled = false;

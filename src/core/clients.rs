@@ -27,8 +27,7 @@ pub enum BlockKind {
     Stream,
 }
 
-/// What a command asks for when it blocks (see
-/// [`Ctx::block`](crate::command::Ctx::block)).
+/// What a command asks for when it blocks (see `Ctx::block`).
 #[derive(Debug, Clone)]
 pub struct BlockRequest {
     /// Keys in the selected database, in the command's order.
@@ -337,20 +336,9 @@ impl Clients {
         self.dirty_cas.remove(&session);
     }
 
-    /// Marks `session`'s transaction as failed (a watched key changed).
-    pub fn mark_dirty(&mut self, session: u64) {
-        self.dirty_cas.insert(session);
-    }
-
     /// True when a key `session` watches was modified.
     pub fn is_dirty(&self, session: u64) -> bool {
         self.dirty_cas.contains(&session)
-    }
-
-    /// Number of watched keys in all databases (INFO `watching_clients`
-    /// counts sessions; this counts keys).
-    pub fn watched_keys(&self) -> usize {
-        self.watchers.len()
     }
 
     // -- Pub/Sub ------------------------------------------------------------

@@ -40,8 +40,6 @@ pub struct Stats {
     pub connections_received: u64,
     /// Connections refused by `maxclients` (server).
     pub rejected_connections: u64,
-    /// Unix ms when the counters were last reset.
-    pub reset_ms: i64,
     /// Bytes read from clients (server).
     pub net_input_bytes: u64,
     /// Bytes written to clients (server).
@@ -55,34 +53,34 @@ pub struct Stats {
 /// The engine's state, reachable by commands through [`Ctx::core`](crate::command::Ctx::core).
 pub struct Core {
     /// The databases.
-    pub keyspace: Keyspace,
+    pub(crate) keyspace: Keyspace,
     /// Configuration in force.
-    pub config: Config,
+    pub(crate) config: Config,
     /// Statistics.
-    pub stats: Stats,
+    pub(crate) stats: Stats,
     /// Random source for RANDOMKEY, SPOP, sampling.
-    pub rng: Rng,
+    pub(crate) rng: Rng,
     /// Effects logged and not yet taken by the persistence layer.
-    pub effects: Vec<Effect>,
+    pub(crate) effects: Vec<Effect>,
     /// Changes since the last save (`rdb_changes_since_last_save`).
-    pub dirty: u64,
+    pub(crate) dirty: u64,
     /// Unix ms when the engine started.
-    pub start_ms: i64,
+    pub(crate) start_ms: i64,
     /// True while the AOF is being replayed: no lazy expiry, nothing logged.
-    pub loading: bool,
+    pub(crate) loading: bool,
     /// The append-only file, when `appendonly yes`.
-    pub aof: Option<AofWriter>,
+    pub(crate) aof: Option<AofWriter>,
     /// What loading the AOF found at startup.
-    pub aof_load: Option<LoadReport>,
+    pub(crate) aof_load: Option<LoadReport>,
     /// Blocked clients, WATCHed keys and Pub/Sub subscriptions.
-    pub clients: clients::Clients,
+    pub(crate) clients: clients::Clients,
     /// Snapshot (SAVE/BGSAVE) status and the BGSAVE in progress.
-    pub save: SaveState,
+    pub(crate) save: SaveState,
     /// AOF rewrite status and the rewrite in progress.
-    pub rewrite: RewriteState,
+    pub(crate) rewrite: RewriteState,
     /// The Lua state and script cache, created by the first script
     /// command (taken out while a script runs).
-    pub scripting: ScriptSlot,
+    pub(crate) scripting: ScriptSlot,
     /// The file-system layer every persistence file goes through.
     pub(crate) io: Arc<dyn Io>,
     /// Held while the engine uses the data directory.
@@ -95,7 +93,7 @@ impl Core {
     /// The RDB value encoder the configuration asks for (`rdbcompression`,
     /// `list-max-listpack-size`): SAVE with `snapshot-format rdb`, an RDB
     /// AOF preamble and DUMP use it.
-    pub fn rdb_encoder(&self) -> crate::rdb::writer::Encoder {
+    pub(crate) fn rdb_encoder(&self) -> crate::rdb::writer::Encoder {
         crate::rdb::writer::Encoder {
             compress: self.config.rdbcompression,
             list_max_listpack_size: self.config.limits.list_max_listpack_size,
@@ -103,7 +101,7 @@ impl Core {
     }
 
     /// What SAVE and BGSAVE write (`snapshot-format`, `rdbchecksum`).
-    pub fn save_format(&self) -> crate::persist::saver::Format {
+    pub(crate) fn save_format(&self) -> crate::persist::saver::Format {
         match self.config.snapshot_format {
             crate::config::SnapshotFormat::Native => crate::persist::saver::Format::Native,
             crate::config::SnapshotFormat::Rdb => crate::persist::saver::Format::Rdb {
@@ -115,7 +113,7 @@ impl Core {
 
     /// The file SAVE and BGSAVE write: `dbfilename`, except that with
     /// `snapshot-format rdb` and the default `dump.hoz` it is `dump.rdb`.
-    pub fn snapshot_file_name(&self) -> String {
+    pub(crate) fn snapshot_file_name(&self) -> String {
         match self.config.snapshot_format {
             crate::config::SnapshotFormat::Rdb if self.config.dbfilename == "dump.hoz" => {
                 "dump.rdb".into()
@@ -126,14 +124,14 @@ impl Core {
 
     /// A new client session (a fresh id; authenticated unless a password
     /// is required).
-    pub fn new_session(&mut self) -> Session {
+    pub(crate) fn new_session(&mut self) -> Session {
         let id = self.next_session_id;
         self.next_session_id += 1;
         let authenticated = self.config.requirepass.is_none();
         Session::new(id, authenticated, now_ms())
     }
     /// The MISCONF error writes get while the AOF cannot be written.
-    pub fn write_refusal(&self) -> Option<String> {
+    pub(crate) fn write_refusal(&self) -> Option<String> {
         if self.config.stop_writes_on_bgsave_error
             && !self.config.save.is_empty()
             && !self.save.last_bgsave_ok
@@ -145,7 +143,7 @@ impl Core {
 
     /// Called for every modified key: invalidates WATCHes on it and wakes
     /// clients blocked on it.
-    pub fn signal_modified(&mut self, db: usize, key: &[u8]) {
+    pub(crate) fn signal_modified(&mut self, db: usize, key: &[u8]) {
         let keyspace = &self.keyspace;
         self.clients
             .key_touched(db, key, || keyspace.db(db).get(key).is_some());
@@ -155,7 +153,7 @@ impl Core {
     /// expired ones, like Redis's `activeExpireCycle` (20 keys a sample,
     /// repeated while more than a quarter were expired, bounded by a time
     /// budget of 25 ms so a cycle never stalls clients for long).
-    pub fn active_expire_cycle(&mut self, now_ms: i64) -> usize {
+    pub(crate) fn active_expire_cycle(&mut self, now_ms: i64) -> usize {
         const SAMPLE: usize = 20;
         const BUDGET_US: u128 = 25_000;
         let started = std::time::Instant::now();

@@ -12,7 +12,7 @@
 
 //!
 //! The engine is the layer above the commands (ARCHITECTURE.md, "Layers"):
-//! [`Core`] (the state commands see) lives in [`crate::core`]; this module
+//! `Core` (the state commands see, crate-private) lives in `core`; this module
 //! owns it and adds opening and recovery (`open.rs`), dispatch, MULTI
 //! queueing and blocked clients (`dispatch.rs`), and the periodic work
 //! (`cron.rs`).
@@ -23,11 +23,18 @@ mod open;
 
 use crate::command::{Effect, Session};
 use crate::config::Config;
-use crate::persist::writer::{AofWriter, FlushError};
+use crate::keyspace::Keyspace;
+use crate::persist::writer::AofWriter;
 use crate::reply::Reply;
 
 pub use crate::clock::now_ms;
-pub use crate::core::{Core, Stats};
+pub use crate::command::ctx::{BusyAction, BusyScript, Connection, Host, MemoryUse, NullHost};
+pub(crate) use crate::core::Core;
+pub use crate::core::{
+    clients::{BlockKind, BlockRequest, BlockState, Message},
+    MultiState,
+};
+pub use crate::persist::writer::{AofStatus, FlushError};
 
 /// The error prefix an embedded engine's write gets when it was applied in
 /// memory but its logged effect could not be made durable (see
@@ -135,10 +142,82 @@ impl Engine {
         &self.core.config
     }
 
-    /// The engine state (for the server and tools in this crate).
-    pub fn core(&mut self) -> &mut Core {
+    /// The engine state, for the server in this crate. It is not public:
+    /// a change made through it would bypass the AOF (no logged effect).
+    /// Embedders read through the accessors below and change data only
+    /// with [`Engine::execute`].
+    #[cfg(feature = "server")]
+    pub(crate) fn core(&mut self) -> &mut Core {
         &mut self.core
     }
+
+    /// The data, read-only (a write goes through [`Engine::execute`], so
+    /// that it is logged).
+    ///
+    /// ```
+    /// use hozon::{Config, Engine};
+    ///
+    /// let mut engine = Engine::open(Config::in_memory()).unwrap();
+    /// let mut session = engine.new_session();
+    /// engine.execute(&mut session, &[b"SET", b"k", b"v"]);
+    /// assert_eq!(engine.keyspace().db(0).len(), 1);
+    /// ```
+    ///
+    /// An embedder cannot reach the keyspace mutably:
+    ///
+    /// ```compile_fail,E0596
+    /// use hozon::{Config, Engine};
+    ///
+    /// let mut engine = Engine::open(Config::in_memory()).unwrap();
+    /// engine.keyspace().db_mut(0).clear(); // `keyspace()` is a shared borrow
+    /// ```
+    ///
+    /// nor through the engine's state, which is crate-private (E0624; a
+    /// build without the `server` feature has no `core` at all):
+    ///
+    /// ```compile_fail
+    /// use hozon::{Config, Engine};
+    ///
+    /// let mut engine = Engine::open(Config::in_memory()).unwrap();
+    /// engine.core().keyspace.db_mut(0).clear(); // `core` is private
+    /// ```
+    pub fn keyspace(&self) -> &Keyspace {
+        &self.core.keyspace
+    }
+
+    /// INFO persistence figures of the AOF, when it is enabled.
+    pub fn aof_status(&self) -> Option<AofStatus> {
+        self.core.aof_status()
+    }
+
+    /// True while a BGSAVE or an AOF rewrite runs (the host should call
+    /// [`Engine::background_step`] without sleeping between turns).
+    pub fn background_busy(&self) -> bool {
+        self.core.background_busy()
+    }
+
+    /// True while a BGSAVE runs.
+    pub fn save_in_progress(&self) -> bool {
+        self.core.save.in_progress()
+    }
+
+    /// True while an AOF rewrite runs.
+    pub fn rewrite_in_progress(&self) -> bool {
+        self.core.rewrite.in_progress()
+    }
+
+    /// Whether the last AOF rewrite succeeded (INFO's
+    /// `aof_last_bgrewrite_status`).
+    pub fn rewrite_last_ok(&self) -> bool {
+        self.core.rewrite.last_ok
+    }
+
+    /// AOF rewrites that failed in a row (INFO's
+    /// `aof_rewrites_consecutive_failures`).
+    pub fn rewrite_consecutive_failures(&self) -> u32 {
+        self.core.rewrite.consecutive_failures
+    }
+
     /// Whether effects are kept for [`Engine::take_effects`] when no AOF
     /// consumes them (without it they are dropped after each command).
     pub fn set_capture_effects(&mut self, on: bool) {

@@ -94,10 +94,7 @@ impl Engine {
             core: Core {
                 keyspace: Keyspace::new(config.databases),
                 config,
-                stats: Stats {
-                    reset_ms: now,
-                    ..Stats::default()
-                },
+                stats: Stats::default(),
                 rng: Rng::new(),
                 effects: Vec::new(),
                 dirty: 0,

@@ -7,11 +7,11 @@
 //!
 //! A [`Keyspace`] can take a point-in-time capture of itself (BGSAVE, AOF
 //! rewrite) while clients keep writing, without fork and without copying
-//! the keyspace up front: see [`capture`] for the mechanism. Every mutating
+//! the keyspace up front: see `capture` for the mechanism. Every mutating
 //! [`Db`] method starts with one branch on "is a capture running"; only when
 //! it is does the method consult the capture (the `capture_before_*` hooks).
 
-pub mod capture;
+pub(crate) mod capture;
 pub mod dict;
 
 use crate::rand::Rng;

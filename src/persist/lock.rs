@@ -2,13 +2,12 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// An exclusive OS lock on `<dir>/LOCK`, held until dropped.
 #[derive(Debug)]
 pub struct DirLock {
     file: File,
-    path: PathBuf,
 }
 
 impl DirLock {
@@ -58,12 +57,7 @@ impl DirLock {
         let _ = file.seek(SeekFrom::Start(0));
         let _ = write!(file, "{}", std::process::id());
         let _ = file.sync_data();
-        Ok(DirLock { file, path })
-    }
-
-    /// Path of the lock file.
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(DirLock { file })
     }
 }
 

@@ -4,13 +4,13 @@
 
 pub mod aof;
 pub mod io;
-pub mod lock;
+pub(crate) mod lock;
 pub mod rdb_file;
 pub mod rewrite;
-pub mod rewriter;
-pub mod saver;
+pub(crate) mod rewriter;
+pub(crate) mod saver;
 pub mod snapshot;
-pub mod writer;
+pub(crate) mod writer;
 
 use crate::keyspace::{Db, Keyspace};
 use crate::types::{Blob, Value};

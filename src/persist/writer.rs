@@ -94,7 +94,7 @@ pub struct AofStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FlushError {
     /// write(2) failed or was short; the file was cut back, the batch is
-    /// kept and retried by [`AofWriter::retry`].
+    /// kept and retried by `AofWriter::retry`.
     Write(String),
     /// fsync failed: durability is poisoned until restart.
     Poisoned(String),
@@ -102,7 +102,6 @@ pub enum FlushError {
 
 /// Appends batches to the AOF under an fsync policy.
 pub struct AofWriter {
-    io: Arc<dyn Io>,
     path: PathBuf,
     file: Box<dyn AppendFile>,
     syncer: Arc<dyn SyncHandle>,
@@ -162,7 +161,6 @@ impl AofWriter {
         let shared = Arc::new(BgShared::default());
         shared.synced_len.store(len as i64, Ordering::SeqCst);
         Ok(AofWriter {
-            io,
             path: path.to_path_buf(),
             file,
             syncer,
@@ -185,11 +183,6 @@ impl AofWriter {
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// The fsync policy in force.
-    pub fn policy(&self) -> FsyncPolicy {
-        self.policy
     }
 
     /// Changes the fsync policy (CONFIG SET appendfsync).
@@ -463,19 +456,9 @@ impl AofWriter {
         }
     }
 
-    /// Bytes of the file known durable.
-    pub fn synced_len(&self) -> u64 {
-        self.bg.shared.synced_len.load(Ordering::SeqCst) as u64
-    }
-
     /// Length of the file up to its last complete batch.
     pub fn len(&self) -> u64 {
         self.good_len
-    }
-
-    /// True when only the header has been written.
-    pub fn is_empty(&self) -> bool {
-        self.good_len <= FILE_HEADER.len() as u64
     }
 
     /// INFO persistence figures.
@@ -488,11 +471,6 @@ impl AofWriter {
             write_error: self.write_error.clone(),
             poisoned: self.poisoned.clone(),
         }
-    }
-
-    /// The I/O backend (for the engine's other file operations).
-    pub fn io(&self) -> &Arc<dyn Io> {
-        &self.io
     }
 }
 

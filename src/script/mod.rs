@@ -57,10 +57,12 @@ const BRIDGE_KEY: &str = "hozon_bridge";
 
 /// `NOSCRIPT No matching script. Please use EVAL.`
 pub const NOSCRIPT_ERR: &str = "NOSCRIPT No matching script. Please use EVAL.";
-/// The error other clients get while a script is busy.
+/// The error other clients get while a script is busy (the server's).
+#[cfg(feature = "server")]
 pub const BUSY_ERR: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-/// SCRIPT KILL's refusal once the script has written.
+/// SCRIPT KILL's refusal once the script has written (the server's).
+#[cfg(feature = "server")]
 pub const UNKILLABLE_ERR: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 /// SCRIPT KILL with no script running.
 pub const NOTBUSY_ERR: &str = "NOTBUSY No scripts in execution right now.";

@@ -178,7 +178,7 @@ impl Hash {
     }
 }
 
-/// Iterator over the pairs of a [`Hash`].
+/// Iterator over the pairs of a [`Hash`](enum@Hash).
 pub enum Iter<'a> {
     /// Over a listpack, in order.
     Listpack(std::slice::Iter<'a, (Blob, Blob)>),

@@ -5,10 +5,10 @@
 //! Nothing here does I/O or knows about keys, clients or files.
 
 pub mod blob;
-pub mod build;
+pub(crate) mod build;
 pub mod hash;
 pub mod list;
-pub mod long_double;
+pub(crate) mod long_double;
 pub mod num;
 pub mod ordtree;
 pub mod set;

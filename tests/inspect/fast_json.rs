@@ -1459,7 +1459,7 @@ fn engine_written_file() -> Vec<u8> {
     let mut f = Rdb::new(10);
     f.aux("redis-ver", b"7.0.15");
     f.select(0);
-    let ks = &engine.core().keyspace;
+    let ks = engine.keyspace();
     let db = ks.db(0);
     let mut keys: Vec<_> = db.iter().collect();
     keys.sort_by(|a, b| a.0.cmp(b.0));
@@ -3087,7 +3087,7 @@ fn random_file(rng: &mut Rng, keys: usize, large: bool) -> (Rdb, Vec<String>) {
         compress: rng.chance(70),
         list_max_listpack_size: *rng.pick(&[-2, 3, 128]),
     };
-    let ks = &engine.core().keyspace;
+    let ks = engine.keyspace();
     for (key, data, expire) in &written {
         let value = ks.db(0).get(key).expect("written key");
         let mut record = Vec::new();

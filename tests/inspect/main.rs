@@ -1124,7 +1124,7 @@ fn big_keyspace_files(dir: &Path) -> (PathBuf, PathBuf, Vec<KeyTruth>) {
     let reply = engine.execute(&mut s, &[b"SET", b"bin\x00\xff\\", b"v"]);
     assert!(!matches!(reply, hozon::Reply::Error(_)));
     run(&mut engine, &mut s, &["SAVE"]);
-    let keyspace = &engine.core().keyspace;
+    let keyspace = engine.keyspace();
     let mut truth = Vec::new();
     for db in 0..keyspace.db_count() {
         let d = keyspace.db(db);

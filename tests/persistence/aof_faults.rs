@@ -386,7 +386,7 @@ fn everysec_writes_wait_for_an_fsync_slower_than_two_seconds() {
     });
     assert_eq!(run(&mut engine, &mut s, &["SET", "k0", "v"]), Reply::ok());
     let started = std::time::Instant::now();
-    let status = |e: &mut Engine| e.core().aof_status().expect("aof on");
+    let status = |e: &mut Engine| e.aof_status().expect("aof on");
     assert!(
         status(&mut engine).pending_bio_fsync,
         "the background fsync did not start"

@@ -73,7 +73,7 @@ struct History {
 /// Runs background work (BGSAVE, a rewrite) until it ends.
 fn drive(engine: &mut Engine) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while engine.core().background_busy() {
+    while engine.background_busy() {
         engine.background_step(Duration::from_millis(5), now_ms());
         assert!(Instant::now() < deadline, "a background job did not end");
     }

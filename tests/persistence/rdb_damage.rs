@@ -201,7 +201,7 @@ fn hozon_written_file() -> Vec<u8> {
         let reply = engine.execute(&mut s, &args);
         assert!(!matches!(reply, Reply::Error(_)), "{words:?}: {reply:?}");
     }
-    let keyspace = &engine.core().keyspace;
+    let keyspace = engine.keyspace();
     let mut keys = Vec::new();
     for db in 0..keyspace.db_count() {
         for (key, value) in keyspace.db(db).iter() {

@@ -204,7 +204,7 @@ type Image = BTreeMap<(usize, Vec<u8>), (Canon, Option<i64>)>;
 
 /// Every key of the engine's keyspace with its value and expiry.
 fn engine_keys(engine: &mut Engine) -> Vec<KeyRecord> {
-    let keyspace = &engine.core().keyspace;
+    let keyspace = engine.keyspace();
     let mut out = Vec::new();
     for db_index in 0..keyspace.db_count() {
         let db = keyspace.db(db_index);

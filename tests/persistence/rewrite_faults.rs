@@ -40,7 +40,7 @@ fn step(engine: &mut Engine) -> Option<String> {
 }
 
 fn rewriting(engine: &mut Engine) -> bool {
-    engine.core().rewrite.in_progress()
+    engine.rewrite_in_progress()
 }
 
 /// Runs the rewrite in progress to its end.
@@ -169,7 +169,7 @@ fn rewritten_file_replays_to_the_keyspace_at_the_switch() {
                 }
                 step(&mut engine);
             }
-            assert!(engine.core().rewrite.last_ok, "seed {seed}: rewrite failed");
+            assert!(engine.rewrite_last_ok(), "seed {seed}: rewrite failed");
             switches += 1;
             // The file as it is at the switch rebuilds the live keyspace.
             let expected = dump(&mut engine);
@@ -305,7 +305,7 @@ fn enospc_during_a_rewrite_leaves_the_old_aof_in_charge_and_backs_off() {
         });
         finish_rewrite(&mut engine);
         assert!(
-            !engine.core().rewrite.last_ok,
+            !engine.rewrite_last_ok(),
             "errno {errno}: the rewrite must fail"
         );
         assert_eq!(
@@ -339,7 +339,14 @@ fn enospc_during_a_rewrite_leaves_the_old_aof_in_charge_and_backs_off() {
 
     // Automatic rewrites: a third failure enters Redis's back-off (1
     // minute, then 2, 4, …); no attempt is made before it passes.
-    engine.core().config.auto_aof_rewrite_percentage = 1;
+    assert_eq!(
+        run(
+            &mut engine,
+            &mut session,
+            &["CONFIG", "SET", "auto-aof-rewrite-percentage", "1"]
+        ),
+        Reply::ok()
+    );
     io.inject(Fault::FailWrite {
         nth: 1,
         errno: ENOSPC,
@@ -356,7 +363,7 @@ fn enospc_during_a_rewrite_leaves_the_old_aof_in_charge_and_backs_off() {
         engine.background_step(Duration::from_millis(1), t0);
         std::thread::sleep(Duration::from_micros(200));
     }
-    assert_eq!(engine.core().rewrite.consecutive_failures, 3);
+    assert_eq!(engine.rewrite_consecutive_failures(), 3);
     io.clear_faults();
     let line = engine.background_step(Duration::from_millis(1), t0 + 1000);
     assert!(
@@ -372,8 +379,8 @@ fn enospc_during_a_rewrite_leaves_the_old_aof_in_charge_and_backs_off() {
         engine.background_step(Duration::from_millis(1), t0 + 62_000);
         std::thread::sleep(Duration::from_micros(200));
     }
-    assert!(engine.core().rewrite.last_ok);
-    assert_eq!(engine.core().rewrite.consecutive_failures, 0);
+    assert!(engine.rewrite_last_ok());
+    assert_eq!(engine.rewrite_consecutive_failures(), 0);
     let expected = dump(&mut engine);
     let (_, mut loaded) = reopen(&io, &cfg);
     assert_eq!(dump(&mut loaded), expected);
@@ -396,7 +403,7 @@ fn fsync_failure_of_the_new_file_fails_the_rewrite_not_the_server() {
     );
     io.inject(Fault::FailSync { nth: 1, errno: EIO });
     finish_rewrite(&mut engine);
-    assert!(!engine.core().rewrite.last_ok);
+    assert!(!engine.rewrite_last_ok());
     assert_eq!(
         run(&mut engine, &mut session, &["SET", "after", "1"]),
         Reply::ok()
@@ -435,7 +442,7 @@ fn a_failed_directory_fsync_at_the_switch_loses_no_acknowledged_write() {
             io.inject(Fault::FailDirSync { nth: 1, errno: 5 });
             assert!(!run(&mut engine, &mut s, &["BGREWRITEAOF"]).is_error());
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-            while engine.core().background_busy() {
+            while engine.background_busy() {
                 engine
                     .background_step(std::time::Duration::from_millis(5), hozon::engine::now_ms());
                 assert!(

@@ -27,7 +27,7 @@ fn snapshot_config(dir: &std::path::Path) -> Config {
 /// Drives a running BGSAVE to its end.
 fn finish_bgsave(engine: &mut Engine) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while engine.core().save.in_progress() {
+    while engine.save_in_progress() {
         assert!(Instant::now() < deadline, "BGSAVE did not finish");
         engine.background_step(Duration::from_millis(2), hozon::engine::now_ms());
     }

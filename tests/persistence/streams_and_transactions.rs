@@ -1309,14 +1309,14 @@ fn replay_check(ops: &[Vec<String>], via_rewrite: bool) -> Result<(), String> {
                     return Err(format!("{log}CONFIG SET appendonly yes failed"));
                 }
                 // The switch-on is a background rewrite: run it to its end.
-                while engine.core().rewrite.in_progress() {
+                while engine.rewrite_in_progress() {
                     engine.background_step(
                         std::time::Duration::from_millis(5),
                         hozon::engine::now_ms(),
                     );
                     std::thread::sleep(std::time::Duration::from_micros(100));
                 }
-                if !engine.core().rewrite.last_ok {
+                if !engine.rewrite_last_ok() {
                     return Err(format!(
                         "{log}the rewrite of CONFIG SET appendonly yes failed"
                     ));

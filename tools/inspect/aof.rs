@@ -256,10 +256,10 @@ impl Selection {
 // Keys of a command.
 
 /// Calls `f` with each key argument of `argv`, as COMMAND GETKEYS finds
-/// them ([`hozon::command::keys_of`]: the key specs, a container command's
+/// them ([`hozon::tools::keys_of`]: the key specs, a container command's
 /// subcommand's; nothing for a command GETKEYS would refuse).
 fn for_each_key(argv: &[&[u8]], f: &mut dyn FnMut(&[u8])) {
-    for pos in hozon::command::keys_of(argv) {
+    for pos in hozon::tools::keys_of(argv) {
         f(argv[pos]);
     }
 }
@@ -270,15 +270,9 @@ fn command_name(argv: &[&[u8]], out: &mut Vec<u8>) {
     out.clear();
     let name = &argv[0][..argv[0].len().min(NAME_MAX_BYTES)];
     out.extend(name.iter().map(u8::to_ascii_lowercase));
-    if let (Some(spec), Some(sub)) = (hozon::command::lookup(argv[0]), argv.get(1)) {
-        if let Some(s) = spec
-            .subcommands
-            .iter()
-            .find(|c| c.name.as_bytes().eq_ignore_ascii_case(sub))
-        {
-            out.push(b'|');
-            out.extend_from_slice(s.name.as_bytes());
-        }
+    if let Some(sub) = hozon::tools::subcommand_name(argv) {
+        out.push(b'|');
+        out.extend_from_slice(sub.as_bytes());
     }
 }
 

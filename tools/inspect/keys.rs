@@ -42,7 +42,7 @@ impl Filter {
                 .pattern
                 .as_deref()
                 // KEYS treats a lone `*` as "all keys", the empty key too.
-                .is_none_or(|p| p == b"*" || hozon::glob::matches(p, k.key, false))
+                .is_none_or(|p| p == b"*" || hozon::tools::glob_matches(p, k.key, false))
             && self.regex.as_ref().is_none_or(|r| r.is_match(k.key))
     }
 }

@@ -425,7 +425,7 @@ fn load_aof_file(engine: &mut Engine, data: &[u8], path: &Path) -> Result<(), Fa
 }
 
 fn for_each_engine(engine: &mut Engine, f: &mut dyn FnMut(KeyValue<'_>) -> ControlFlow<()>) {
-    let keyspace = &engine.core().keyspace;
+    let keyspace = engine.keyspace();
     for db_index in 0..keyspace.db_count() {
         let db = keyspace.db(db_index);
         for (key, value) in db.iter() {

@@ -27,7 +27,7 @@ fn main() -> ExitCode {
             println!(
                 "hozon-server v={} (Redis {} compatible) bits={}",
                 env!("CARGO_PKG_VERSION"),
-                hozon::command::server::REDIS_VERSION,
+                hozon::REDIS_VERSION,
                 usize::BITS
             );
             return ExitCode::SUCCESS;
@@ -68,7 +68,7 @@ fn main() -> ExitCode {
         &format!(
             "hozon version={}, Redis protocol version={}, bits={}, pid={}, just started",
             env!("CARGO_PKG_VERSION"),
-            hozon::command::server::REDIS_VERSION,
+            hozon::REDIS_VERSION,
             usize::BITS,
             std::process::id()
         ),

@@ -171,10 +171,7 @@ pub(super) fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 }
 
 pub(super) fn config_resetstat(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
-    ctx.core.stats = crate::core::Stats {
-        reset_ms: ctx.now_ms,
-        ..crate::core::Stats::default()
-    };
+    ctx.core.stats = crate::core::Stats::default();
     Ok(Reply::ok())
 }
 

@@ -64,7 +64,7 @@ fn load(file: &[u8]) -> (Result<aof::LoadReport, hozon::Error>, Engine) {
 /// The check (see the module documentation).
 pub fn check(data: &[u8]) {
     let file = file_of(data);
-    let ((result, mut engine), peak) = alloc::peak_of(|| load(&file));
+    let ((result, engine), peak) = alloc::peak_of(|| load(&file));
     // Values are built from the file's bytes; small elements cost their
     // containers' per-element overhead.
     alloc::assert_bounded("AOF load", peak, file.len(), 256);
@@ -83,7 +83,7 @@ pub fn check(data: &[u8]) {
             "two valid lengths: {report:?}"
         );
         let prefix = &file[..report.valid_len as usize];
-        let (again, mut engine_again) = load(prefix);
+        let (again, engine_again) = load(prefix);
         let again = again.unwrap_or_else(|e| panic!("the valid prefix does not load: {e}"));
         assert!(
             again.torn.is_none(),
@@ -92,11 +92,11 @@ pub fn check(data: &[u8]) {
         canon::assert_same(
             "the file vs its valid prefix",
             &canon::expiry_times_masked(&canon::of_keyspace_with(
-                &engine.core().keyspace,
+                engine.keyspace(),
                 canon::Clock::Masked,
             )),
             &canon::expiry_times_masked(&canon::of_keyspace_with(
-                &engine_again.core().keyspace,
+                engine_again.keyspace(),
                 canon::Clock::Masked,
             )),
         );

@@ -149,7 +149,7 @@ pub fn check(data: &[u8]) {
     }
     canon::assert_same(
         "the engine vs its replayed effects",
-        &canon::of_keyspace_with(&engine.core().keyspace, canon::Clock::SeenMasked),
-        &canon::of_keyspace_with(&replayed.core().keyspace, canon::Clock::SeenMasked),
+        &canon::of_keyspace_with(engine.keyspace(), canon::Clock::SeenMasked),
+        &canon::of_keyspace_with(replayed.keyspace(), canon::Clock::SeenMasked),
     );
 }

@@ -41,7 +41,7 @@ fn dump(engine: &mut Engine, session: &mut hozon::Session, key: &[u8]) -> Vec<u8
 }
 
 fn value_of(engine: &mut Engine, key: &[u8]) -> Vec<u8> {
-    let db = engine.core().keyspace.db(0);
+    let db = engine.keyspace().db(0);
     let value = db
         .iter()
         .find(|(k, _)| k.as_bytes() == key)

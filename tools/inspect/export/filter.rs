@@ -33,6 +33,6 @@ impl Filter<'_> {
             && self
                 .pattern
                 // KEYS treats a lone `*` as "all keys", the empty key too.
-                .is_none_or(|p| p == b"*" || hozon::glob::matches(p, key, false))
+                .is_none_or(|p| p == b"*" || hozon::tools::glob_matches(p, key, false))
     }
 }
