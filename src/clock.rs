@@ -24,7 +24,7 @@ pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 }
 
 /// The civil date (year, month, day) of a day count since 1970-01-01: the
-/// inverse of [`days_from_civil`].
+/// inverse of `days_from_civil`.
 pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);

@@ -18,8 +18,8 @@
 //! # API boundary
 //!
 //! Public are the engine API ([`Engine`], [`Config`], [`Session`],
-//! [`Reply`], [`Error`], [`Effect`], the [`engine`] and [`config`]
-//! modules) and the file formats with the tools' support code, which
+//! [`Reply`], [`Error`] with [`CorruptFile`], [`Effect`], the [`engine`],
+//! [`config`] and [`error`] modules) and the file formats with the tools' support code, which
 //! `hozon-inspect`, `hozon-repair`, the tests and the fuzz targets read and
 //! write: [`rdb`], [`persist`], [`resp`], [`types`], [`keyspace`] and
 //! [`tools`]. [`rand`] is the seeded generator the tests and fuzz checks
@@ -32,7 +32,7 @@
 // The engine API.
 pub mod config;
 pub mod engine;
-mod error;
+pub mod error;
 mod reply;
 
 // The file formats and the tools' support code.
@@ -62,5 +62,5 @@ pub use command::server::REDIS_VERSION;
 pub use command::{Effect, Session};
 pub use config::Config;
 pub use engine::Engine;
-pub use error::Error;
+pub use error::{CorruptCause, CorruptFile, Error};
 pub use reply::Reply;
