@@ -76,7 +76,10 @@ pub fn redis_server_path() -> String {
     );
 }
 
-fn wait_until_listening(port: u16, name: &str, child: &mut Child) {
+/// Waits until the server `child` answers on `port`. Returns false when
+/// another process answers there (a parallel test's server took the port
+/// between `free_port` and our bind): the caller starts again elsewhere.
+fn wait_until_listening(port: u16, name: &str, child: &mut Child) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         // Listening is not enough: a server loading its data answers
@@ -89,7 +92,11 @@ fn wait_until_listening(port: u16, name: &str, child: &mut Child) {
                     // +PONG, or -NOAUTH from a server with a password:
                     // anything but -LOADING means the data is loaded.
                     if n > 0 && !reply[..n].starts_with(b"-LOADING") {
-                        return;
+                        return match server_pid(&mut stream) {
+                            Some(pid) => pid == child.id(),
+                            // A password keeps INFO from us: trust the port.
+                            None => true,
+                        };
                     }
                 }
             }
@@ -103,6 +110,30 @@ fn wait_until_listening(port: u16, name: &str, child: &mut Child) {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// The `process_id` of the server at the other end of `stream`, from
+/// `INFO server`; None when it does not answer it (a password).
+fn server_pid(stream: &mut TcpStream) -> Option<u32> {
+    stream
+        .write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+        .ok()?;
+    let mut text = Vec::new();
+    let mut chunk = [0u8; 4096];
+    // The reply is one bulk string; process_id is in its first lines.
+    while !text.windows(11).any(|w| w == b"process_id:") || !text.ends_with(b"\r\n") {
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 || text.starts_with(b"-") {
+            return None;
+        }
+        text.extend_from_slice(&chunk[..n]);
+        if text.starts_with(b"-") {
+            return None;
+        }
+    }
+    let text = String::from_utf8_lossy(&text);
+    let line = text.lines().find(|l| l.starts_with("process_id:"))?;
+    line["process_id:".len()..].trim().parse().ok()
 }
 
 /// Starts redis-server with persistence off and `extra` arguments.
@@ -167,7 +198,12 @@ fn start_server(binary: &str, name: &'static str, extra: &[&str]) -> ServerProce
         if let Ok(Some(_)) = child.try_wait() {
             continue; // most likely the port was taken meanwhile
         }
-        wait_until_listening(port, name, &mut child);
+        if !wait_until_listening(port, name, &mut child) {
+            // Someone else's server on the port: ours cannot bind there.
+            let _ = child.kill();
+            let _ = child.wait();
+            continue;
+        }
         return ServerProcess {
             child,
             port,
