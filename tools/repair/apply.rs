@@ -4,11 +4,16 @@
 //! backup name by a hard link (its bytes are never copied or modified);
 //! then the temporary file is renamed over the original and the directory
 //! fsynced. A crash at any point leaves either the original under its name,
-//! or the new file under its name and the original as the backup.
+//! or the new file under its name and the original as the backup. The file
+//! steps are the engine's own (`persist::io`: a `DurableFile`, fsynced as
+//! it grows, and `commit`, the rename and the directory fsync).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hozon::persist::io::{commit, CommitError, DurableFile, FileError, Io, RealIo};
 
 use hozon::tools::repair::model::{self, Content};
 
@@ -142,9 +147,26 @@ pub fn probe_locks(dirs: &[PathBuf]) -> Result<LockProbe, Failure> {
 
 /// Fsyncs a directory so a rename or link in it is durable.
 fn sync_dir(dir: &Path) -> Result<(), Failure> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
+    RealIo
+        .sync_dir(dir)
         .map_err(|e| Failure::Io(format!("fsync of directory {}: {e}", dir.display())))
+}
+
+/// A [`DurableFile`] as a `Write` for the plan's pieces, fsynced every
+/// [`SYNC_EVERY_BYTES`](hozon::persist::io::SYNC_EVERY_BYTES) as it grows.
+struct Pieces<'a>(&'a mut DurableFile);
+
+impl Write for Pieces<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let as_io = |e: FileError| io::Error::new(e.source.kind(), e.to_string());
+        self.0.append(buf).map_err(as_io)?;
+        self.0.sync_if_due().map_err(as_io)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Removes our temporary file after a failure; the error being reported
@@ -167,15 +189,13 @@ fn write_temp(content: Content, original: &[u8], temp: &Path) -> Result<u64, Fai
     let io_err = |e: io::Error| Failure::Io(format!("writing {}: {e}", temp.display()));
     match content {
         Content::Pieces(pieces) => {
-            let file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(temp)
-                .map_err(io_err)?;
-            let mut out = BufWriter::with_capacity(1 << 20, file);
+            let failed = |e: FileError| Failure::Io(e.to_string());
+            let mut file = DurableFile::create(Arc::new(RealIo), temp).map_err(failed)?;
+            let mut out = BufWriter::with_capacity(1 << 20, Pieces(&mut file));
             let bytes = model::write_pieces(&pieces, original, &mut out).map_err(io_err)?;
-            let file = out.into_inner().map_err(|e| io_err(e.into_error()))?;
-            file.sync_all().map_err(io_err)?;
+            out.flush().map_err(io_err)?;
+            drop(out);
+            file.finish().map_err(failed)?;
             Ok(bytes)
         }
         Content::Written(write) => {
@@ -187,6 +207,20 @@ fn write_temp(content: Content, original: &[u8], temp: &Path) -> Result<u64, Fai
             Ok(file.metadata().map_err(io_err)?.len())
         }
     }
+}
+
+/// The failure after the new file took its name but the directory fsync
+/// failed.
+fn in_place_unsynced(dest: &Path, backup: Option<&Path>, dir: &Path, e: &io::Error) -> Failure {
+    Failure::Io(format!(
+        "{} is in place (written and fsynced{}), but fsync of directory {}: {e}: the rename may \
+         not survive a power loss",
+        dest.display(),
+        backup
+            .map(|b| format!("; the original is kept as {}", b.display()))
+            .unwrap_or_default(),
+        dir.display()
+    ))
 }
 
 /// A backup name for `target` that does not exist yet:
@@ -299,31 +333,30 @@ pub fn apply(
             let backup = link_backup(target)?;
             // The backup link is made durable before the name is replaced.
             sync_dir(&dir)?;
-            fs::rename(&temp, target).map_err(|e| {
-                Failure::Io(format!(
-                    "renaming {} over {}: {e} (the original is unchanged; its backup link {} may be removed)",
-                    temp.display(),
-                    target.display(),
-                    backup.display()
-                ))
-            })?;
+            match commit(&RealIo, &temp, target) {
+                Ok(()) => {}
+                Err(CommitError::Rename(e)) => {
+                    return Err(Failure::Io(format!(
+                        "{e} (the original is unchanged; its backup link {} may be removed)",
+                        backup.display()
+                    )))
+                }
+                // The rename happened: a failed directory fsync must not
+                // read as if the original were still in place.
+                Err(CommitError::DirNotSynced { source, .. }) => {
+                    guard.armed = false;
+                    return Err(in_place_unsynced(dest, Some(&backup), &dir, &source));
+                }
+            }
             Some(backup)
         }
     };
     guard.armed = false;
-    // The rename happened: a failed directory fsync must not read as if
-    // the original were still in place.
-    sync_dir(&dir).map_err(|(Failure::Io(e) | Failure::Refused(e))| {
-        Failure::Io(format!(
-            "{} is in place (written and fsynced{}), but {e}: the rename may not survive a \
-             power loss",
-            dest.display(),
-            backup
-                .as_ref()
-                .map(|b| format!("; the original is kept as {}", b.display()))
-                .unwrap_or_default()
-        ))
-    })?;
+    if output.is_some() {
+        RealIo
+            .sync_dir(&dir)
+            .map_err(|e| in_place_unsynced(dest, None, &dir, &e))?;
+    }
     drop(probe);
     Ok(Outcome {
         written: dest.to_path_buf(),

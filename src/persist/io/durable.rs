@@ -61,41 +61,30 @@ pub struct DurableFile {
 impl DurableFile {
     /// Creates `temp_path` empty (removing a stale file of that name).
     pub fn create(io: Arc<dyn Io>, temp_path: &Path) -> Result<DurableFile, FileError> {
-        let ctx = |what: &str| format!("{what} {}", temp_path.display());
         if io.exists(temp_path) {
-            io.remove(temp_path)
-                .map_err(|e| FileError::new(ctx("removing stale"), e))?;
+            io.remove(temp_path).map_err(|e| {
+                FileError::new(format!("removing stale {}", temp_path.display()), e)
+            })?;
         }
-        let mut file = io
-            .open_append(temp_path)
-            .map_err(|e| FileError::new(ctx("creating"), e))?;
-        let syncer = match file.set_len(0).and_then(|()| file.syncer()) {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = io.remove(temp_path);
-                return Err(FileError::new(ctx("opening"), e));
-            }
-        };
-        Ok(DurableFile {
-            io,
-            path: temp_path.to_path_buf(),
-            file: Some(file),
-            syncer,
-            len: 0,
-            unsynced: 0,
-            done: false,
-        })
+        DurableFile::open(io, temp_path, true)
     }
 
     /// Opens the finished temporary file `temp_path` again to append to
     /// it (a rewrite's log part follows the snapshot image a
     /// [`DurableFile`] of its own wrote and fsynced).
     pub fn reopen(io: Arc<dyn Io>, temp_path: &Path) -> Result<DurableFile, FileError> {
+        DurableFile::open(io, temp_path, false)
+    }
+
+    /// Opens `temp_path` for appending, emptied first when `truncate`; on
+    /// failure the file is removed.
+    fn open(io: Arc<dyn Io>, temp_path: &Path, truncate: bool) -> Result<DurableFile, FileError> {
         let ctx = |what: &str| format!("{what} {}", temp_path.display());
-        let file = io
+        let mut file = io
             .open_append(temp_path)
-            .map_err(|e| FileError::new(ctx("opening"), e))?;
-        let opened = file.len().and_then(|len| Ok((len, file.syncer()?)));
+            .map_err(|e| FileError::new(ctx(if truncate { "creating" } else { "opening" }), e))?;
+        let opened = if truncate { file.set_len(0) } else { Ok(()) }
+            .and_then(|()| Ok((file.len()?, file.syncer()?)));
         let (len, syncer) = match opened {
             Ok(x) => x,
             Err(e) => {
@@ -238,7 +227,11 @@ pub fn commit(io: &dyn Io, temp_path: &Path, final_path: &Path) -> Result<(), Co
     }
     // From here on the new file has the name: a failure is reported as
     // such (DirNotSynced), never as if the old file were still in place.
-    let dir = final_path.parent().unwrap_or(Path::new("."));
+    let dir = match final_path.parent() {
+        // A bare name ("dump.rdb") is in the current directory.
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
     io.sync_dir(dir)
         .map_err(|source| CommitError::DirNotSynced {
             file: final_path.to_path_buf(),
