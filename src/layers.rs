@@ -26,6 +26,8 @@ const LAYERS: &[(&str, usize)] = &[
     // 2: files: codecs, the AOF and snapshots.
     ("rdb", 2),
     ("persist", 2),
+    // Replication's codecs: the stream, the backlog, PSYNC, the payload.
+    ("repl", 2),
     // The engine's error type: a damaged file carries the decoders' typed
     // errors, so it sits with them.
     ("error", 2),
