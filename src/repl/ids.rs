@@ -89,13 +89,15 @@ pub struct Position {
 }
 
 /// The AOF line that records a position, last in a batch's body:
-/// `#hzr <replid> <offset> <stream_db>\r\n`, or `#hzr none\r\n` when the
-/// position ends (docs/replication.md, "Where").
-pub const HZR_PREFIX: &[u8] = b"#hzr ";
+/// `#repl <replid> <offset> <stream_db>\r\n`, or `#repl none\r\n` when the
+/// position ends (docs/replication.md, "Where"). Not `#hz…`: hozon's
+/// loader refuses `#hz` annotations it does not know, while it (like
+/// Redis) skips other `#` lines, so older versions still load the file.
+pub const POSITION_PREFIX: &[u8] = b"#repl ";
 
-/// Encodes the `#hzr` line for `position` (None: the position ends).
-pub fn encode_hzr(position: Option<&Position>, out: &mut Vec<u8>) {
-    out.extend_from_slice(HZR_PREFIX);
+/// Encodes the `#repl` line for `position` (None: the position ends).
+pub fn encode_position_line(position: Option<&Position>, out: &mut Vec<u8>) {
+    out.extend_from_slice(POSITION_PREFIX);
     match position {
         Some(p) => {
             out.extend_from_slice(p.replid.as_bytes());
@@ -105,28 +107,28 @@ pub fn encode_hzr(position: Option<&Position>, out: &mut Vec<u8>) {
     }
 }
 
-/// Why a `#hzr` line does not parse.
+/// Why a `#repl` line does not parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HzrError(pub String);
+pub struct PositionLineError(pub String);
 
-impl fmt::Display for HzrError {
+impl fmt::Display for PositionLineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-/// Parses a `#hzr` line without its `\r\n`: `Some(position)`, or `None`
-/// for `#hzr none`.
-pub fn parse_hzr(line: &[u8]) -> Result<Option<Position>, HzrError> {
+/// Parses a `#repl` line without its `\r\n`: `Some(position)`, or `None`
+/// for `#repl none`.
+pub fn parse_position_line(line: &[u8]) -> Result<Option<Position>, PositionLineError> {
     let bad = |why: &str| {
-        HzrError(format!(
-            "bad #hzr line ({why}): {}",
+        PositionLineError(format!(
+            "bad #repl line ({why}): {}",
             String::from_utf8_lossy(line)
         ))
     };
     let rest = line
-        .strip_prefix(HZR_PREFIX)
-        .ok_or_else(|| bad("no #hzr prefix"))?;
+        .strip_prefix(POSITION_PREFIX)
+        .ok_or_else(|| bad("no #repl prefix"))?;
     if rest == b"none" {
         return Ok(None);
     }
@@ -151,7 +153,7 @@ pub fn parse_hzr(line: &[u8]) -> Result<Option<Position>, HzrError> {
     }))
 }
 
-/// A decimal field of a `#hzr` line: digits with an optional `-`, no `+`.
+/// A decimal field of a `#repl` line: digits with an optional `-`, no `+`.
 fn number(field: &[u8]) -> Option<&str> {
     std::str::from_utf8(field)
         .ok()
@@ -186,30 +188,34 @@ mod tests {
     }
 
     #[test]
-    fn hzr_lines_round_trip_and_reject_damage() {
+    fn position_lines_round_trip_and_reject_damage() {
         let p = Position {
             replid: ReplId::random(),
             offset: 123_456_789,
             stream_db: 15,
         };
         let mut line = Vec::new();
-        encode_hzr(Some(&p), &mut line);
+        encode_position_line(Some(&p), &mut line);
         assert!(line.ends_with(b"\r\n"));
-        assert_eq!(parse_hzr(&line[..line.len() - 2]), Ok(Some(p)));
+        assert_eq!(parse_position_line(&line[..line.len() - 2]), Ok(Some(p)));
         let mut none = Vec::new();
-        encode_hzr(None, &mut none);
-        assert_eq!(none, b"#hzr none\r\n");
-        assert_eq!(parse_hzr(b"#hzr none"), Ok(None));
+        encode_position_line(None, &mut none);
+        assert_eq!(none, b"#repl none\r\n");
+        assert_eq!(parse_position_line(b"#repl none"), Ok(None));
         for bad in [
-            &b"#hzr"[..],
-            b"#hzr x 1 0",
-            b"#hzr 0123456789abcdef0123456789abcdef01234567 -1 0",
-            b"#hzr 0123456789abcdef0123456789abcdef01234567 +1 0",
-            b"#hzr 0123456789abcdef0123456789abcdef01234567 1",
-            b"#hzr 0123456789abcdef0123456789abcdef01234567 1 0 9",
-            b"#hzr 0123456789abcdef0123456789abcdef01234567 1 -2",
+            &b"#repl"[..],
+            b"#repl x 1 0",
+            b"#repl 0123456789abcdef0123456789abcdef01234567 -1 0",
+            b"#repl 0123456789abcdef0123456789abcdef01234567 +1 0",
+            b"#repl 0123456789abcdef0123456789abcdef01234567 1",
+            b"#repl 0123456789abcdef0123456789abcdef01234567 1 0 9",
+            b"#repl 0123456789abcdef0123456789abcdef01234567 1 -2",
         ] {
-            assert!(parse_hzr(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(
+                parse_position_line(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }
