@@ -8,6 +8,7 @@
 //! XGROUP is logged as received; XINFO changes nothing.
 
 use super::{c_str, error_from, group_lag, id_reply, is_opt, touch_consumer};
+use crate::command::server::help_reply;
 use crate::command::stream::{entry_reply, parse_id, parse_strict_id};
 use crate::command::{parse_int, CmdResult, Ctx, NO_SUCH_KEY_ERR};
 use crate::reply::Reply;
@@ -40,20 +41,6 @@ fn subcommand_syntax_error(argv: &[&[u8]]) -> Reply {
         &cmd,
         b" HELP.",
     ])
-}
-
-/// Redis's `addReplyHelp`: header with the command name, the lines, and
-/// the HELP footer.
-fn help_reply(argv: &[&[u8]], lines: &[&'static str]) -> Reply {
-    let name = String::from_utf8_lossy(c_str(argv[0])).to_ascii_uppercase();
-    let mut out = Vec::with_capacity(lines.len() + 3);
-    out.push(Reply::Simple(
-        format!("{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").into(),
-    ));
-    out.extend(lines.iter().map(|l| Reply::simple(l)));
-    out.push(Reply::simple("HELP"));
-    out.push(Reply::simple("    Prints this help."));
-    Reply::Array(out)
 }
 
 // ---------------------------------------------------------------------------
