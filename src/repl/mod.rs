@@ -10,3 +10,4 @@
 
 pub mod ids;
 pub mod psync;
+pub mod stream;
