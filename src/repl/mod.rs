@@ -1,9 +1,13 @@
 //! Redis 7.0's replication protocol, as master and as replica
 //! (docs/replication.md): the pure parts, with no sockets and no files.
 //! Replication ids and positions and their `#hzr` AOF line ([`ids`]).
+//! The full sync payload's framing: the master's `$<len>` and `$EOF:<mark>`
+//! headers, the replica's line reader, length counter and EOF scanner
+//! ([`payload`]).
 //!
 //! This module sits in the files layer, beside `persist`: it encodes what
 //! the AOF logs (`persist::aof::Effect`) for the stream and frames the RDB
 //! payload the capture produces. The engine and the server drive it.
 
 pub mod ids;
+pub mod payload;
