@@ -37,7 +37,7 @@ impl StreamEncoder {
     }
 
     /// The database the stream selected last (`repl-stream-db` in a
-    /// payload and the `#hzr` line's database: 0 when None).
+    /// payload and the `#repl` line's database: 0 when None).
     pub fn selected_db(&self) -> Option<usize> {
         self.selected_db
     }
