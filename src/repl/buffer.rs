@@ -134,7 +134,9 @@ impl ReplBuffer {
     /// Sets `repl-backlog-size` (raised to [`BACKLOG_SIZE_MIN`]). It applies
     /// at the next trim ([`ReplBuffer::trim`], or the next append that adds
     /// a block), and sizes blocks created from now on; a larger setting
-    /// does not bring back bytes already dropped.
+    /// does not bring back bytes already dropped. Redis's CONFIG SET runs
+    /// one trim at once (`resizeReplicationBacklog`): the caller does the
+    /// same with [`ReplBuffer::trim`].
     pub fn set_backlog_size(&mut self, backlog_size: usize) {
         self.backlog_size = backlog_size.max(BACKLOG_SIZE_MIN);
     }
