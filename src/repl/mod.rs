@@ -6,12 +6,15 @@
 //! full sync payload's framing: the master's `$<len>` and `$EOF:<mark>`
 //! headers, the replica's line reader, length counter and EOF scanner
 //! ([`payload`]). The replica's handshake with its master, a sans-IO state
-//! machine with Redis's replies and log lines ([`handshake`]).
+//! machine with Redis's replies and log lines ([`handshake`]). The shared
+//! replication buffer, the backlog and the replicas' cursors into it
+//! ([`buffer`]).
 //!
 //! This module sits in the files layer, beside `persist`: it encodes what
 //! the AOF logs (`persist::aof::Effect`) for the stream and frames the RDB
 //! payload the capture produces. The engine and the server drive it.
 
+pub mod buffer;
 pub mod handshake;
 pub mod ids;
 pub mod payload;
