@@ -79,6 +79,38 @@ impl Item<'_> {
 pub mod reader;
 pub mod writer;
 
+/// The AUX field of the database the replication stream had selected
+/// (docs/rdb.md, "The replication position in AUX fields").
+pub const AUX_REPL_STREAM_DB: &str = "repl-stream-db";
+/// The AUX field of the replication id.
+pub const AUX_REPL_ID: &str = "repl-id";
+/// The AUX field of the replication offset.
+pub const AUX_REPL_OFFSET: &str = "repl-offset";
+
+/// The replication position the AUX fields `aux` record: all three of
+/// `repl-stream-db` (an integer that fits 32 bits), `repl-id` (40
+/// hexadecimal digits) and `repl-offset` (an integer ≥ 0), names matched
+/// without case, the last occurrence of each counting (as Redis reads
+/// them). `None` when one is missing or malformed: the file still loads,
+/// without a position (Redis ignores malformed values too).
+pub fn position_from_aux(aux: &[(Blob, Blob)]) -> Option<crate::repl::ids::Position> {
+    let last = |name: &str| {
+        aux.iter()
+            .rev()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| v)
+    };
+    let stream_db = crate::types::num::parse_i64(last(AUX_REPL_STREAM_DB)?)
+        .and_then(|n| u32::try_from(n).ok())?;
+    let replid = crate::repl::ids::ReplId::parse(last(AUX_REPL_ID)?)?;
+    let offset = crate::types::num::parse_i64(last(AUX_REPL_OFFSET)?).filter(|&n| n >= 0)?;
+    Some(crate::repl::ids::Position {
+        replid,
+        offset,
+        stream_db,
+    })
+}
+
 /// The RDB version this build writes (Redis 7.0's).
 pub const WRITE_VERSION: u16 = 10;
 /// The newest RDB version this build reads (Redis 7.4's).

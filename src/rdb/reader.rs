@@ -175,6 +175,9 @@ pub struct Summary {
     pub checksum: Option<Checksum>,
     /// Bytes of the file, through the checksum (where an AOF preamble ends).
     pub len: usize,
+    /// The replication position of the `repl-*` AUX fields, when all
+    /// three are present and well formed ([`super::position_from_aux`]).
+    pub position: Option<crate::repl::ids::Position>,
 }
 
 /// Result of the sink: Err refuses the key with a message (e.g. a

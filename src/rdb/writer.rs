@@ -8,6 +8,7 @@
 //! above 20 bytes when that saves space.
 
 use super::{kind, listpack, lzf, opcode, Crc64, WRITE_VERSION};
+use crate::repl::ids::Position;
 use crate::types::hash::Hash;
 use crate::types::list::List;
 use crate::types::num::parse_i64;
@@ -328,11 +329,35 @@ impl Encoder {
     /// Appends the header and AUX fields of a file created at `ctime_ms`;
     /// `aof_base` marks an AOF preamble.
     pub fn put_header(&self, out: &mut Vec<u8>, ctime_ms: i64, used_mem: u64, aof_base: bool) {
+        self.put_header_with_position(out, ctime_ms, used_mem, aof_base, None);
+    }
+
+    /// [`put_header`](Self::put_header), with the AUX fields of a
+    /// replication position when there is one: `repl-stream-db`,
+    /// `repl-id`, `repl-offset`, where Redis's `rdbSaveInfoAuxFields`
+    /// puts them (after `used-mem`, before `aof-base`) and encoded as it
+    /// encodes them (the numbers as integer strings). Without a position
+    /// the bytes are [`put_header`](Self::put_header)'s.
+    pub fn put_header_with_position(
+        &self,
+        out: &mut Vec<u8>,
+        ctime_ms: i64,
+        used_mem: u64,
+        aof_base: bool,
+        position: Option<&Position>,
+    ) {
         out.extend_from_slice(format!("REDIS{WRITE_VERSION:04}").as_bytes());
         self.put_aux(out, "redis-ver", REDIS_VER.as_bytes());
         self.put_aux(out, "redis-bits", b"64");
         self.put_aux(out, "ctime", (ctime_ms / 1000).to_string().as_bytes());
         self.put_aux(out, "used-mem", used_mem.to_string().as_bytes());
+        if let Some(p) = position {
+            let db = p.stream_db.to_string();
+            self.put_aux(out, super::AUX_REPL_STREAM_DB, db.as_bytes());
+            self.put_aux(out, super::AUX_REPL_ID, p.replid.as_bytes());
+            let offset = p.offset.to_string();
+            self.put_aux(out, super::AUX_REPL_OFFSET, offset.as_bytes());
+        }
         self.put_aux(out, "aof-base", if aof_base { b"1" } else { b"0" });
         self.put_aux(out, "hozon-ver", env!("CARGO_PKG_VERSION").as_bytes());
     }
@@ -466,8 +491,20 @@ pub struct RecordEncoder {
 impl RecordEncoder {
     /// A record encoder that starts with the file header.
     pub fn with_header(encoder: Encoder, ctime_ms: i64, used_mem: u64, aof_base: bool) -> Self {
+        Self::with_header_and_position(encoder, ctime_ms, used_mem, aof_base, None)
+    }
+
+    /// [`with_header`](Self::with_header), the header recording
+    /// `position` ([`Encoder::put_header_with_position`]).
+    pub fn with_header_and_position(
+        encoder: Encoder,
+        ctime_ms: i64,
+        used_mem: u64,
+        aof_base: bool,
+        position: Option<&Position>,
+    ) -> Self {
         let mut buf = Vec::with_capacity(CHUNK_BYTES + CHUNK_BYTES / 8);
-        encoder.put_header(&mut buf, ctime_ms, used_mem, aof_base);
+        encoder.put_header_with_position(&mut buf, ctime_ms, used_mem, aof_base, position);
         RecordEncoder {
             encoder,
             buf,

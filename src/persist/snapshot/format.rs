@@ -7,8 +7,19 @@ use crate::types::Value;
 pub const MAGIC: [u8; 8] = *b"\x89HZS\r\n\x1a\n";
 /// Format major version this build writes and reads.
 pub const FORMAT_MAJOR: u16 = 1;
-/// Format minor version this build writes (it reads every minor of 1.x).
-pub const FORMAT_MINOR: u16 = 1;
+/// Newest format minor version this build writes (it reads every minor
+/// of 1.x): 1.2, for a file that records a replication position. A file
+/// without one is written as [`FORMAT_MINOR_WITHOUT_POSITION`], byte for
+/// byte as before 1.2 existed.
+pub const FORMAT_MINOR: u16 = 2;
+/// The minor version of a file written without a replication position.
+pub const FORMAT_MINOR_WITHOUT_POSITION: u16 = 1;
+/// The first minor version whose header holds the replication position
+/// fields.
+pub(super) const MINOR_WITH_POSITION: u16 = 2;
+/// Bytes of the position fields when `repl_present` is 1: the id, the
+/// offset (i64) and the stream database (u32).
+pub(super) const POSITION_FIELDS_LEN: usize = crate::repl::ids::REPLID_LEN + 8 + 4;
 /// Header flag: block payloads may be LZ4-compressed.
 pub const FLAG_LZ4: u32 = 1;
 /// Header flag: stream records may hold node elements (format 1.1), which

@@ -5,18 +5,25 @@ use super::encode::{le_u16, le_u32, le_u64, put_bytes, put_varint, put_zigzag, M
 use super::error::SnapshotError;
 use super::format::{
     BLOCK_HEADER_LEN, FILE_ID_MASK, FLAG_LZ4, FLAG_STREAM_NODES, FOOTER_MAGIC, FORMAT_MAJOR,
-    FORMAT_MINOR, HEADER_FIXED_LEN, HEADER_MIN_LEN, KNOWN_FLAGS, MAGIC, TRAILER_LEN, TRAILER_MAGIC,
+    HEADER_FIXED_LEN, HEADER_MIN_LEN, KNOWN_FLAGS, MAGIC, MINOR_WITH_POSITION, POSITION_FIELDS_LEN,
+    TRAILER_LEN, TRAILER_MAGIC,
 };
 use super::stats::{BlockInfo, DbStats, HeaderInfo, Largest, Summary, TypeStats};
+use crate::repl::ids::{Position, ReplId, REPLID_LEN};
 
 pub(super) fn encode_header(info: &HeaderInfo, file_id: u32) -> Vec<u8> {
     let version = info.engine_version.as_bytes();
     let version = &version[..version.len().min(255)];
-    let header_len = HEADER_FIXED_LEN + version.len() + 4;
+    let minor = info.format_minor();
+    let position_len = match info.position {
+        Some(_) => 1 + POSITION_FIELDS_LEN,
+        None => 0,
+    };
+    let header_len = HEADER_FIXED_LEN + version.len() + position_len + 4;
     let mut out = Vec::with_capacity(header_len);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_MAJOR.to_le_bytes());
-    out.extend_from_slice(&FORMAT_MINOR.to_le_bytes());
+    out.extend_from_slice(&minor.to_le_bytes());
     out.extend_from_slice(&(FLAG_LZ4 | FLAG_STREAM_NODES).to_le_bytes());
     out.extend_from_slice(&(header_len as u32).to_le_bytes());
     out.extend_from_slice(&info.created_ms.to_le_bytes());
@@ -24,6 +31,15 @@ pub(super) fn encode_header(info: &HeaderInfo, file_id: u32) -> Vec<u8> {
     out.extend_from_slice(&(file_id & FILE_ID_MASK).to_le_bytes());
     out.push(version.len() as u8);
     out.extend_from_slice(version);
+    // Format 1.2: the position, only when there is one (a file without
+    // one stays 1.1, byte for byte).
+    if let Some(p) = &info.position {
+        out.push(1);
+        out.extend_from_slice(p.replid.as_bytes());
+        out.extend_from_slice(&p.offset.to_le_bytes());
+        out.extend_from_slice(&p.stream_db.to_le_bytes());
+    }
+    debug_assert_eq!(out.len() + 4, header_len);
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -87,6 +103,13 @@ pub(super) fn read_header(data: &[u8]) -> Result<Header, SnapshotError> {
             detail: "engine version runs past the header".into(),
         });
     }
+    let position = if minor >= MINOR_WITH_POSITION {
+        read_position(data, HEADER_FIXED_LEN + version_len, header_len - 4)?
+    } else {
+        // 1.0 and 1.1 define nothing after the engine version: whatever
+        // is there is skipped (the version rules).
+        None
+    };
     Ok(Header {
         len: header_len,
         file_id: le_u32(data, 32) & FILE_ID_MASK,
@@ -97,8 +120,60 @@ pub(super) fn read_header(data: &[u8]) -> Result<Header, SnapshotError> {
                 &data[HEADER_FIXED_LEN..HEADER_FIXED_LEN + version_len],
             )
             .into_owned(),
+            position,
         },
     })
+}
+
+/// Reads format 1.2's position fields at `at`, which must end by `end`
+/// (where the header's CRC starts); bytes after them (a later minor
+/// version's fields) are skipped. Damage is the header's error.
+fn read_position(data: &[u8], at: usize, end: usize) -> Result<Option<Position>, SnapshotError> {
+    let damaged = |offset: usize, detail: String| SnapshotError::Header {
+        offset: offset as u64,
+        detail,
+    };
+    if at >= end {
+        return Err(damaged(
+            at,
+            "the replication position's presence byte runs past the header".into(),
+        ));
+    }
+    match data[at] {
+        0 => return Ok(None),
+        1 => {}
+        other => {
+            return Err(damaged(
+                at,
+                format!("bad replication position presence byte {other}"),
+            ))
+        }
+    }
+    let fields = at + 1;
+    if fields + POSITION_FIELDS_LEN > end {
+        return Err(damaged(
+            fields,
+            "the replication position runs past the header".into(),
+        ));
+    }
+    let replid = ReplId::parse(&data[fields..fields + REPLID_LEN]).ok_or_else(|| {
+        damaged(
+            fields,
+            "the replication id is not 40 hexadecimal digits".into(),
+        )
+    })?;
+    let offset = le_u64(data, fields + REPLID_LEN) as i64;
+    if offset < 0 {
+        return Err(damaged(
+            fields + REPLID_LEN,
+            format!("negative replication offset {offset}"),
+        ));
+    }
+    Ok(Some(Position {
+        replid,
+        offset,
+        stream_db: le_u32(data, fields + REPLID_LEN + 8),
+    }))
 }
 
 pub(super) fn encode_footer(summary: &Summary) -> Vec<u8> {
@@ -249,13 +324,13 @@ pub(super) fn decode_footer(footer: &[u8], summary: &mut Summary) -> Result<(), 
     Ok(())
 }
 
-pub(super) fn encode_trailer(footer_offset: u64, footer: &[u8]) -> [u8; TRAILER_LEN] {
+pub(super) fn encode_trailer(footer_offset: u64, footer: &[u8], minor: u16) -> [u8; TRAILER_LEN] {
     let mut t = [0u8; TRAILER_LEN];
     t[0..8].copy_from_slice(&footer_offset.to_le_bytes());
     t[8..16].copy_from_slice(&(footer.len() as u64).to_le_bytes());
     t[16..20].copy_from_slice(&crc32fast::hash(footer).to_le_bytes());
     t[20..22].copy_from_slice(&FORMAT_MAJOR.to_le_bytes());
-    t[22..24].copy_from_slice(&FORMAT_MINOR.to_le_bytes());
+    t[22..24].copy_from_slice(&minor.to_le_bytes());
     let crc = crc32fast::hash(&t[..24]);
     t[24..28].copy_from_slice(&crc.to_le_bytes());
     t[28..36].copy_from_slice(&TRAILER_MAGIC);

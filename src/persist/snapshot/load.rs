@@ -109,6 +109,10 @@ pub(super) fn verify_frame(data: &[u8]) -> Result<(Header, Summary), SnapshotErr
         });
     }
     check_index(header.len, &summary)?;
+    let summary = Summary {
+        position: header.info.position,
+        ..summary
+    };
     Ok((header, summary))
 }
 

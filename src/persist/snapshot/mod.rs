@@ -36,7 +36,7 @@ pub use decode::LoadedKey;
 pub use error::{BlockDamage, SnapshotError};
 pub use format::{
     ValueType, BLOCK_HEADER_LEN, BLOCK_TARGET_BYTES, FLAG_LZ4, FLAG_STREAM_NODES, FORMAT_MAJOR,
-    FORMAT_MINOR, MAGIC, TRAILER_LEN,
+    FORMAT_MINOR, FORMAT_MINOR_WITHOUT_POSITION, MAGIC, TRAILER_LEN,
 };
 pub use header::{image_len, read_summary};
 pub use load::{load, load_into, load_streaming, Loaded};

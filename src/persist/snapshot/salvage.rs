@@ -241,6 +241,11 @@ pub fn salvage_streaming(
         });
     }
     damages.sort_by_key(|d| d.offset);
+    // The position is the header's: only an intact header gives one.
+    let summary = summary.map(|s| Summary {
+        position: header.as_ref().and_then(|h| h.info.position),
+        ..s
+    });
     Salvaged {
         summary,
         expired_skipped: stitcher.expired,

@@ -1,6 +1,7 @@
 //! Statistics and the summary (the footer's content).
 
 use super::format::{ValueType, BLOCK_HEADER_LEN};
+use crate::repl::ids::Position;
 use std::collections::BTreeMap;
 
 /// Per-database counts.
@@ -120,6 +121,13 @@ pub struct Summary {
     pub footer_offset: u64,
     /// Footer size.
     pub footer_len: u64,
+    /// The header's replication position (format 1.2). Set by the
+    /// writer's [`finish`](super::FileWriter::finish) and by the readers
+    /// that verify the header (`load`, `load_into`, `load_streaming`,
+    /// `scan_keys`; the salvage readers when the header is intact);
+    /// [`read_summary`](super::read_summary) reads only trailer and
+    /// footer and leaves it `None`.
+    pub position: Option<Position>,
 }
 
 /// What the header records besides versions and flags.
@@ -131,6 +139,10 @@ pub struct HeaderInfo {
     pub databases: u32,
     /// The saving engine's version (at most 255 bytes are kept).
     pub engine_version: String,
+    /// The replication position the dataset stands at: `Some` makes the
+    /// file format 1.2 with the position in its header, `None` a 1.1 file
+    /// without one (docs/snapshot-format.md, "The replication position").
+    pub position: Option<Position>,
 }
 
 impl HeaderInfo {
@@ -140,6 +152,20 @@ impl HeaderInfo {
             created_ms,
             databases: u32::try_from(databases).unwrap_or(u32::MAX),
             engine_version: env!("CARGO_PKG_VERSION").to_string(),
+            position: None,
+        }
+    }
+
+    /// The same header, recording `position`.
+    pub fn with_position(self, position: Option<Position>) -> HeaderInfo {
+        HeaderInfo { position, ..self }
+    }
+
+    /// The format minor version a file with this header is written as.
+    pub fn format_minor(&self) -> u16 {
+        match self.position {
+            Some(_) => super::format::FORMAT_MINOR,
+            None => super::format::FORMAT_MINOR_WITHOUT_POSITION,
         }
     }
 }

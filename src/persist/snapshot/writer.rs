@@ -4,7 +4,7 @@ use super::builder::{BlockBuilder, RawBlock};
 use super::error::SnapshotError;
 use super::format::{
     BLOCK_HEADER_LEN, BLOCK_MAGIC, BLOCK_TARGET_BYTES, CODEC_LZ4, CODEC_RAW, FILE_ID_MASK,
-    FORMAT_MAJOR, FORMAT_MINOR,
+    FORMAT_MAJOR,
 };
 use super::header::{encode_footer, encode_header, encode_trailer};
 use super::stats::{BlockInfo, HeaderInfo, Stats, Summary};
@@ -153,7 +153,7 @@ impl FileWriter {
     pub fn finish(mut self, stats: &Stats) -> Result<Summary, SnapshotError> {
         let mut summary = Summary {
             format_major: FORMAT_MAJOR,
-            format_minor: FORMAT_MINOR,
+            format_minor: self.header.format_minor(),
             created_ms: self.header.created_ms,
             databases: self.header.databases,
             engine_version: String::from_utf8_lossy(
@@ -167,9 +167,10 @@ impl FileWriter {
             file_len: 0,
             footer_offset: self.file.len(),
             footer_len: 0,
+            position: self.header.position,
         };
         let footer = encode_footer(&summary);
-        let trailer = encode_trailer(summary.footer_offset, &footer);
+        let trailer = encode_trailer(summary.footer_offset, &footer, summary.format_minor);
         self.file.append(&footer)?;
         self.file.append(&trailer)?;
         summary.footer_len = footer.len() as u64;
@@ -221,12 +222,23 @@ pub(super) fn save_keyspace_with_block_size(
     file_name: &str,
     block_bytes: usize,
 ) -> Result<Summary, SnapshotError> {
+    let header = HeaderInfo::new(now_ms, keyspace.db_count());
+    save_keyspace_with_header(keyspace, header, io, dir, file_name, block_bytes)
+}
+
+/// [`save_keyspace`] with the header given (its `created_ms` is also the
+/// time before which keys count as expired).
+pub(super) fn save_keyspace_with_header(
+    keyspace: &Keyspace,
+    header: HeaderInfo,
+    io: Arc<dyn Io>,
+    dir: &Path,
+    file_name: &str,
+    block_bytes: usize,
+) -> Result<Summary, SnapshotError> {
+    let now_ms = header.created_ms;
     let temp = temp_path(dir, file_name);
-    let writer = FileWriter::create(
-        io.clone(),
-        &temp,
-        HeaderInfo::new(now_ms, keyspace.db_count()),
-    )?;
+    let writer = FileWriter::create(io.clone(), &temp, header)?;
     let mut builder = BlockBuilder::with_block_size(block_bytes);
     let (to_writer, blocks) = mpsc::sync_channel::<RawBlock>(2);
     let (to_builder, buffers) = mpsc::channel::<Vec<u8>>();

@@ -263,6 +263,7 @@ fn parse(
     }
     summary.checksum = Some(verify_checksum(data, &mut c, version, crc)?);
     summary.len = c.pos;
+    summary.position = crate::rdb::position_from_aux(&summary.aux);
     Ok(summary)
 }
 

@@ -163,6 +163,14 @@ fn resyncs_at(
     true
 }
 
+impl SalvageReport {
+    /// The replication position of the `repl-*` AUX fields read, when all
+    /// three are present and well formed ([`crate::rdb::position_from_aux`]).
+    pub fn position(&self) -> Option<crate::repl::ids::Position> {
+        crate::rdb::position_from_aux(&self.aux)
+    }
+}
+
 /// Reads every record of the RDB file in `data` that can be read, as
 /// `hozon-repair salvage` does (docs/repair.md): keys go to `sink` with
 /// the offset of their record, in file order. When a record does not

@@ -49,6 +49,14 @@ pub struct ScanSummary {
     pub empty_skipped: u64,
 }
 
+impl ScanSummary {
+    /// The replication position of the `repl-*` AUX fields read, when all
+    /// three are present and well formed ([`crate::rdb::position_from_aux`]).
+    pub fn position(&self) -> Option<crate::repl::ids::Position> {
+        crate::rdb::position_from_aux(&self.aux)
+    }
+}
+
 /// Walks a whole RDB file without building values: every length is read
 /// and bounds-checked, compact encodings are skipped as strings (not
 /// walked), LZF data is not decompressed; the CRC is verified. This is

@@ -390,3 +390,291 @@ fn salvage_never_panics_on_damaged_files() {
         }
     }
 }
+
+// -- The replication position in AUX fields --------------------------------
+
+fn repl_position(id: &[u8], offset: i64, stream_db: u32) -> crate::repl::ids::Position {
+    crate::repl::ids::Position {
+        replid: crate::repl::ids::ReplId::parse(id).expect("40 hex digits"),
+        offset,
+        stream_db,
+    }
+}
+
+/// A file whose header records `position`, with one key in db 1.
+fn file_with_position(encoder: &Encoder, position: Option<&crate::repl::ids::Position>) -> Vec<u8> {
+    let mut out = Vec::new();
+    encoder.put_header_with_position(&mut out, 1_700_000_000_000, 1234, false, position);
+    encoder.put_select(&mut out, 1, 1, 0);
+    encoder.put_key(&mut out, b"k", &Value::Str(Blob::from(&b"v"[..])), None);
+    let mut crc = crate::rdb::Crc64::default();
+    crate::rdb::writer::put_trailer(&mut out, &mut crc, true);
+    out
+}
+
+fn load_summary(data: &[u8]) -> Summary {
+    load(data, &salvage_options(), &mut |_| Ok(())).expect("loads")
+}
+
+fn aux_names(summary: &Summary) -> Vec<String> {
+    summary
+        .aux
+        .iter()
+        .map(|(n, _)| String::from_utf8_lossy(n).into_owned())
+        .collect()
+}
+
+#[test]
+fn a_replication_position_round_trips_through_the_aux_fields() {
+    for encoder in [
+        Encoder::default(),
+        Encoder {
+            compress: false,
+            ..Encoder::default()
+        },
+    ] {
+        for p in [
+            repl_position(b"adcf22fc7d55e35c0672967184096f52cc427d30", 81, 3),
+            repl_position(b"0000000000000000000000000000000000000000", 0, 0),
+            repl_position(
+                b"ABCDEF0123ABCDEF0123ABCDEF0123ABCDEF0123",
+                i64::MAX,
+                u32::MAX,
+            ),
+            repl_position(b"1111111111111111111111111111111111111111", 1 << 40, 15),
+        ] {
+            let data = file_with_position(&encoder, Some(&p));
+            let summary = load_summary(&data);
+            assert_eq!(summary.position, Some(p));
+            assert_eq!(summary.keys, 1);
+            assert_eq!(
+                aux_names(&summary),
+                [
+                    "redis-ver",
+                    "redis-bits",
+                    "ctime",
+                    "used-mem",
+                    "repl-stream-db",
+                    "repl-id",
+                    "repl-offset",
+                    "aof-base",
+                    "hozon-ver"
+                ],
+                "Redis's order"
+            );
+            assert_eq!(scan(&data).expect("scan").position(), Some(p));
+            let (_, report) = salvaged(&data);
+            assert_eq!(report.position(), Some(p));
+        }
+    }
+}
+
+#[test]
+fn without_a_position_the_header_is_unchanged() {
+    let encoder = Encoder::default();
+    let mut plain = Vec::new();
+    encoder.put_header(&mut plain, 1_700_000_000_000, 1234, true);
+    let mut none = Vec::new();
+    encoder.put_header_with_position(&mut none, 1_700_000_000_000, 1234, true, None);
+    assert_eq!(plain, none);
+    let data = file_with_position(&encoder, None);
+    let summary = load_summary(&data);
+    assert_eq!(summary.position, None);
+    assert!(!aux_names(&summary).iter().any(|n| n.starts_with("repl-")));
+    assert_eq!(scan(&data).expect("scan").position(), None);
+}
+
+#[test]
+fn the_aux_fields_are_encoded_as_redis_encodes_them() {
+    // The bytes Redis 7.0's rdbSaveInfoAuxFields writes (as in the
+    // fixture below): integer strings integer-encoded when they fit 32
+    // bits, the id raw (it does not compress), a 64-bit offset as text.
+    let p = repl_position(b"adcf22fc7d55e35c0672967184096f52cc427d30", 81, 3);
+    let mut expected = Vec::new();
+    expected.extend_from_slice(b"\xfa\x0erepl-stream-db\xc0\x03");
+    expected.extend_from_slice(b"\xfa\x07repl-id\x28adcf22fc7d55e35c0672967184096f52cc427d30");
+    expected.extend_from_slice(b"\xfa\x0brepl-offset\xc0\x51");
+    expected.extend_from_slice(b"\xfa\x08aof-base\xc0\x00");
+    let mut out = Vec::new();
+    Encoder::default().put_header_with_position(&mut out, 0, 0, false, Some(&p));
+    let found = out.windows(expected.len()).position(|w| w == &expected[..]);
+    assert!(found.is_some(), "{out:?}");
+    let big = repl_position(b"adcf22fc7d55e35c0672967184096f52cc427d30", 70_000, 300);
+    let mut out = Vec::new();
+    Encoder::default().put_header_with_position(&mut out, 0, 0, false, Some(&big));
+    let db = b"\xfa\x0erepl-stream-db\xc1\x2c\x01";
+    assert!(out.windows(db.len()).any(|w| w == db));
+    let offset = b"\xfa\x0brepl-offset\xc2\x70\x11\x01\x00";
+    assert!(out.windows(offset.len()).any(|w| w == offset));
+    let wide = repl_position(b"adcf22fc7d55e35c0672967184096f52cc427d30", 1 << 33, 0);
+    let mut out = Vec::new();
+    Encoder::default().put_header_with_position(&mut out, 0, 0, false, Some(&wide));
+    let offset = b"\xfa\x0brepl-offset\x0a8589934592";
+    assert!(out.windows(offset.len()).any(|w| w == offset));
+}
+
+/// A file Redis 7.0.15 wrote as a master with a replica attached
+/// (fixtures/rdb/README.md): its position is read.
+#[test]
+fn the_position_of_a_file_redis_wrote_is_read() {
+    let data = include_bytes!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/rdb/repl_position.rdb"
+    ))
+    .to_vec();
+    let p = repl_position(b"adcf22fc7d55e35c0672967184096f52cc427d30", 81, 3);
+    let summary = load_summary(&data);
+    assert_eq!(summary.position, Some(p));
+    assert_eq!(summary.keys, 2);
+    assert_eq!(scan(&data).expect("scan").position(), Some(p));
+    // hozon writes the same AUX bytes for the same position (the values
+    // before them, ctime and used-mem, differ).
+    let mut ours = Vec::new();
+    Encoder::default().put_header_with_position(&mut ours, 0, 0, false, Some(&p));
+    let from = |d: &[u8]| {
+        let at = d
+            .windows(16)
+            .position(|w| w == b"\xfa\x0erepl-stream-db")
+            .expect("the fields");
+        let end = d[at..]
+            .windows(10)
+            .position(|w| w == b"\xfa\x08aof-base")
+            .expect("aof-base")
+            + at;
+        d[at..end].to_vec()
+    };
+    assert_eq!(from(&ours), from(&data));
+}
+
+#[test]
+fn a_malformed_or_missing_position_field_means_no_position() {
+    let id: &[u8] = b"adcf22fc7d55e35c0672967184096f52cc427d30";
+    let file = |fields: &[(&str, &[u8])]| {
+        let encoder = Encoder::default();
+        let mut out = Vec::new();
+        encoder.put_header(&mut out, 0, 0, false);
+        for (name, value) in fields {
+            encoder.put_aux(&mut out, name, value);
+        }
+        encoder.put_select(&mut out, 0, 1, 0);
+        encoder.put_key(&mut out, b"k", &Value::Str(Blob::from(&b"v"[..])), None);
+        let mut crc = crate::rdb::Crc64::default();
+        crate::rdb::writer::put_trailer(&mut out, &mut crc, true);
+        out
+    };
+    let good = repl_position(id, 81, 3);
+    /// What, the AUX fields added, the position expected.
+    type Case<'a> = (
+        &'a str,
+        Vec<(&'a str, &'a [u8])>,
+        Option<crate::repl::ids::Position>,
+    );
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "all three",
+            vec![
+                ("repl-stream-db", b"3"),
+                ("repl-id", id),
+                ("repl-offset", b"81"),
+            ],
+            Some(good),
+        ),
+        (
+            "names without case, the last one counts",
+            vec![
+                ("repl-offset", b"7"),
+                ("REPL-STREAM-DB", b"3"),
+                ("Repl-Id", id),
+                ("repl-offset", b"81"),
+            ],
+            Some(good),
+        ),
+        (
+            "no id",
+            vec![("repl-stream-db", b"3"), ("repl-offset", b"81")],
+            None,
+        ),
+        (
+            "no offset",
+            vec![("repl-stream-db", b"3"), ("repl-id", id)],
+            None,
+        ),
+        ("no db", vec![("repl-id", id), ("repl-offset", b"81")], None),
+        (
+            "short id",
+            vec![
+                ("repl-stream-db", b"3"),
+                ("repl-id", &id[1..]),
+                ("repl-offset", b"81"),
+            ],
+            None,
+        ),
+        (
+            "id not hex",
+            vec![
+                ("repl-stream-db", b"3"),
+                ("repl-id", b"xdcf22fc7d55e35c0672967184096f52cc427d30"),
+                ("repl-offset", b"81"),
+            ],
+            None,
+        ),
+        (
+            "offset not an integer",
+            vec![
+                ("repl-stream-db", b"3"),
+                ("repl-id", id),
+                ("repl-offset", b"81abc"),
+            ],
+            None,
+        ),
+        (
+            "negative offset",
+            vec![
+                ("repl-stream-db", b"3"),
+                ("repl-id", id),
+                ("repl-offset", b"-1"),
+            ],
+            None,
+        ),
+        (
+            "db beyond 32 bits",
+            vec![
+                ("repl-stream-db", b"4294967296"),
+                ("repl-id", id),
+                ("repl-offset", b"81"),
+            ],
+            None,
+        ),
+        (
+            "negative db",
+            vec![
+                ("repl-stream-db", b"-1"),
+                ("repl-id", id),
+                ("repl-offset", b"81"),
+            ],
+            None,
+        ),
+        (
+            "a later malformed one replaces a good one",
+            vec![
+                ("repl-stream-db", b"3"),
+                ("repl-id", id),
+                ("repl-offset", b"81"),
+                ("repl-offset", b""),
+            ],
+            None,
+        ),
+    ];
+    for (what, fields, expected) in cases {
+        let data = file(&fields);
+        let summary = load_summary(&data);
+        assert_eq!(summary.position, expected, "{what}");
+        assert_eq!(summary.keys, 1, "{what}: the file loads");
+        assert_eq!(
+            summary.aux.len(),
+            6 + fields.len(),
+            "{what}: the fields are kept"
+        );
+        assert_eq!(scan(&data).expect("scan").position(), expected, "{what}");
+    }
+}

@@ -450,6 +450,10 @@ fn hoz_plan_salvage(file: &Path, data: &[u8]) -> Result<Plan, Refusal> {
             .as_ref()
             .map_or(DEFAULT_DATABASES, |s| s.databases.max(1)),
         engine_version: env!("CARGO_PKG_VERSION").to_string(),
+        // Keys were lost: the data no longer stands where a recorded
+        // replication position says, so the new file records none (a
+        // replica resyncs in full rather than continuing from it).
+        position: None,
     };
     let source = file.to_path_buf();
     let planned = Fingerprint::of(data);

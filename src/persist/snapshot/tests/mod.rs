@@ -31,6 +31,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 mod damage;
+mod position;
 mod round_trips;
 mod writing;
 
