@@ -3,6 +3,9 @@
 //!
 //! See docs/persistence.md for the format and every failure case.
 
+use crate::repl::ids::{
+    encode_position_line, parse_position_line, Position, PositionLineError, POSITION_PREFIX,
+};
 use std::ops::Range;
 
 /// A logged effect: one command to append to the AOF, in database `db`.
@@ -65,6 +68,13 @@ impl BatchBuilder {
     /// Commands so far (counting SELECT/MULTI/EXEC).
     pub fn commands(&self) -> u64 {
         self.commands
+    }
+
+    /// Ends the batch's body with its `#repl` line: the replication
+    /// position after everything in it (`None`: the position ends). Call
+    /// last, just before the batch is sealed.
+    pub fn push_position(&mut self, position: Option<&Position>) {
+        encode_position_line(position, &mut self.body);
     }
 
     /// Adds the effects of one command execution. `selected_db` is the
@@ -415,6 +425,11 @@ pub struct LoadReport {
     pub last_ts_ms: Option<i64>,
     /// The torn tail, if one was found.
     pub torn: Option<TornTail>,
+    /// The replication position of the data loaded (docs/replication.md,
+    /// "Loading"): the `#repl` line of the last verified batch that had
+    /// one; `None` when it said `none`, when a later batch had commands
+    /// but no such line, or when commands outside batches followed.
+    pub position: Option<Position>,
 }
 
 /// Replays the AOF in `data`, calling `apply` for each command in order.
@@ -669,6 +684,9 @@ pub fn walk(
     let mut argv: Vec<&[u8]> = Vec::new();
     let mut last_ts_line: Option<i64> = None;
     let mut valid_len = pos;
+    // The current batch's `#repl` line: where it is and what it says.
+    type PositionLine = (usize, Result<Option<Position>, PositionLineError>);
+    let mut batch_position: Option<PositionLine> = None;
     let corrupt = |offset: usize, reason: String| Corruption {
         offset: offset as u64,
         reason,
@@ -703,6 +721,12 @@ pub fn walk(
                     ),
                 ));
             }
+            if checksummed && line.starts_with(POSITION_PREFIX) {
+                // Part of the batch body: it counts once the batch verifies.
+                batch_position = Some((pos, parse_position_line(line)));
+                pos = next;
+                continue;
+            }
             if !checksummed && line == &FILE_HEADER[..FILE_HEADER.len() - 2] {
                 if multi.is_some() {
                     return Err(corrupt(
@@ -712,6 +736,7 @@ pub fn walk(
                 }
                 checksummed = true;
                 report.checksummed = true;
+                batch_position = None;
                 pos = next;
                 batch_start = pos;
                 valid_len = pos;
@@ -766,6 +791,13 @@ pub fn walk(
                         "a verified batch ends inside MULTI".into(),
                     ));
                 }
+                match batch_position.take() {
+                    Some((_, Ok(position))) => report.position = position,
+                    // The batch verified: the line was written so.
+                    Some((at, Err(e))) => return Err(corrupt(at, e.to_string())),
+                    None if commands > 0 => report.position = None,
+                    None => {}
+                }
                 report.batches += 1;
                 report.first_ts_ms.get_or_insert(annotation.ts_ms);
                 report.last_ts_ms = Some(annotation.ts_ms);
@@ -805,6 +837,8 @@ pub fn walk(
                     pending.held.push(h);
                     continue;
                 }
+                // A command outside the batches: no position covers it.
+                report.position = None;
                 let name = &data[args[0].clone()];
                 if name.eq_ignore_ascii_case(b"MULTI") {
                     if multi.is_some() {

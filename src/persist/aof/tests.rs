@@ -377,3 +377,130 @@ fn walk_matches_replay_on_every_cut_and_every_flipped_byte() {
         }
     }
 }
+
+/// A batch of `unit` ending with the `#repl` line for `position` (`Some(None)`
+/// writes `#repl none`; `None` writes no line).
+fn batch_with_position(
+    unit: &[Effect],
+    position: Option<Option<&Position>>,
+    db: &mut Option<usize>,
+    ts: i64,
+) -> Vec<u8> {
+    let mut b = BatchBuilder::new();
+    b.push_unit(unit, db);
+    if let Some(p) = position {
+        b.push_position(p);
+    }
+    b.finish(ts)
+}
+
+fn resp(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_command(&mut out, args);
+    out
+}
+
+fn position(offset: i64, stream_db: u32) -> Position {
+    Position {
+        replid: crate::repl::ids::ReplId::parse(b"0123456789abcdef0123456789abcdef01234567")
+            .unwrap(),
+        offset,
+        stream_db,
+    }
+}
+
+#[test]
+fn position_lines_are_loaded_from_verified_batches_and_never_replayed() {
+    let (p1, p2) = (position(100, 0), position(250, 3));
+    let mut db = None;
+    let mut data = FILE_HEADER.to_vec();
+    data.extend(batch_with_position(
+        &[effect(0, &["SET", "a", "1"])],
+        Some(Some(&p1)),
+        &mut db,
+        1,
+    ));
+    let after_first = data.len();
+    data.extend(batch_with_position(
+        &[effect(3, &["SET", "b", "2"])],
+        Some(Some(&p2)),
+        &mut db,
+        2,
+    ));
+    let (report, seen) = replay_all(&data).unwrap();
+    assert_eq!(seen, ["SELECT 0", "SET a 1", "SELECT 3", "SET b 2"]);
+    assert_eq!(report.position, Some(p2));
+    assert_eq!(report.batches, 2);
+    assert_walk_matches_replay(&data, "two batches with positions");
+    // A position-only batch (a turn with only stream bytes) moves it too.
+    let mut only = BatchBuilder::new();
+    only.push_position(Some(&position(260, 3)));
+    let mut more = data.clone();
+    more.extend(only.finish(3));
+    let (report, seen) = replay_all(&more).unwrap();
+    assert_eq!(seen.len(), 4);
+    assert_eq!(report.position, Some(position(260, 3)));
+    // A torn last batch loses its position with its data.
+    let (report, _) = replay_all(&data[..data.len() - 1]).unwrap();
+    assert_eq!(report.position, Some(p1));
+    assert_eq!(report.valid_len, after_first as u64);
+}
+
+#[test]
+fn a_position_ends_with_none_a_batch_without_one_or_a_plain_command() {
+    let p = position(7, 0);
+    let unit = [effect(0, &["SET", "a", "1"])];
+    let mut db = None;
+    let mut with = FILE_HEADER.to_vec();
+    with.extend(batch_with_position(&unit, Some(Some(&p)), &mut db, 1));
+    assert_eq!(replay_all(&with).unwrap().0.position, Some(p));
+    for (what, tail) in [
+        (
+            "#repl none",
+            batch_with_position(&unit, Some(None), &mut db, 2),
+        ),
+        (
+            "a batch without a line",
+            batch_with_position(&unit, None, &mut db, 2),
+        ),
+    ] {
+        let mut data = with.clone();
+        data.extend(tail);
+        assert_eq!(replay_all(&data).unwrap().0.position, None, "{what}");
+    }
+    // Plain RESP (a Redis-written part) before the hozon header, then a
+    // batch with a position: the position holds; the other way round a
+    // plain command after a position cannot occur (no plain part after
+    // the header), so a plain file alone has none.
+    let mut plain = resp(&[&b"SET"[..], b"x", b"1"]);
+    assert_eq!(replay_all(&plain).unwrap().0.position, None);
+    plain.extend_from_slice(&with);
+    assert_eq!(replay_all(&plain).unwrap().0.position, Some(p));
+}
+
+#[test]
+fn a_damaged_position_line_in_a_verified_batch_is_corruption() {
+    // A line the batch's CRC covers but that does not parse was written
+    // so: refused, never skipped.
+    let mut body = resp(&[&b"SELECT"[..], b"0"]);
+    body.extend(resp(&[&b"SET"[..], b"a", b"1"]));
+    let at = FILE_HEADER.len() + body.len();
+    body.extend_from_slice(b"#repl 0123 12 0\r\n");
+    let mut data = FILE_HEADER.to_vec();
+    data.extend_from_slice(&body);
+    data.extend(annotation_line(&body, 5));
+    let err = replay_all(&data).unwrap_err();
+    assert_eq!(err.offset, at as u64);
+    assert!(err.reason.contains("#repl"), "{}", err.reason);
+}
+
+#[test]
+fn position_lines_are_skipped_where_no_checksum_covers_them() {
+    // Outside a checksummed section a `#repl` line is a comment, as any
+    // `#` line is for Redis; it carries no position.
+    let mut data = b"#repl 0123456789abcdef0123456789abcdef01234567 5 0\r\n".to_vec();
+    data.extend(resp(&[&b"SET"[..], b"a", b"1"]));
+    let (report, seen) = replay_all(&data).unwrap();
+    assert_eq!(seen, ["SET a 1"]);
+    assert_eq!(report.position, None);
+}
