@@ -282,3 +282,46 @@ fn redis_aof_loads_in_hozon_with_identical_keyspace() {
     );
     assert_eq!(dump(reloaded.port), expected);
 }
+
+/// A hozon AOF whose batches end with replication position lines
+/// (`#repl …`, docs/replication.md "Where") loads in Redis 7.0, which
+/// skips `#` lines, and in hozon, which reads them: the same keyspace.
+#[test]
+fn position_lines_in_hozon_aof_load_in_redis_and_hozon() {
+    use hozon::persist::aof::{annotation_line, encode_command, FILE_HEADER};
+    let mut aof = FILE_HEADER.to_vec();
+    for (i, ts) in [(0u32, 1_000i64), (1, 2_000), (2, 3_000)] {
+        let mut body = Vec::new();
+        encode_command(&mut body, &[&b"SELECT"[..], b"0"]);
+        let key = format!("k{i}");
+        encode_command(&mut body, &[&b"SET"[..], key.as_bytes(), b"v"]);
+        body.extend_from_slice(
+            format!(
+                "#repl 0123456789abcdef0123456789abcdef01234567 {} 0\r\n",
+                40 * (i + 1)
+            )
+            .as_bytes(),
+        );
+        aof.extend_from_slice(&body);
+        aof.extend(annotation_line(&body, ts));
+    }
+    let redis_dir = tempfile::tempdir().unwrap();
+    std::fs::write(redis_dir.path().join("appendonly.aof"), &aof).unwrap();
+    let rd = redis_dir.path().to_string_lossy().into_owned();
+    let redis = start_redis(&[
+        "--appendonly",
+        "yes",
+        "--appendfilename",
+        "appendonly.aof",
+        "--dir",
+        &rd,
+    ]);
+    let in_redis = dump(redis.port);
+    assert_eq!(in_redis.len(), 3, "{in_redis:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("appendonly.aof"), &aof).unwrap();
+    let d = dir.path().to_string_lossy().into_owned();
+    let hozon = start_hozon(&["--appendonly", "yes", "--dir", &d]);
+    assert_eq!(dump(hozon.port), in_redis);
+}
