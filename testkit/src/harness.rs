@@ -183,34 +183,47 @@ pub fn hozon_server_path() -> &'static str {
 /// directory (removed on drop); `extra` arguments come last, so they win.
 fn start_server(binary: &str, name: &'static str, extra: &[&str]) -> ServerProcess {
     for _attempt in 0..5 {
-        let port = free_port();
-        let dir = tempfile::tempdir().expect("temp dir for a test server");
-        let mut child = Command::new(binary)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(["--dir", &dir.path().to_string_lossy()])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-        std::thread::sleep(Duration::from_millis(2));
-        if let Ok(Some(_)) = child.try_wait() {
-            continue; // most likely the port was taken meanwhile
+        if let Some(server) = start_on_port(binary, name, free_port(), extra) {
+            return server;
         }
-        if !wait_until_listening(port, name, &mut child) {
-            // Someone else's server on the port: ours cannot bind there.
-            let _ = child.kill();
-            let _ = child.wait();
-            continue;
-        }
-        return ServerProcess {
-            child,
-            port,
-            _dir: Some(dir),
-        };
     }
     panic!("could not start {name}");
+}
+
+/// Starts `binary` as [`start_server`] does, on `port`. None when it exits
+/// at once (most likely the port was taken) or when the server answering
+/// on the port is another process: then ours is stopped.
+pub fn start_on_port(
+    binary: &str,
+    name: &'static str,
+    port: u16,
+    extra: &[&str],
+) -> Option<ServerProcess> {
+    let dir = tempfile::tempdir().expect("temp dir for a test server");
+    let mut child = Command::new(binary)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .args(["--dir", &dir.path().to_string_lossy()])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+    std::thread::sleep(Duration::from_millis(2));
+    if let Ok(Some(_)) = child.try_wait() {
+        return None;
+    }
+    if !wait_until_listening(port, name, &mut child) {
+        // Someone else's server on the port: ours cannot bind there.
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
+    }
+    Some(ServerProcess {
+        child,
+        port,
+        _dir: Some(dir),
+    })
 }
 
 /// A client connection that reads one RESP reply per command.

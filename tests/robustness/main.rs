@@ -10,4 +10,5 @@ mod common;
 
 mod abusive;
 mod busy_poll;
+mod harness_ports;
 mod security;
