@@ -96,6 +96,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         CONFIG_SUBCOMMANDS
     ),
     spec!("time", "server", time),
+    spec!("role", "server", role),
     spec!("shutdown", "server", shutdown),
 ];
 
@@ -211,6 +212,16 @@ fn time(_ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
     Ok(Reply::Array(vec![
         Reply::Bulk(us.div_euclid(1_000_000).to_string().into_bytes()),
         Reply::Bulk(us.rem_euclid(1_000_000).to_string().into_bytes()),
+    ]))
+}
+
+/// ROLE: a master's `["master", <offset>, [<replica>...]]` (Redis's
+/// `roleCommand`; no replicas until replication runs, issue 25).
+fn role(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
+    Ok(Reply::Array(vec![
+        Reply::Bulk(b"master".to_vec()),
+        Reply::Int(ctx.core.repl.master_repl_offset),
+        Reply::Array(Vec::new()),
     ]))
 }
 

@@ -7,6 +7,7 @@
 
 mod background;
 pub mod clients;
+pub(crate) mod repl;
 mod session;
 
 use std::any::Any;
@@ -86,6 +87,8 @@ pub struct Core {
     /// Held while the engine uses the data directory.
     pub(crate) dir_lock: Option<DirLock>,
     pub(crate) next_session_id: u64,
+    /// Replication ids and offsets (INFO replication, ROLE).
+    pub(crate) repl: repl::ReplState,
     /// When the engine's cron last ran (Unix ms).
     pub(crate) last_cron_ms: i64,
 }

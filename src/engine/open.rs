@@ -114,6 +114,7 @@ impl Engine {
                 io: Arc::clone(&io),
                 dir_lock: None,
                 next_session_id: 1,
+                repl: crate::core::repl::ReplState::new(),
                 last_cron_ms: now,
             },
         };

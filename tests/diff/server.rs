@@ -1937,3 +1937,27 @@ fn random_connection_and_config_sequences_match_redis_resp2() {
 fn random_connection_and_config_sequences_match_redis_resp3() {
     quickcheck_ops(40, 8, |ops: Vec<Op>| random_sequence_matches(ops, true));
 }
+
+/// ROLE on a master without replicas, as Redis 7.0 answers it, and INFO's
+/// replication ids: 40 hex digits, stable, no secondary id.
+#[test]
+fn role_and_replication_ids_of_a_master() {
+    let mut p = Pair::new();
+    p.check(&["ROLE"]);
+    p.check(&["ROLE", "x"]);
+    p.resp3();
+    p.check(&["ROLE"]);
+    let (_, h) = p.both(&["INFO", "replication"]);
+    let (_, again) = p.both(&["INFO", "replication"]);
+    assert_eq!(h, again, "the replication ids changed between two INFOs");
+    let fields = &info_sections(&h)[0].1;
+    let replid = field(fields, "master_replid");
+    assert_eq!(replid.len(), 40, "{replid}");
+    assert!(replid
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    assert_eq!(field(fields, "master_replid2"), "0".repeat(40));
+    assert_eq!(field(fields, "second_repl_offset"), "-1");
+    let (_, server) = p.both(&["INFO", "server"]);
+    assert_ne!(field(&info_sections(&server)[0].1, "run_id"), replid);
+}

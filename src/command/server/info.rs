@@ -43,23 +43,10 @@ fn bytes_to_human(n: u64) -> String {
     }
 }
 
-/// A random 40-hex-digit id fixed for the life of the process (Redis's
-/// `run_id` and replication id).
-fn process_hex_id(which: usize) -> &'static str {
-    static IDS: OnceLock<[String; 2]> = OnceLock::new();
-    let ids = IDS.get_or_init(|| {
-        let mut rng = crate::rand::Rng::new();
-        let mut make = || {
-            let mut s = String::with_capacity(40);
-            while s.len() < 40 {
-                s.push_str(&format!("{:016x}", rng.next_u64()));
-            }
-            s.truncate(40);
-            s
-        };
-        [make(), make()]
-    });
-    &ids[which]
+/// `run_id`: a random 40-hex-digit id fixed for the life of the process.
+fn run_id() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| crate::repl::ids::ReplId::random().to_string())
 }
 
 /// A `/proc` file's text ("" where there is no `/proc`).
@@ -146,7 +133,7 @@ fn info_server(ctx: &Ctx, out: &mut String) {
         "gcc_version:0.0.0".to_string(),
         format!("process_id:{}", std::process::id()),
         "process_supervised:no".to_string(),
-        format!("run_id:{}", process_hex_id(0)),
+        format!("run_id:{}", run_id()),
         format!("tcp_port:{}", config.port),
         format!("server_time_usec:{now_us}"),
         format!("uptime_in_seconds:{uptime_s}"),
@@ -421,15 +408,16 @@ fn info_stats(ctx: &Ctx, out: &mut String) {
     section(out, "Stats", &lines);
 }
 
-fn info_replication(out: &mut String) {
+fn info_replication(ctx: &Ctx, out: &mut String) {
+    let repl = &ctx.core.repl;
     let lines = [
         "role:master".to_string(),
         "connected_slaves:0".to_string(),
         "master_failover_state:no-failover".to_string(),
-        format!("master_replid:{}", process_hex_id(1)),
-        "master_replid2:0000000000000000000000000000000000000000".to_string(),
-        "master_repl_offset:0".to_string(),
-        "second_repl_offset:-1".to_string(),
+        format!("master_replid:{}", repl.replid),
+        format!("master_replid2:{}", repl.replid2),
+        format!("master_repl_offset:{}", repl.master_repl_offset),
+        format!("second_repl_offset:{}", repl.second_replid_offset),
         "repl_backlog_active:0".to_string(),
         "repl_backlog_size:1048576".to_string(),
         "repl_backlog_first_byte_offset:0".to_string(),
@@ -541,7 +529,7 @@ pub fn info_text(ctx: &Ctx, args: &[&[u8]]) -> String {
         info_stats(ctx, &mut out);
     }
     if want("replication") {
-        info_replication(&mut out);
+        info_replication(ctx, &mut out);
     }
     if want("cpu") {
         info_cpu(&mut out);
