@@ -168,6 +168,22 @@ pub fn run_workload(port: u16) {
     }
 }
 
+/// The keyspace redis-server has after loading `aof` as its AOF.
+fn dump_in_redis(aof: &[u8]) -> Dump {
+    let redis_dir = tempfile::tempdir().unwrap();
+    std::fs::write(redis_dir.path().join("appendonly.aof"), aof).unwrap();
+    let rd = redis_dir.path().to_string_lossy().into_owned();
+    let redis = start_redis(&[
+        "--appendonly",
+        "yes",
+        "--appendfilename",
+        "appendonly.aof",
+        "--dir",
+        &rd,
+    ]);
+    dump(redis.port)
+}
+
 #[test]
 fn hozon_aof_loads_in_redis_with_identical_keyspace() {
     let dir = tempfile::tempdir().unwrap();
@@ -185,18 +201,7 @@ fn hozon_aof_loads_in_redis_with_identical_keyspace() {
     drop(hozon); // SIGKILL: under always every acknowledged write is on disk
     let aof = std::fs::read(dir.path().join("appendonly.aof")).unwrap();
 
-    let redis_dir = tempfile::tempdir().unwrap();
-    std::fs::write(redis_dir.path().join("appendonly.aof"), &aof).unwrap();
-    let rd = redis_dir.path().to_string_lossy().into_owned();
-    let redis = start_redis(&[
-        "--appendonly",
-        "yes",
-        "--appendfilename",
-        "appendonly.aof",
-        "--dir",
-        &rd,
-    ]);
-    let in_redis = dump(redis.port);
+    let in_redis = dump_in_redis(&aof);
     assert_eq!(
         in_redis, before,
         "Redis loaded hozon's AOF into a different keyspace"
@@ -305,18 +310,7 @@ fn position_lines_in_hozon_aof_load_in_redis_and_hozon() {
         aof.extend_from_slice(&body);
         aof.extend(annotation_line(&body, ts));
     }
-    let redis_dir = tempfile::tempdir().unwrap();
-    std::fs::write(redis_dir.path().join("appendonly.aof"), &aof).unwrap();
-    let rd = redis_dir.path().to_string_lossy().into_owned();
-    let redis = start_redis(&[
-        "--appendonly",
-        "yes",
-        "--appendfilename",
-        "appendonly.aof",
-        "--dir",
-        &rd,
-    ]);
-    let in_redis = dump(redis.port);
+    let in_redis = dump_in_redis(&aof);
     assert_eq!(in_redis.len(), 3, "{in_redis:?}");
 
     let dir = tempfile::tempdir().unwrap();
