@@ -544,6 +544,9 @@ fn flushall(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     // and, with save points configured, saves the empty dataset at once.
     let core = &mut *ctx.core;
     core.save.abort(&mut core.keyspace);
+    // A replication capture too, as Redis kills its RDB child: its
+    // replicas are closed and sync again.
+    core.abort_repl_sync();
     let mut removed = 0;
     for index in 0..ctx.core.keyspace.db_count() {
         removed += flush_db(ctx, index);

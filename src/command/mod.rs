@@ -22,6 +22,7 @@ pub mod list;
 pub mod multi;
 pub mod persistence;
 pub mod pubsub;
+mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -203,7 +204,7 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 14] {
+fn families() -> [&'static [CommandSpec]; 15] {
     [
         dump::COMMANDS,
         persistence::COMMANDS,
@@ -219,6 +220,7 @@ fn families() -> [&'static [CommandSpec]; 14] {
         zset::COMMANDS,
         server::COMMANDS,
         scripting::COMMANDS,
+        replication::COMMANDS,
     ]
 }
 

@@ -18,7 +18,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn save(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
-    if ctx.core.save.in_progress() {
+    if ctx.core.rdb_child_active() {
         return Err(Reply::err("ERR Background save already in progress"));
     }
     match ctx.core.save_now(ctx.now_ms) {
@@ -42,7 +42,7 @@ fn bgsave(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         2 if super::is(argv[1], "schedule") => true,
         _ => return super::syntax_error(),
     };
-    if ctx.core.save.in_progress() {
+    if ctx.core.rdb_child_active() {
         return Err(Reply::err("ERR Background save already in progress"));
     }
     if ctx.core.rewrite.in_progress() || ctx.in_exec {
@@ -82,7 +82,7 @@ fn bgrewriteaof(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
             "ERR Background append only file rewriting already in progress",
         ));
     }
-    if ctx.core.save.in_progress() || ctx.in_exec {
+    if ctx.core.rdb_child_active() || ctx.in_exec {
         ctx.core.rewrite.scheduled = true;
         // A rewrite asked for by hand is not held back by earlier failures.
         ctx.core.rewrite.consecutive_failures = 0;

@@ -218,10 +218,24 @@ fn time(_ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
 /// ROLE: a master's `["master", <offset>, [<replica>...]]` (Redis's
 /// `roleCommand`; no replicas until replication runs, issue 25).
 fn role(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
+    let repl = &ctx.core.repl;
+    // Redis lists the replicas that told their port, online or not.
+    let replicas = repl
+        .replicas
+        .values()
+        .filter(|r| r.conf.listening_port != 0 && !r.conf.rdb_only)
+        .map(|r| {
+            Reply::Array(vec![
+                Reply::Bulk(r.ip.clone().into_bytes()),
+                Reply::Bulk(r.conf.listening_port.to_string().into_bytes()),
+                Reply::Bulk(r.ack_off.to_string().into_bytes()),
+            ])
+        })
+        .collect();
     Ok(Reply::Array(vec![
         Reply::Bulk(b"master".to_vec()),
-        Reply::Int(ctx.core.repl.master_repl_offset),
-        Reply::Array(Vec::new()),
+        Reply::Int(repl.master_repl_offset()),
+        Reply::Array(replicas),
     ]))
 }
 
@@ -467,6 +481,8 @@ fn shutdown(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         // So is a running AOF rewrite: the old file stays the AOF.
         let core = &mut *ctx.core;
         core.rewrite.abort(&mut core.keyspace);
+        // And a replication capture (its replicas are closed).
+        core.abort_repl_sync();
     }
     if ctx.host.request_shutdown() {
         // The server exits without sending this reply, as Redis does.

@@ -179,15 +179,47 @@ pub struct Config {
     /// `client-output-buffer-limit normal …` (0 0 0: none). Kept and shown;
     /// replies to a client's own commands are not cut off.
     pub normal_output_limit: OutputLimit,
-    /// `client-output-buffer-limit replica …` (256mb 64mb 60); hozon has no
-    /// replicas, the value is kept for CONFIG GET.
+    /// `client-output-buffer-limit replica …` (256mb 64mb 60): a replica
+    /// whose unsent stream exceeds it is disconnected.
     pub replica_output_limit: OutputLimit,
+    /// Replication as master (docs/replication.md).
+    pub repl: ReplSettings,
+    /// `repl-diskless-sync` (yes): full syncs send the payload straight to
+    /// the replicas' sockets.
+    pub repl_diskless_sync: bool,
+    /// `repl-disable-tcp-nodelay` (no).
+    pub repl_disable_tcp_nodelay: bool,
     /// `client-output-buffer-limit pubsub …` (32mb 8mb 60): a subscriber
     /// whose unread messages exceed it is disconnected.
     pub pubsub_output_limit: OutputLimit,
     /// `rename-command` lines of the configuration file: the names clients
     /// reach commands by (configuration file and flags only, as in Redis).
     pub command_renames: CommandRenames,
+}
+
+/// The replication settings with numbers (Redis 7.0's names, ranges and
+/// defaults; docs/replication.md §2.4, §3.3, §3.4, §3.7).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplSettings {
+    /// `repl-diskless-sync-delay` (5): seconds a diskless sync waits for
+    /// more replicas.
+    pub diskless_sync_delay_s: u64,
+    /// `repl-diskless-sync-max-replicas` (0: no limit): start at once when
+    /// this many wait.
+    pub diskless_sync_max_replicas: u64,
+    /// `repl-backlog-size` (1mb).
+    pub backlog_size: u64,
+    /// `repl-backlog-ttl` (3600): seconds without replicas before the
+    /// backlog is freed (0: never).
+    pub backlog_ttl_s: u64,
+    /// `repl-ping-replica-period` (10): seconds between the stream's PINGs.
+    pub ping_replica_period_s: u64,
+    /// `repl-timeout` (60).
+    pub timeout_s: u64,
+    /// `min-replicas-to-write` (0: off).
+    pub min_replicas_to_write: u64,
+    /// `min-replicas-max-lag` (10).
+    pub min_replicas_max_lag_s: u64,
 }
 
 /// What `rename-command` did to the names clients use (Redis edits its
@@ -359,6 +391,9 @@ impl Default for Config {
             config_file: None,
             normal_output_limit: OutputLimit::default(),
             replica_output_limit: OutputLimit::default(),
+            repl: ReplSettings::default(),
+            repl_diskless_sync: false,
+            repl_disable_tcp_nodelay: false,
             pubsub_output_limit: OutputLimit::default(),
             command_renames: CommandRenames::default(),
         };

@@ -59,7 +59,7 @@ impl Core {
         // Redis: a rewrite already running (BGREWRITEAOF with the AOF off)
         // is stopped and a new one started, whose diff is the new log.
         self.rewrite.abort(&mut self.keyspace);
-        if self.save.in_progress() {
+        if self.rdb_child_active() {
             self.rewrite.scheduled = true;
             return Ok(());
         }
@@ -162,7 +162,7 @@ impl Core {
 
     /// BGSAVE: starts a background save. Err when one is already running.
     pub(crate) fn start_bgsave(&mut self, now_ms: i64) -> Result<(), String> {
-        if self.save.in_progress() {
+        if self.rdb_child_active() {
             return Err("Background save already in progress".into());
         }
         let dir = self.data_dir()?;
@@ -234,7 +234,15 @@ impl Core {
     /// True while a BGSAVE or an AOF rewrite runs (the host should call
     /// [`Engine::background_step`](crate::engine::Engine::background_step) without sleeping between turns).
     pub(crate) fn background_busy(&self) -> bool {
-        self.save.in_progress() || self.rewrite.in_progress()
+        self.save.in_progress() || self.rewrite.in_progress() || self.repl_sync_running()
+    }
+
+    /// True while a capture Redis would run as its RDB child runs: a
+    /// BGSAVE or a replication capture (BGSAVE answers "already in
+    /// progress", BGREWRITEAOF is scheduled, INFO's
+    /// `rdb_bgsave_in_progress` is 1).
+    pub(crate) fn rdb_child_active(&self) -> bool {
+        self.save.in_progress() || self.repl_sync_running()
     }
 
     /// Advances a running AOF rewrite: publishes the old file's length,
@@ -377,6 +385,11 @@ impl Core {
         let suppress = self.config.no_appendfsync_on_rewrite && self.background_busy();
         if let Some(aof) = self.aof.as_mut() {
             aof.set_fsync_suppressed(suppress);
+        }
+        // Waiting replicas go before scheduled saves and rewrites (they
+        // time out; save points do not).
+        if self.repl_sync_step(budget, now_ms) {
+            return None;
         }
         if self.rewrite.in_progress() {
             return self.rewrite_step(budget, now_ms);

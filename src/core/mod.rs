@@ -8,6 +8,7 @@
 mod background;
 pub mod clients;
 pub(crate) mod repl;
+mod repl_sync;
 mod session;
 
 use std::any::Any;
@@ -87,8 +88,10 @@ pub struct Core {
     /// Held while the engine uses the data directory.
     pub(crate) dir_lock: Option<DirLock>,
     pub(crate) next_session_id: u64,
-    /// Replication ids and offsets (INFO replication, ROLE).
+    /// Replication ids and offsets, the stream and the replicas.
     pub(crate) repl: repl::ReplState,
+    /// The replication capture in progress (a full sync's payload).
+    pub(crate) repl_sync: Option<repl_sync::ReplSync>,
     /// When the engine's cron last ran (Unix ms).
     pub(crate) last_cron_ms: i64,
 }

@@ -1,12 +1,195 @@
-//! The engine's replication state (docs/replication.md, "Terms"): the
-//! ids and offsets INFO replication and ROLE report. Until replication
-//! runs (issue 25), an engine is a master without a backlog: its offset
-//! does not move and it has no secondary id.
+//! The engine's replication state as master (docs/replication.md): the
+//! ids and offsets INFO replication and ROLE report, the stream being
+//! built in this turn (`pending`), the shared buffer and backlog once a
+//! replica asked for one, the replicas the server serves, and the
+//! replication capture that produces their payload.
+//!
+//! A master that never had a replica has no backlog: nothing is encoded,
+//! its offset does not move (§1). The first SYNC or PSYNC creates the
+//! backlog ([`ReplState::create_backlog`]); from then on every unit the
+//! AOF receives is also encoded into `pending` with the stream's own
+//! SELECT tracking, and the host publishes `pending` after the turn's AOF
+//! write succeeded ([`ReplState::publish`]): a replica never holds a write
+//! the master's log lacks (§3.2).
 
+use std::collections::BTreeMap;
+
+use crate::persist::aof::Effect;
+use crate::repl::buffer::{CursorId, ReplBuffer};
 use crate::repl::ids::ReplId;
+use crate::repl::stream::StreamEncoder;
 
-/// Replication ids and offsets.
-#[derive(Debug, Clone)]
+/// Where a replica is in its synchronisation (INFO's `state=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReplicaState {
+    /// Waiting for a capture to start or to end (`wait_bgsave`).
+    WaitBgsave,
+    /// Receiving its payload (`send_bulk`).
+    SendBulk,
+    /// Receiving the stream (`online`).
+    Online,
+}
+
+impl ReplicaState {
+    /// The name INFO replication prints.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ReplicaState::WaitBgsave => "wait_bgsave",
+            ReplicaState::SendBulk => "send_bulk",
+            ReplicaState::Online => "online",
+        }
+    }
+}
+
+/// What a connection said about itself with REPLCONF before its SYNC or
+/// PSYNC (kept in the session until then).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplConf {
+    /// `listening-port` (0 when not given; Redis keeps any integer).
+    pub listening_port: i64,
+    /// `ip-address`, when given.
+    pub ip_address: Option<String>,
+    /// `capa eof`: accepts the `$EOF:` payload form.
+    pub capa_eof: bool,
+    /// `capa psync2`: understands `+CONTINUE <replid>`.
+    pub capa_psync2: bool,
+    /// `rdb-only 1`: wants the payload and no stream (`redis-cli --rdb`).
+    pub rdb_only: bool,
+}
+
+/// How a replica's payload reaches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Transfer {
+    /// Waiting for a capture to start.
+    None,
+    /// Attached to a disk-form capture still running.
+    Waiting,
+    /// The bytes of the capture go to its outbox as they are produced,
+    /// between `$EOF:<mark>` and the mark.
+    Diskless,
+    /// The capture's file, `len` bytes, after `$<len>`; the server sends
+    /// it from `path` and calls `Core::replica_bulk_sent` at its end.
+    Disk {
+        /// The temporary payload file.
+        path: std::path::PathBuf,
+        /// Its length.
+        len: u64,
+    },
+    /// The payload was sent.
+    Done,
+}
+
+/// A replica as the master sees it.
+#[derive(Debug)]
+pub(crate) struct Replica {
+    /// `<ip>:<listening-port>`, the name in Redis's log lines.
+    pub(crate) name: String,
+    /// The address INFO shows: `REPLCONF ip-address`, else the peer's.
+    pub(crate) ip: String,
+    /// What it said with REPLCONF.
+    pub(crate) conf: ReplConf,
+    /// Where it is in its synchronisation.
+    pub(crate) state: ReplicaState,
+    /// Its place in the shared buffer: the next stream byte to send it
+    /// (from the capture instant on).
+    pub(crate) cursor: Option<CursorId>,
+    /// Bytes the server writes to it before anything else: the
+    /// `+FULLRESYNC` line, keepalive newlines, the payload's framing and,
+    /// diskless, the payload.
+    pub(crate) outbox: Vec<u8>,
+    /// How its payload is sent.
+    pub(crate) transfer: Transfer,
+    /// Asked with SYNC (no `+FULLRESYNC`, no ACKs expected).
+    pub(crate) pre_psync: bool,
+    /// After a diskless payload the stream waits for its first ACK.
+    pub(crate) waiting_first_ack: bool,
+    /// The last offset it acknowledged (`REPLCONF ACK`).
+    pub(crate) ack_off: i64,
+    /// The last offset it reported fsynced (`FACK`).
+    pub(crate) aof_off: i64,
+    /// Unix ms of its last ACK (or newline) — `lag` and `repl-timeout`.
+    pub(crate) ack_time_ms: i64,
+    /// Unix ms since when it waits for a capture.
+    pub(crate) waiting_since_ms: i64,
+    /// The most stream it could have received: its sync offset, then the
+    /// offset of the last byte written to it (ACKs above are lies, D12).
+    pub(crate) sent_off: i64,
+    /// A lying ACK was logged already.
+    pub(crate) lie_logged: bool,
+    /// The server should close it (timed out, its capture failed).
+    pub(crate) close: bool,
+    /// The server closes it once its output is written (`rdb-only`).
+    pub(crate) close_after_output: bool,
+}
+
+impl Replica {
+    /// A replica that asked for a full sync (SYNC or PSYNC) just now.
+    pub(crate) fn new(
+        name: String,
+        ip: String,
+        conf: ReplConf,
+        pre_psync: bool,
+        now_ms: i64,
+    ) -> Replica {
+        Replica {
+            name,
+            ip,
+            conf,
+            state: ReplicaState::WaitBgsave,
+            cursor: None,
+            outbox: Vec::new(),
+            transfer: Transfer::None,
+            pre_psync,
+            waiting_first_ack: false,
+            ack_off: 0,
+            aof_off: 0,
+            ack_time_ms: now_ms,
+            waiting_since_ms: now_ms,
+            sent_off: 0,
+            lie_logged: false,
+            close: false,
+            close_after_output: false,
+        }
+    }
+
+    /// True once a diskless payload started (no keepalive newline may
+    /// go between its `$EOF:` line and its bytes).
+    pub(crate) fn diskless_started(&self) -> bool {
+        self.transfer == Transfer::Diskless
+    }
+
+    /// The payload was sent: the replica is online. After a diskless
+    /// payload its stream waits for its first ACK (Redis's rule: it reads
+    /// the payload from the socket and must not find stream bytes behind
+    /// the mark); `rdb-only` replicas are closed once it is written.
+    pub(crate) fn payload_done(&mut self, diskless: bool, now_ms: i64) {
+        self.state = ReplicaState::Online;
+        self.transfer = Transfer::Done;
+        self.ack_time_ms = now_ms;
+        self.waiting_first_ack = diskless && !self.pre_psync;
+        if self.conf.rdb_only {
+            self.close_after_output = true;
+        }
+    }
+
+    /// True when the stream may be written to it.
+    pub(crate) fn streams(&self) -> bool {
+        self.state == ReplicaState::Online && !self.waiting_first_ack && self.cursor.is_some()
+    }
+}
+
+/// INFO stats counters of replication.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReplStats {
+    pub(crate) sync_full: u64,
+    pub(crate) sync_partial_ok: u64,
+    pub(crate) sync_partial_err: u64,
+    pub(crate) net_repl_output_bytes: u64,
+    pub(crate) net_repl_input_bytes: u64,
+}
+
+/// Replication ids, offsets, the stream and the replicas.
+#[derive(Debug)]
 pub(crate) struct ReplState {
     /// This history's id (random at start, as Redis's).
     pub(crate) replid: ReplId,
@@ -14,8 +197,28 @@ pub(crate) struct ReplState {
     pub(crate) replid2: ReplId,
     /// The first offset `replid2` does not cover; -1 when none.
     pub(crate) second_replid_offset: i64,
-    /// The offset of the last stream byte produced.
-    pub(crate) master_repl_offset: i64,
+    /// The offset of the last stream byte produced, while there is no
+    /// backlog (then the buffer's).
+    offset: i64,
+    /// The shared buffer (backlog and replica cursors), once created.
+    pub(crate) buffer: Option<ReplBuffer>,
+    /// The stream's SELECT tracking.
+    pub(crate) encoder: StreamEncoder,
+    /// Stream bytes of this turn, published after the AOF write.
+    pub(crate) pending: Vec<u8>,
+    /// The replicas, by session id.
+    pub(crate) replicas: BTreeMap<u64, Replica>,
+    /// Counters for INFO stats.
+    pub(crate) stats: ReplStats,
+    /// Unix ms of the last PING put in the stream.
+    pub(crate) last_ping_ms: i64,
+    /// Log lines for the host: (warning, text).
+    pub(crate) log: Vec<(bool, String)>,
+    /// The second of the last keepalive newlines.
+    pub(crate) last_newline_s: i64,
+    /// Why the stream stopped for good (the AOF lost durability): SYNC and
+    /// PSYNC are refused with this until restart.
+    pub(crate) broken: Option<String>,
 }
 
 impl ReplState {
@@ -25,7 +228,111 @@ impl ReplState {
             replid: ReplId::random(),
             replid2: ReplId::NONE,
             second_replid_offset: -1,
-            master_repl_offset: 0,
+            offset: 0,
+            buffer: None,
+            encoder: StreamEncoder::new(),
+            pending: Vec::new(),
+            replicas: BTreeMap::new(),
+            stats: ReplStats::default(),
+            last_ping_ms: 0,
+            log: Vec::new(),
+            last_newline_s: 0,
+            broken: None,
         }
+    }
+
+    /// `master_repl_offset`: the offset of the last stream byte published.
+    pub(crate) fn master_repl_offset(&self) -> i64 {
+        self.buffer
+            .as_ref()
+            .map_or(self.offset, ReplBuffer::master_repl_offset)
+    }
+
+    /// True while a backlog exists: units are encoded into the stream.
+    pub(crate) fn streaming(&self) -> bool {
+        self.buffer.is_some()
+    }
+
+    /// Creates the backlog (the first SYNC or PSYNC), as Redis's
+    /// `createReplicationBacklog` after `changeReplicationId` and
+    /// `clearReplicationId2`: a new history starting after the current
+    /// offset. Returns Redis's log line.
+    pub(crate) fn create_backlog(&mut self, backlog_size: usize) -> String {
+        self.replid = ReplId::random();
+        self.replid2 = ReplId::NONE;
+        self.second_replid_offset = -1;
+        self.encoder.forget_db();
+        self.buffer = Some(ReplBuffer::new(self.offset, backlog_size));
+        format!(
+            "Replication backlog created, my new replication IDs are '{}' and '{}'",
+            self.replid, self.replid2
+        )
+    }
+
+    /// Encodes one unit (the effects of one command execution) into this
+    /// turn's stream, when there is a backlog.
+    pub(crate) fn log_unit(&mut self, effects: &[Effect]) {
+        if self.buffer.is_some() {
+            self.encoder.push_unit(effects, &mut self.pending);
+        }
+    }
+
+    /// Encodes one command logged as received in database `db`.
+    pub(crate) fn log_command(&mut self, db: usize, argv: &[&[u8]]) {
+        if self.buffer.is_some() {
+            self.encoder.push_command(db, argv, &mut self.pending);
+        }
+    }
+
+    /// Encodes a command no database applies to (PING, REPLCONF GETACK).
+    pub(crate) fn log_dbless(&mut self, argv: &[&[u8]]) {
+        if self.buffer.is_some() {
+            self.encoder.push_dbless(argv, &mut self.pending);
+        }
+    }
+
+    /// Moves this turn's stream bytes into the shared buffer (the host
+    /// calls it once they are in the AOF, §3.2 step 4). Returns true when
+    /// bytes were added (the online replicas have something to write).
+    pub(crate) fn publish(&mut self) -> bool {
+        let Some(buffer) = self.buffer.as_mut() else {
+            self.pending.clear();
+            return false;
+        };
+        if self.pending.is_empty() {
+            return false;
+        }
+        buffer.append(&self.pending);
+        self.pending.clear();
+        true
+    }
+
+    /// The AOF lost durability: what this turn encoded is dropped and the
+    /// stream stops for good (every replica is to be closed; SYNC and
+    /// PSYNC are refused until restart).
+    pub(crate) fn break_stream(&mut self, cause: &str) {
+        self.pending.clear();
+        if self.broken.is_none() {
+            self.broken = Some(cause.to_string());
+        }
+        for replica in self.replicas.values_mut() {
+            replica.close = true;
+        }
+    }
+
+    /// Forgets a replica (its connection closed): its cursor is detached.
+    pub(crate) fn remove_replica(&mut self, session: u64) -> Option<Replica> {
+        let mut replica = self.replicas.remove(&session)?;
+        if let (Some(cursor), Some(buffer)) = (replica.cursor.take(), self.buffer.as_mut()) {
+            buffer.detach(cursor);
+        }
+        Some(replica)
+    }
+
+    /// The replicas waiting for a capture to start.
+    pub(crate) fn waiting(&self) -> impl Iterator<Item = (&u64, &Replica)> {
+        self.replicas
+            .iter()
+            .filter(|(_, r)| r.state == ReplicaState::WaitBgsave && r.cursor.is_none())
     }
 }

@@ -45,6 +45,11 @@ pub struct Session {
     pub patterns: Vec<Blob>,
     /// Shard channels this session is subscribed to (SSUBSCRIBE).
     pub shard_channels: Vec<Blob>,
+    /// The connection is a replica (it sent SYNC or PSYNC): the host
+    /// writes it the replication stream instead of replies.
+    pub is_replica: bool,
+    /// What the connection said with REPLCONF before its SYNC or PSYNC.
+    pub(crate) repl_conf: Option<Box<super::repl::ReplConf>>,
 }
 
 /// The commands queued by MULTI.
@@ -80,6 +85,8 @@ impl Session {
             channels: Vec::new(),
             patterns: Vec::new(),
             shard_channels: Vec::new(),
+            is_replica: false,
+            repl_conf: None,
         }
     }
 

@@ -45,8 +45,12 @@ impl Engine {
         }
         let before = self.core.effects.len();
         self.core.active_expire_cycle(now);
+        // Each expired key is its own unit (no MULTI wrapping).
+        for effect in &self.core.effects[before..] {
+            self.core.repl.log_unit(std::slice::from_ref(effect));
+        }
+        self.core.repl_cron(now);
         if let Some(aof) = self.core.aof.as_mut() {
-            // Each expired key is its own unit (no MULTI wrapping).
             for effect in self.core.effects.drain(before..) {
                 aof.push_unit(std::slice::from_ref(&effect));
             }

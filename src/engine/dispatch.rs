@@ -142,13 +142,16 @@ impl Engine {
         if dirty > 0 {
             self.core.dirty += dirty;
             if !logged_custom {
+                let streaming = self.core.repl.streaming();
                 match self.core.aof.as_mut() {
                     // The common case: logged as received, nothing else
-                    // logged by this command: encode straight into the batch.
+                    // logged by this command: encode straight into the
+                    // batch (and the replication stream).
                     Some(aof)
                         if !self.core.loading && self.core.effects.len() == effects_before =>
                     {
                         aof.push_command(db, argv);
+                        self.core.repl.log_command(db, argv);
                         if !self.group_commit {
                             if let Err(e) = aof.flush(now) {
                                 return not_durable_reply(e);
@@ -156,8 +159,9 @@ impl Engine {
                         }
                         return reply;
                     }
-                    // No log and nobody collecting effects: nothing to build.
-                    None if !self.capture_effects => {}
+                    // No log, no replicas and nobody collecting effects:
+                    // nothing to build.
+                    None if !self.capture_effects && !streaming => {}
                     _ => self.core.effects.push(Effect {
                         db,
                         argv: argv.iter().map(|a| a.to_vec()).collect(),
@@ -244,11 +248,16 @@ impl Engine {
         if self.core.loading {
             return Ok(());
         }
+        let logged = self.core.effects.len() > effects_before;
+        if logged {
+            self.core
+                .repl
+                .log_unit(&self.core.effects[effects_before..]);
+        }
         if self.core.aof.is_none() && !self.capture_effects {
             self.core.effects.clear();
         }
         if let Some(aof) = self.core.aof.as_mut() {
-            let logged = self.core.effects.len() > effects_before;
             if logged {
                 aof.push_unit(&self.core.effects[effects_before..]);
                 self.core.effects.truncate(effects_before);
@@ -332,7 +341,10 @@ impl Engine {
             self.core.clients.remove_blocked(session.id, &state);
         }
         self.core.dirty += dirty;
-        if dirty > 0 && !logged_custom && (self.core.aof.is_some() || self.capture_effects) {
+        if dirty > 0
+            && !logged_custom
+            && (self.core.aof.is_some() || self.capture_effects || self.core.repl.streaming())
+        {
             self.core.effects.push(Effect {
                 db,
                 argv: argv_owned,
@@ -375,6 +387,9 @@ impl Engine {
         }
         command::multi::discard_transaction(&mut self.core, session);
         command::pubsub::unsubscribe_everything(&mut self.core, session);
+        if session.is_replica {
+            self.core.drop_replica(session.id);
+        }
     }
 
     /// True when Pub/Sub messages wait for delivery.

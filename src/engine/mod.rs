@@ -20,6 +20,8 @@
 mod cron;
 mod dispatch;
 mod open;
+#[cfg(feature = "server")]
+mod repl;
 
 use crate::command::{Effect, Session};
 use crate::config::Config;

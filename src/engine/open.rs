@@ -115,6 +115,7 @@ impl Engine {
                 dir_lock: None,
                 next_session_id: 1,
                 repl: crate::core::repl::ReplState::new(),
+                repl_sync: None,
                 last_cron_ms: now,
             },
         };

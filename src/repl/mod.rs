@@ -8,13 +8,15 @@
 //! ([`payload`]). The replica's handshake with its master, a sans-IO state
 //! machine with Redis's replies and log lines ([`handshake`]). The shared
 //! replication buffer, the backlog and the replicas' cursors into it
-//! ([`buffer`]).
+//! ([`buffer`]). The full sync payload, captured a slice at a time
+//! ([`capture`]).
 //!
 //! This module sits in the files layer, beside `persist`: it encodes what
 //! the AOF logs (`persist::aof::Effect`) for the stream and frames the RDB
 //! payload the capture produces. The engine and the server drive it.
 
 pub mod buffer;
+pub mod capture;
 pub mod handshake;
 pub mod ids;
 pub mod payload;

@@ -72,6 +72,16 @@ impl StreamEncoder {
         out.len() - before
     }
 
+    /// Appends one command logged as received in database `db` (a unit
+    /// of one effect, without building an `Effect`); returns how many
+    /// bytes were appended.
+    pub fn push_command(&mut self, db: usize, argv: &[&[u8]], out: &mut Vec<u8>) -> usize {
+        let before = out.len();
+        self.select(db, out);
+        encode_command(out, argv);
+        out.len() - before
+    }
+
     /// Appends a command no database applies to (`PING`, `REPLCONF GETACK
     /// *`): never preceded by `SELECT`, the selected database unchanged.
     /// Returns how many bytes were appended.

@@ -18,6 +18,7 @@ mod busy_poll;
 mod client;
 pub mod host;
 pub mod log;
+mod replica;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -203,6 +204,7 @@ impl Server {
             self.process_unblocked();
             self.close_overflowed();
             self.commit_log();
+            self.publish_stream();
             self.flush_pending();
             self.check_paused();
             self.engine.cron();
@@ -211,6 +213,8 @@ impl Server {
             if let Some(line) = self.engine.background_step(BACKGROUND_SLICE, now_ms()) {
                 log::log(Level::Notice, &line);
             }
+            self.publish_stream();
+            self.service_replicas();
             if self.shutdown.load(Ordering::SeqCst) && !self.shutdown_saved() {
                 continue;
             }
@@ -892,7 +896,12 @@ impl Server {
                 self.clients.insert(token, client);
                 continue;
             }
-            match self.write_client(&mut client) {
+            let written = if client.session.is_replica {
+                self.write_replica(&mut client)
+            } else {
+                self.write_client(&mut client)
+            };
+            match written {
                 Ok(done) => {
                     if done && client.closing {
                         self.close(token, client);
@@ -924,7 +933,7 @@ impl Server {
     }
 
     /// Writes as much output as the socket takes; Ok(true) when all written.
-    fn write_client(&mut self, client: &mut Client) -> io::Result<bool> {
+    pub(super) fn write_client(&mut self, client: &mut Client) -> io::Result<bool> {
         while client.out_pos < client.out.len() {
             match client.stream.write(&client.out[client.out_pos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -970,7 +979,7 @@ impl Server {
         let idle: Vec<usize> = self
             .clients
             .iter()
-            .filter(|(_, c)| now - c.last_interaction_ms > timeout_ms)
+            .filter(|(_, c)| !c.session.is_replica && now - c.last_interaction_ms > timeout_ms)
             .map(|(t, _)| *t)
             .collect();
         for token in idle {

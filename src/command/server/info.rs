@@ -181,6 +181,7 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
         Some(m) => (m.used, m.peak.max(m.used), m.startup.min(m.used)),
         None => (rss, rss, 0),
     };
+    let repl_buffer = ctx.core.repl.buffer.as_ref();
     let mut clients_mem = ctx.host.connection().map_or(0, |c| c.total_bytes as u64);
     ctx.host
         .for_each_client(&mut |_, conn| clients_mem += conn.total_bytes as u64);
@@ -248,8 +249,14 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
         format!("mem_fragmentation_ratio:{:.2}", ratio(rss, used)),
         format!("mem_fragmentation_bytes:{}", rss as i64 - used as i64),
         "mem_not_counted_for_evict:0".to_string(),
-        "mem_replication_backlog:0".to_string(),
-        "mem_total_replication_buffers:0".to_string(),
+        format!(
+            "mem_replication_backlog:{}",
+            repl_buffer.map_or(0, crate::repl::buffer::ReplBuffer::backlog_memory)
+        ),
+        format!(
+            "mem_total_replication_buffers:{}",
+            repl_buffer.map_or(0, crate::repl::buffer::ReplBuffer::memory)
+        ),
         "mem_clients_slaves:0".to_string(),
         format!("mem_clients_normal:{clients_mem}"),
         "mem_cluster_links:0".to_string(),
@@ -288,7 +295,10 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
             job.map_or(0, |j| j.keys_total)
         ),
         format!("rdb_changes_since_last_save:{}", ctx.core.dirty),
-        format!("rdb_bgsave_in_progress:{}", u8::from(job.is_some())),
+        format!(
+            "rdb_bgsave_in_progress:{}",
+            u8::from(job.is_some() || ctx.core.repl_sync_running())
+        ),
         format!("rdb_last_save_time:{}", save.last_save_ms / 1000),
         format!(
             "rdb_last_bgsave_status:{}",
@@ -350,22 +360,23 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
 
 fn info_stats(ctx: &Ctx, out: &mut String) {
     let s = &ctx.core.stats;
+    let rs = &ctx.core.repl.stats;
     let lines = [
         format!("total_connections_received:{}", s.connections_received),
         format!("total_commands_processed:{}", s.commands_processed),
         "instantaneous_ops_per_sec:0".to_string(),
         format!("total_net_input_bytes:{}", s.net_input_bytes),
         format!("total_net_output_bytes:{}", s.net_output_bytes),
-        "total_net_repl_input_bytes:0".to_string(),
-        "total_net_repl_output_bytes:0".to_string(),
+        format!("total_net_repl_input_bytes:{}", rs.net_repl_input_bytes),
+        format!("total_net_repl_output_bytes:{}", rs.net_repl_output_bytes),
         "instantaneous_input_kbps:0.00".to_string(),
         "instantaneous_output_kbps:0.00".to_string(),
         "instantaneous_input_repl_kbps:0.00".to_string(),
         "instantaneous_output_repl_kbps:0.00".to_string(),
         format!("rejected_connections:{}", s.rejected_connections),
-        "sync_full:0".to_string(),
-        "sync_partial_ok:0".to_string(),
-        "sync_partial_err:0".to_string(),
+        format!("sync_full:{}", rs.sync_full),
+        format!("sync_partial_ok:{}", rs.sync_partial_ok),
+        format!("sync_partial_err:{}", rs.sync_partial_err),
         format!("expired_keys:{}", s.expired_keys),
         "expired_stale_perc:0.00".to_string(),
         "expired_time_cap_reached_count:0".to_string(),
@@ -410,19 +421,39 @@ fn info_stats(ctx: &Ctx, out: &mut String) {
 
 fn info_replication(ctx: &Ctx, out: &mut String) {
     let repl = &ctx.core.repl;
-    let lines = [
+    let now_s = ctx.now_ms / 1000;
+    let mut lines = vec![
         "role:master".to_string(),
-        "connected_slaves:0".to_string(),
+        format!("connected_slaves:{}", repl.replicas.len()),
+    ];
+    for (i, replica) in repl.replicas.values().enumerate() {
+        let lag = if replica.state == crate::core::repl::ReplicaState::Online {
+            now_s - replica.ack_time_ms / 1000
+        } else {
+            0
+        };
+        lines.push(format!(
+            "slave{i}:ip={},port={},state={},offset={},lag={lag}",
+            replica.ip,
+            replica.conf.listening_port,
+            replica.state.name(),
+            replica.ack_off,
+        ));
+    }
+    let (first, histlen) = repl.buffer.as_ref().map_or((0, 0), |b| {
+        (b.backlog_first_byte_offset(), b.backlog_histlen())
+    });
+    lines.extend([
         "master_failover_state:no-failover".to_string(),
         format!("master_replid:{}", repl.replid),
         format!("master_replid2:{}", repl.replid2),
-        format!("master_repl_offset:{}", repl.master_repl_offset),
+        format!("master_repl_offset:{}", repl.master_repl_offset()),
         format!("second_repl_offset:{}", repl.second_replid_offset),
-        "repl_backlog_active:0".to_string(),
-        "repl_backlog_size:1048576".to_string(),
-        "repl_backlog_first_byte_offset:0".to_string(),
-        "repl_backlog_histlen:0".to_string(),
-    ];
+        format!("repl_backlog_active:{}", u8::from(repl.buffer.is_some())),
+        format!("repl_backlog_size:{}", ctx.core.config.repl.backlog_size),
+        format!("repl_backlog_first_byte_offset:{first}"),
+        format!("repl_backlog_histlen:{histlen}"),
+    ]);
     section(out, "Replication", &lines);
 }
 

@@ -1,0 +1,257 @@
+//! The master's replication commands (docs/replication.md §2.1–§2.3):
+//! REPLCONF, SYNC and PSYNC, with Redis 7.0's replies and log lines.
+//!
+//! A connection that SYNCs or PSYNCs becomes a replica: the engine records
+//! it (`core::repl::Replica`, keyed by session id) and flags the session;
+//! the host then writes it what the engine queues (`+FULLRESYNC`, the
+//! payload, the stream) instead of replies.
+
+use super::{CmdResult, CommandSpec, Ctx};
+use crate::config::LogLevel;
+use crate::core::repl::{Replica, ReplicaState};
+use crate::repl::psync::{self, BacklogExtent, Decision, MasterIds};
+use crate::reply::Reply;
+
+const SERVER: &str = "server";
+
+/// The replication commands (arity, flags and key positions from the
+/// generated metadata, [`super::docs`]).
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::from_docs("replconf", "replconf", SERVER, replconf),
+    CommandSpec::from_docs("sync", "sync", SERVER, sync),
+    CommandSpec::from_docs("psync", "psync", SERVER, sync),
+];
+
+/// No reply at all (REPLCONF ACK, and SYNC/PSYNC, whose answer the
+/// replication machinery writes).
+fn no_reply() -> Reply {
+    Reply::Frames(Vec::new())
+}
+
+/// Redis's `replconfCommand`.
+fn replconf(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    if argv.len().is_multiple_of(2) {
+        return Err(Reply::err("ERR syntax error"));
+    }
+    let mut conf = ctx
+        .session
+        .repl_conf
+        .as_deref()
+        .cloned()
+        .unwrap_or_default();
+    for pair in argv[1..].chunks(2) {
+        let (option, value) = (pair[0], pair[1]);
+        if option.eq_ignore_ascii_case(b"listening-port") {
+            let port = crate::types::num::parse_i64(value)
+                .ok_or_else(|| Reply::err("ERR value is not an integer or out of range"))?;
+            conf.listening_port = port;
+        } else if option.eq_ignore_ascii_case(b"ip-address") {
+            if value.len() >= 256 {
+                return Err(Reply::error(format!(
+                    "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                    value.len()
+                )));
+            }
+            conf.ip_address = Some(String::from_utf8_lossy(value).into_owned());
+        } else if option.eq_ignore_ascii_case(b"capa") {
+            if value.eq_ignore_ascii_case(b"eof") {
+                conf.capa_eof = true;
+            } else if value.eq_ignore_ascii_case(b"psync2") {
+                conf.capa_psync2 = true;
+            }
+        } else if option.eq_ignore_ascii_case(b"ack") {
+            ack(ctx, argv);
+            return Ok(no_reply());
+        } else if option.eq_ignore_ascii_case(b"getack") {
+            // Only a replica acts on it (it is one of our master's).
+            return Ok(no_reply());
+        } else if option.eq_ignore_ascii_case(b"rdb-only") {
+            match crate::types::num::parse_i64(value) {
+                Some(n @ 0..=1) => conf.rdb_only = n == 1,
+                Some(_) => {
+                    return Err(Reply::err(
+                        "ERR value is out of range, value must between 0 and 1",
+                    ))
+                }
+                None => return Err(Reply::err("ERR value is not an integer or out of range")),
+            }
+        } else {
+            return Err(Reply::error(format!(
+                "ERR Unrecognized REPLCONF option: {}",
+                String::from_utf8_lossy(option)
+            )));
+        }
+    }
+    ctx.session.repl_conf = Some(Box::new(conf));
+    Ok(Reply::ok())
+}
+
+/// `REPLCONF ACK <offset> [FACK <aofoffset>]` from a replica: never a
+/// reply. An offset the replica cannot have received is ignored and
+/// logged once (D12).
+fn ack(ctx: &mut Ctx, argv: &[&[u8]]) {
+    let id = ctx.session.id;
+    let now = ctx.now_ms;
+    let repl = &mut ctx.core.repl;
+    let buffer = repl.buffer.as_ref();
+    let Some(replica) = repl.replicas.get_mut(&id) else {
+        return;
+    };
+    let Some(offset) = argv.get(2).and_then(|v| crate::types::num::parse_i64(v)) else {
+        return;
+    };
+    let fack = match (argv.get(3), argv.get(4)) {
+        (Some(name), Some(value)) if name.eq_ignore_ascii_case(b"fack") => {
+            crate::types::num::parse_i64(value)
+        }
+        _ => None,
+    };
+    let sent = match (&replica.cursor, buffer) {
+        (Some(cursor), Some(buffer)) => buffer.cursor_offset(cursor) - 1,
+        _ => replica.sent_off,
+    };
+    if offset > sent || fack.is_some_and(|f| f > sent) {
+        if !replica.lie_logged {
+            replica.lie_logged = true;
+            let line = format!(
+                "Replica {} acknowledged offset {} beyond what was sent ({sent}): ignored",
+                replica.name,
+                offset.max(fack.unwrap_or(0))
+            );
+            repl.log.push((true, line));
+        }
+        return;
+    }
+    replica.ack_off = replica.ack_off.max(offset);
+    if let Some(fack) = fack {
+        replica.aof_off = replica.aof_off.max(fack);
+    }
+    replica.ack_time_ms = now;
+    if replica.waiting_first_ack && replica.state == ReplicaState::Online {
+        replica.waiting_first_ack = false;
+    }
+}
+
+/// Redis's `syncCommand`, for SYNC and PSYNC.
+fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    if ctx.session.is_replica {
+        return Ok(no_reply());
+    }
+    let psync = argv[0].eq_ignore_ascii_case(b"psync");
+    if ctx.host.connection().is_some_and(|c| c.output_bytes > 0) {
+        return Err(Reply::err(
+            "ERR SYNC and PSYNC are invalid with pending output",
+        ));
+    }
+    if psync && argv.len() > 3 && argv[3].eq_ignore_ascii_case(b"failover") {
+        return Err(Reply::err("ERR PSYNC FAILOVER can't be sent to a master."));
+    }
+    if let Some(cause) = &ctx.core.repl.broken {
+        return Err(Reply::error(format!(
+            "MISCONF Errors writing to the AOF file: {cause}"
+        )));
+    }
+    let conf = ctx
+        .session
+        .repl_conf
+        .as_deref()
+        .cloned()
+        .unwrap_or_default();
+    let peer_ip = ctx.host.connection().map_or_else(
+        || "?".to_string(),
+        |c| match c.addr.rsplit_once(':') {
+            Some((ip, _)) => ip.trim_start_matches('[').trim_end_matches(']').to_string(),
+            None => c.addr,
+        },
+    );
+    let ip = conf.ip_address.clone().unwrap_or(peer_ip);
+    let name = format!("{ip}:{}", conf.listening_port);
+    ctx.host.log(
+        LogLevel::Notice,
+        &format!("Replica {name} asks for synchronization"),
+    );
+    let now = ctx.now_ms;
+    if psync {
+        let Some(offset) = crate::types::num::parse_i64(argv[2]) else {
+            ctx.host.log(
+                LogLevel::Warning,
+                &format!("Replica {name} asks for synchronization but with a wrong offset"),
+            );
+            return Err(Reply::err("ERR value is not an integer or out of range"));
+        };
+        let repl = &ctx.core.repl;
+        let master = MasterIds {
+            replid: repl.replid,
+            replid2: repl.replid2,
+            second_replid_offset: repl.second_replid_offset,
+            backlog: repl.buffer.as_ref().map(|b| BacklogExtent {
+                first_byte_offset: b.backlog_first_byte_offset(),
+                histlen: b.backlog_histlen() as i64,
+            }),
+            master_repl_offset: repl.master_repl_offset(),
+        };
+        let request = psync::Request {
+            id: argv[1],
+            offset,
+            name: &name,
+        };
+        match psync::decide(&master, &request) {
+            Decision::Continue {
+                from_offset, log, ..
+            } => {
+                let repl = &mut ctx.core.repl;
+                let buffer = repl.buffer.as_mut().expect("continue implies a backlog");
+                let Some(cursor) = buffer.attach(from_offset) else {
+                    unreachable!("the decision checked the backlog's extent");
+                };
+                let mut replica = Replica::new(name, ip, conf, false, now);
+                psync::encode_continue(&repl.replid, replica.conf.capa_psync2, &mut replica.outbox);
+                replica.cursor = Some(cursor);
+                replica.sent_off = from_offset - 1;
+                replica.ack_off = from_offset - 1;
+                replica.payload_done(false, now);
+                repl.replicas.insert(ctx.session.id, replica);
+                repl.stats.sync_partial_ok += 1;
+                ctx.session.is_replica = true;
+                ctx.host.log(log.level, &log.text);
+                return Ok(no_reply());
+            }
+            Decision::FullSync {
+                log,
+                counts_partial_err,
+                ..
+            } => {
+                for line in log {
+                    ctx.host.log(line.level, &line.text);
+                }
+                if counts_partial_err {
+                    ctx.core.repl.stats.sync_partial_err += 1;
+                }
+            }
+        }
+    }
+    let backlog_size = ctx.core.config.repl.backlog_size as usize;
+    let repl = &mut ctx.core.repl;
+    repl.stats.sync_full += 1;
+    repl.replicas
+        .insert(ctx.session.id, Replica::new(name, ip, conf, !psync, now));
+    ctx.session.is_replica = true;
+    if repl.buffer.is_none() {
+        let line = repl.create_backlog(backlog_size);
+        ctx.host.log(LogLevel::Notice, &line);
+    }
+    // Why the sync waits, as Redis logs it; cron starts the capture.
+    let waiting = if ctx.core.repl_sync_running() {
+        "Current BGSAVE has socket target. Waiting for next BGSAVE for SYNC"
+    } else if ctx.core.background_busy() {
+        "No BGSAVE in progress, but another BG operation is active. BGSAVE for replication delayed"
+    } else if ctx.core.config.repl_diskless_sync && ctx.core.config.repl.diskless_sync_delay_s > 0 {
+        "Delay next BGSAVE for diskless SYNC"
+    } else {
+        ""
+    };
+    if !waiting.is_empty() {
+        ctx.host.log(LogLevel::Notice, waiting);
+    }
+    Ok(no_reply())
+}
