@@ -8,7 +8,8 @@
 
 use super::{CmdResult, CommandSpec, Ctx};
 use crate::config::LogLevel;
-use crate::core::repl::{Replica, ReplicaState};
+use crate::core::clients::{BlockKind, BlockRequest};
+use crate::core::repl::{Replica, ReplicaState, Waiter};
 use crate::repl::psync::{self, BacklogExtent, Decision, MasterIds};
 use crate::reply::Reply;
 
@@ -20,6 +21,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::from_docs("replconf", "replconf", SERVER, replconf),
     CommandSpec::from_docs("sync", "sync", SERVER, sync),
     CommandSpec::from_docs("psync", "psync", SERVER, sync),
+    CommandSpec::from_docs("wait", "wait", "generic", wait),
 ];
 
 /// No reply at all (REPLCONF ACK, and SYNC/PSYNC, whose answer the
@@ -254,4 +256,33 @@ fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         ctx.host.log(LogLevel::Notice, waiting);
     }
     Ok(no_reply())
+}
+
+/// Redis's `waitCommand`: how many replicas acknowledged this client's
+/// writes, waiting up to `timeout` ms (0: forever) for `numreplicas`.
+fn wait(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let numreplicas = crate::types::num::parse_i64(argv[1])
+        .ok_or_else(|| Reply::err("ERR value is not an integer or out of range"))?;
+    let deadline = ctx.parse_block_timeout(argv[2], false)?;
+    let woff = ctx.session.woff;
+    let acked = ctx.core.repl.count_acks(woff);
+    if acked >= numreplicas || ctx.in_exec {
+        return Ok(Reply::Int(acked));
+    }
+    ctx.core.repl.waiters.insert(
+        ctx.session.id,
+        Waiter {
+            woff,
+            replicas: numreplicas,
+        },
+    );
+    ctx.core.repl.get_ack = true;
+    ctx.block(BlockRequest {
+        keys: Vec::new(),
+        deadline_ms: deadline,
+        kind: BlockKind::Replicas,
+        timeout_reply: Reply::Int(acked),
+        argv: None,
+        wake_on_delete: false,
+    })
 }

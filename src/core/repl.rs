@@ -178,6 +178,15 @@ impl Replica {
     }
 }
 
+/// A client blocked in WAIT (docs/replication.md §3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Waiter {
+    /// The offset just after its last propagated unit (its `woff`).
+    pub(crate) woff: i64,
+    /// How many replicas it waits for.
+    pub(crate) replicas: i64,
+}
+
 /// INFO stats counters of replication.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ReplStats {
@@ -216,6 +225,11 @@ pub(crate) struct ReplState {
     pub(crate) log: Vec<(bool, String)>,
     /// The second of the last keepalive newlines.
     pub(crate) last_newline_s: i64,
+    /// Clients blocked in WAIT, by session id.
+    pub(crate) waiters: BTreeMap<u64, Waiter>,
+    /// A WAIT blocked in this turn: `REPLCONF GETACK *` goes into the
+    /// stream with the turn's publication.
+    pub(crate) get_ack: bool,
     /// Why the stream stopped for good (the AOF lost durability): SYNC and
     /// PSYNC are refused with this until restart.
     pub(crate) broken: Option<String>,
@@ -237,6 +251,8 @@ impl ReplState {
             last_ping_ms: 0,
             log: Vec::new(),
             last_newline_s: 0,
+            waiters: BTreeMap::new(),
+            get_ack: false,
             broken: None,
         }
     }
@@ -246,6 +262,30 @@ impl ReplState {
         self.buffer
             .as_ref()
             .map_or(self.offset, ReplBuffer::master_repl_offset)
+    }
+
+    /// The offset just after the last stream byte encoded so far (published
+    /// or pending): a session's `woff` after a command that propagated.
+    pub(crate) fn stream_end(&self) -> i64 {
+        self.master_repl_offset() + self.pending.len() as i64
+    }
+
+    /// Online replicas that acknowledged `offset` (Redis's
+    /// `replicationCountAcksByOffset`).
+    pub(crate) fn count_acks(&self, offset: i64) -> i64 {
+        self.replicas
+            .values()
+            .filter(|r| r.state == ReplicaState::Online && !r.pre_psync && r.ack_off >= offset)
+            .count() as i64
+    }
+
+    /// The WAIT clients whose replicas have acknowledged enough.
+    pub(crate) fn satisfied_waiters(&self) -> Vec<u64> {
+        self.waiters
+            .iter()
+            .filter(|(_, w)| self.count_acks(w.woff) >= w.replicas)
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// True while a backlog exists: units are encoded into the stream.
@@ -299,6 +339,10 @@ impl ReplState {
             self.pending.clear();
             return false;
         };
+        if std::mem::take(&mut self.get_ack) {
+            self.encoder
+                .push_dbless(&[b"REPLCONF", b"GETACK", b"*"], &mut self.pending);
+        }
         if self.pending.is_empty() {
             return false;
         }

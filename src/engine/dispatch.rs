@@ -118,6 +118,26 @@ impl Engine {
         }
         session.last_command = spec.name;
         self.core.stats.commands_processed += 1;
+        let stream_before = self.core.repl.stream_end();
+        let reply = self.run_command(session, argv, spec, host, now);
+        // Redis's `c->woff`: where the replication stream stood after the
+        // client's last command that propagated (WAIT waits for it).
+        let stream_after = self.core.repl.stream_end();
+        if stream_after != stream_before {
+            session.woff = stream_after;
+        }
+        reply
+    }
+
+    /// Runs an admitted command and logs its effects.
+    fn run_command(
+        &mut self,
+        session: &mut Session,
+        argv: &[&[u8]],
+        spec: &'static CommandSpec,
+        host: &mut dyn Host,
+        now: i64,
+    ) -> Reply {
         let effects_before = self.core.effects.len();
         let mut ctx = Ctx::new(&mut self.core, session, host, now);
         let reply = match (spec.handler)(&mut ctx, argv) {
@@ -372,8 +392,12 @@ impl Engine {
     pub fn unblock(&mut self, session: &mut Session, with_error: bool) -> Option<Reply> {
         let state = session.blocked.take()?;
         self.core.clients.remove_blocked(session.id, &state);
+        let waiter = self.core.repl.waiters.remove(&session.id);
         Some(if with_error {
             Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+        } else if let Some(waiter) = waiter {
+            // WAIT answers how many replicas acknowledged by now.
+            Reply::Int(self.core.repl.count_acks(waiter.woff))
         } else {
             state.request.timeout_reply
         })
@@ -385,6 +409,7 @@ impl Engine {
         if let Some(state) = session.blocked.take() {
             self.core.clients.remove_blocked(session.id, &state);
         }
+        self.core.repl.waiters.remove(&session.id);
         command::multi::discard_transaction(&mut self.core, session);
         command::pubsub::unsubscribe_everything(&mut self.core, session);
         if session.is_replica {

@@ -24,6 +24,15 @@ impl Engine {
         self.core.repl.publish()
     }
 
+    /// Sessions blocked in WAIT whose replicas acknowledged enough: end
+    /// their wait with [`Engine::unblock`] (which answers the count).
+    pub(crate) fn satisfied_waiters(&self) -> Vec<u64> {
+        if self.core.repl.waiters.is_empty() {
+            return Vec::new();
+        }
+        self.core.repl.satisfied_waiters()
+    }
+
     /// Log lines replication produced since the last call: (warning, text).
     pub(crate) fn take_repl_log(&mut self) -> Vec<(bool, String)> {
         std::mem::take(&mut self.core.repl.log)

@@ -546,7 +546,7 @@ impl Server {
 
     /// Ends the wait of the blocked session `id` with its timeout reply or
     /// the UNBLOCKED error.
-    fn end_wait(&mut self, id: u64, with_error: bool) {
+    pub(super) fn end_wait(&mut self, id: u64, with_error: bool) {
         let Some(&token) = self.session_tokens.get(&id) else {
             return;
         };
@@ -700,10 +700,25 @@ impl Server {
                 // caller before the command's own reply, as in Redis.
                 self.deliver_messages(client);
             }
+            let out_before = client.out.len();
             if client.session.blocked.is_none()
                 && (!client.session.reply_suppressed() || reply.is_push())
             {
                 reply.encode(client.session.resp, &mut client.out);
+            }
+            if client.session.is_replica && client.out.len() > out_before {
+                // Redis 7.0: a replica's link carries the stream, never a
+                // reply; a replica whose command made one is dropped.
+                client.out.truncate(out_before);
+                log::log(
+                    Level::Warning,
+                    &format!(
+                        "Replica generated a reply to command '{}', disconnecting it: addr={}",
+                        client.session.last_command, client.addr
+                    ),
+                );
+                client.overflowed = true;
+                break;
             }
             if client.session.close_after_reply {
                 client.closing = true;

@@ -43,7 +43,15 @@ impl Server {
             };
             log::log(level, &line);
         }
+        let satisfied = self.engine.satisfied_waiters();
+        let woke = !satisfied.is_empty();
+        for id in satisfied {
+            self.end_wait(id, false);
+        }
         if self.engine.core().repl.replicas.is_empty() {
+            if woke {
+                self.flush_pending();
+            }
             return;
         }
         let limit = self.engine.config().replica_output_limit;
@@ -87,7 +95,7 @@ impl Server {
             }
         }
         // What cron and the capture queued goes now, not a tick later.
-        if self.queue_replicas() {
+        if self.queue_replicas() || woke {
             self.flush_pending();
         }
     }
