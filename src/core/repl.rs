@@ -279,6 +279,18 @@ impl ReplState {
             .count() as i64
     }
 
+    /// Online replicas whose last ACK is at most `max_lag_s` seconds old
+    /// (INFO's `min_slaves_good_slaves`).
+    pub(crate) fn good_replicas(&self, now_ms: i64, max_lag_s: u64) -> u64 {
+        self.replicas
+            .values()
+            .filter(|r| {
+                r.state == ReplicaState::Online
+                    && (now_ms / 1000 - r.ack_time_ms / 1000) <= max_lag_s as i64
+            })
+            .count() as u64
+    }
+
     /// The WAIT clients whose replicas have acknowledged enough.
     pub(crate) fn satisfied_waiters(&self) -> Vec<u64> {
         self.waiters

@@ -230,6 +230,11 @@ impl Engine {
                     return Err(Reply::error(refusal));
                 }
             }
+            if spec.is_write() || exec_writes {
+                if let Some(refusal) = self.core.noreplicas_refusal() {
+                    return Err(Reply::err(refusal));
+                }
+            }
         }
         if session.multi.is_some() && spec.has(flags::NO_MULTI) {
             return Err(Reply::err("ERR Command not allowed inside a transaction"));

@@ -348,7 +348,10 @@ mod tests {
         };
         const PUBLISH: &str = "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n$2\r\nhi\r\n";
         let mut enc = StreamEncoder::new();
-        assert_eq!(text(encode(&mut enc, std::slice::from_ref(&publish))), PUBLISH);
+        assert_eq!(
+            text(encode(&mut enc, std::slice::from_ref(&publish))),
+            PUBLISH
+        );
         assert_eq!(enc.selected_db(), None);
         // In a transaction: wrapped with the writes, SELECT for the first
         // write before MULTI; the AOF gets the writes alone.
@@ -363,6 +366,9 @@ mod tests {
         batch.push_unit(std::slice::from_ref(&publish), &mut aof_db);
         let body = text(batch.finish(0));
         assert!(body.contains(&format!("{SELECT3}{DEL_B}")), "{body}");
-        assert!(!body.contains("PUBLISH") && !body.contains("MULTI"), "{body}");
+        assert!(
+            !body.contains("PUBLISH") && !body.contains("MULTI"),
+            "{body}"
+        );
     }
 }
