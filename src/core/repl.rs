@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use crate::persist::aof::Effect;
 use crate::repl::buffer::{CursorId, ReplBuffer};
-use crate::repl::ids::ReplId;
+use crate::repl::ids::{Position, ReplId};
 use crate::repl::stream::StreamEncoder;
 
 /// Where a replica is in its synchronisation (INFO's `state=`).
@@ -225,6 +225,8 @@ pub(crate) struct ReplState {
     pub(crate) log: Vec<(bool, String)>,
     /// The second of the last keepalive newlines.
     pub(crate) last_newline_s: i64,
+    /// The position the snapshot loaded at startup recorded.
+    pub(crate) loaded: Option<Position>,
     /// Clients blocked in WAIT, by session id.
     pub(crate) waiters: BTreeMap<u64, Waiter>,
     /// A WAIT blocked in this turn: `REPLCONF GETACK *` goes into the
@@ -251,6 +253,7 @@ impl ReplState {
             last_ping_ms: 0,
             log: Vec::new(),
             last_newline_s: 0,
+            loaded: None,
             waiters: BTreeMap::new(),
             get_ack: false,
             broken: None,
@@ -268,6 +271,41 @@ impl ReplState {
     /// or pending): a session's `woff` after a command that propagated.
     pub(crate) fn stream_end(&self) -> i64 {
         self.master_repl_offset() + self.pending.len() as i64
+    }
+
+    /// The position a batch committed now records (§4.1): the stream's
+    /// end after this turn's pending bytes, when the turn has any. The
+    /// turn's GETACK goes into the stream first, so that it is counted.
+    pub(crate) fn position_to_record(&mut self) -> Option<Position> {
+        self.buffer.as_ref()?;
+        if std::mem::take(&mut self.get_ack) {
+            self.encoder
+                .push_dbless(&[b"REPLCONF", b"GETACK", b"*"], &mut self.pending);
+        }
+        if self.pending.is_empty() {
+            return None;
+        }
+        Some(Position {
+            replid: self.replid,
+            offset: self.stream_end(),
+            stream_db: self.encoder.selected_db().unwrap_or(0) as u32,
+        })
+    }
+
+    /// A master restarted from files recording `position` (§4.2): the
+    /// recorded history becomes the secondary id under a new id, with an
+    /// empty backlog at its offset, so a replica caught up with it
+    /// continues (`+CONTINUE`) instead of syncing in full.
+    pub(crate) fn resume_from(&mut self, position: &Position, backlog_size: usize) -> String {
+        self.replid2 = position.replid;
+        self.second_replid_offset = position.offset + 1;
+        self.offset = position.offset;
+        self.encoder.forget_db();
+        self.buffer = Some(ReplBuffer::new(position.offset, backlog_size));
+        format!(
+            "Replication position {}:{} loaded: new replication ID {}, the loaded one kept as the secondary ID up to offset {}",
+            position.replid, position.offset, self.replid, self.second_replid_offset
+        )
     }
 
     /// Online replicas that acknowledged `offset` (Redis's

@@ -120,6 +120,17 @@ impl Engine {
             },
         };
         engine.open_files(io)?;
+        // The position the loaded files recorded (the AOF's, else the
+        // snapshot's): replicas of the previous run may continue.
+        let position = match &engine.core.aof_load {
+            Some(report) => report.position,
+            None => engine.core.repl.loaded.take(),
+        };
+        if let Some(position) = position {
+            let size = engine.core.config.repl.backlog_size as usize;
+            let line = engine.core.repl.resume_from(&position, size);
+            engine.notices.push(line);
+        }
         Ok(engine)
     }
 
@@ -256,6 +267,7 @@ impl Engine {
             }
             self.core.save.last_load_keys = summary.keys;
             self.core.save.last_load_expired = summary.expired_skipped;
+            self.core.repl.loaded = summary.position;
             self.notices.push(format!(
                 "DB loaded from disk: {:.3} seconds ({} keys from the RDB file {}, version {}{})",
                 started.elapsed().as_secs_f64(),

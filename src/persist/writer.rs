@@ -1,5 +1,6 @@
 //! The AOF writer: batches, write(2), the fsync policies, and error states.
 
+use crate::repl::ids::Position;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -263,6 +264,15 @@ impl AofWriter {
     /// Writes the pending batch with one write(2) and applies the fsync
     /// policy. On success the batch's replies may be released.
     pub fn flush(&mut self, now_ms: i64) -> Result<(), FlushError> {
+        self.flush_at(now_ms, None)
+    }
+
+    /// [`AofWriter::flush`], the batch ending with the replication
+    /// position `position` when there is one (docs/replication.md §4.1).
+    /// With a position and no data the batch holds the position alone: it
+    /// is written (so that the file's last position is at least what any
+    /// replica received) but not fsynced on its own account.
+    pub fn flush_at(&mut self, now_ms: i64, position: Option<&Position>) -> Result<(), FlushError> {
         self.check_background_error();
         if let Some(p) = &self.poisoned {
             return Err(FlushError::Poisoned(p.clone()));
@@ -271,10 +281,20 @@ impl AofWriter {
         if self.failed_batch.is_some() {
             self.retry(now_ms)?;
         }
-        if self.builder.is_empty() {
+        if self.builder.is_empty() && position.is_none() {
             return Ok(());
         }
+        let data = !self.builder.is_empty();
+        if position.is_some() {
+            self.builder.push_position(position);
+        }
         let batch = self.builder.finish(now_ms);
+        if !data {
+            let suppressed = std::mem::replace(&mut self.fsync_suppressed, true);
+            let written = self.write_batch(batch, now_ms);
+            self.fsync_suppressed = suppressed;
+            return written;
+        }
         self.write_batch(batch, now_ms)
     }
 

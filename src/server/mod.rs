@@ -802,7 +802,7 @@ impl Server {
     fn commit_log(&mut self) {
         // Only a new batch is written here; a batch that failed is retried
         // by the engine's cron (hz times a second), not on every turn.
-        if self.engine.log_batch_bytes() == 0 {
+        if self.engine.log_batch_bytes() == 0 && !self.engine.stream_pending() {
             return;
         }
         match self.engine.flush_log() {
