@@ -206,7 +206,9 @@ pub fn batch_verifies(batch: &[u8]) -> bool {
         None => 0,
     };
     let (body, line) = (&batch[..line_start], &without_crlf[line_start..]);
-    body.first() == Some(&b'*')
+    // A batch holds commands, or only a replication position (a turn
+    // with stream bytes and no data).
+    (body.first() == Some(&b'*') || body.starts_with(POSITION_PREFIX))
         && body.ends_with(b"\r\n")
         && parse_annotation(line).is_some_and(|a| a.verifies(body, line))
 }

@@ -1,0 +1,259 @@
+//! Replication's durability promises on the master (docs/replication.md
+//! §3.2, §4): a replica never holds a write the master's AOF could not
+//! take, and the replication position recorded in the AOF lets a replica
+//! continue after the master is killed and restarted.
+//!
+//! The replica here is a fake one speaking the protocol over a raw socket,
+//! so the test sees exactly which stream bytes left the master and when.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::harness::{encode_command, Conn};
+use crate::outside_faults::Setup;
+
+/// A fake replica: does a full sync, then collects the stream.
+struct FakeReplica {
+    stream: TcpStream,
+    /// Bytes read and not yet consumed.
+    buf: Vec<u8>,
+    /// The id and offset of `+FULLRESYNC` / `+CONTINUE`.
+    replid: String,
+    /// The offset of the last stream byte received.
+    offset: i64,
+    /// Every stream byte received since the sync.
+    received: Vec<u8>,
+}
+
+impl FakeReplica {
+    fn connect(port: u16) -> TcpStream {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the master");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        stream
+    }
+
+    /// Reads more bytes (false when none came within the read timeout).
+    fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>) -> bool {
+        let mut chunk = [0u8; 65536];
+        match stream.read(&mut chunk) {
+            Ok(0) => panic!("the master closed the replica's connection"),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                true
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                false
+            }
+            Err(e) => panic!("reading from the master: {e}"),
+        }
+    }
+
+    /// Reads one line, skipping the keepalive newlines before it.
+    fn line(stream: &mut TcpStream, buf: &mut Vec<u8>) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            while buf.first() == Some(&b'\n') {
+                buf.remove(0);
+            }
+            if let Some(end) = buf.windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&buf[..end]).into_owned();
+                buf.drain(..end + 2);
+                return line;
+            }
+            assert!(Instant::now() < deadline, "no line from the master");
+            Self::fill(stream, buf);
+        }
+    }
+
+    /// `PSYNC ? -1` and the whole disk-form payload.
+    fn full_sync(port: u16) -> FakeReplica {
+        let mut stream = Self::connect(port);
+        stream
+            .write_all(&encode_command(&[b"PSYNC", b"?", b"-1"]))
+            .unwrap();
+        let mut buf = Vec::new();
+        let reply = Self::line(&mut stream, &mut buf);
+        let words: Vec<&str> = reply.split(' ').collect();
+        assert_eq!(words.len(), 3, "{reply}");
+        assert_eq!(words[0], "+FULLRESYNC", "{reply}");
+        let replid = words[1].to_string();
+        let offset: i64 = words[2].parse().unwrap();
+        let header = Self::line(&mut stream, &mut buf);
+        let len: usize = header
+            .strip_prefix('$')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("a disk payload header, got {header:?}"));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while buf.len() < len {
+            assert!(Instant::now() < deadline, "the payload did not arrive");
+            Self::fill(&mut stream, &mut buf);
+        }
+        assert!(buf.starts_with(b"REDIS0010"), "an RDB 10 payload");
+        buf.drain(..len);
+        let mut replica = FakeReplica {
+            stream,
+            buf: Vec::new(),
+            replid,
+            offset,
+            received: Vec::new(),
+        };
+        replica.take(buf);
+        replica
+    }
+
+    fn take(&mut self, bytes: Vec<u8>) {
+        self.offset += bytes.len() as i64;
+        self.received.extend_from_slice(&bytes);
+    }
+
+    /// Collects the stream for `wait`.
+    fn collect_for(&mut self, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            self.buf.clear();
+            if Self::fill(&mut self.stream, &mut self.buf) {
+                let bytes = std::mem::take(&mut self.buf);
+                self.take(bytes);
+            }
+        }
+    }
+
+    /// Collects until `needle` was received (panics after 20 s).
+    fn collect_until(&mut self, needle: &[u8]) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !contains(&self.received, needle) {
+            assert!(
+                Instant::now() < deadline,
+                "the stream never carried {:?}; got {:?}",
+                String::from_utf8_lossy(needle),
+                String::from_utf8_lossy(&self.received)
+            );
+            self.collect_for(Duration::from_millis(50));
+        }
+    }
+
+    /// Acknowledges everything received (as a replica does each second).
+    fn ack(&mut self) {
+        let offset = self.offset.to_string();
+        self.stream
+            .write_all(&encode_command(&[b"REPLCONF", b"ACK", offset.as_bytes()]))
+            .unwrap();
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn a_replica_never_receives_a_write_the_aof_could_not_take() {
+    let setup = Setup::new();
+    let server = setup.start_with(&["--repl-diskless-sync", "no"]);
+    let mut replica = FakeReplica::full_sync(server.port);
+    let mut client = Conn::connect(server.port);
+    assert_eq!(client.call(&[b"SET", b"first", b"1"]), b"+OK\r\n");
+    replica.collect_until(b"first");
+
+    // Every AOF write fails from now on (ENOSPC): the write below is
+    // applied in memory, but its batch stays unwritten.
+    setup.arm(1_000_000, 0, 0);
+    client.send_raw(&encode_command(&[b"SET", b"held", b"2"]));
+    setup.wait_fired("write ENOSPC");
+    replica.collect_for(Duration::from_millis(1500));
+    assert!(
+        !contains(&replica.received, b"held"),
+        "the replica received a write the AOF does not hold: {:?}",
+        String::from_utf8_lossy(&replica.received)
+    );
+    assert_eq!(
+        client.try_read_reply(Duration::from_millis(10)),
+        None,
+        "a reply for a write whose batch is not written"
+    );
+
+    // The disk takes writes again: cron's retry writes the batch, and the
+    // reply and the stream follow it.
+    setup.arm(0, 0, 0);
+    assert_eq!(client.read_reply(), b"+OK\r\n");
+    replica.collect_until(b"held");
+    server.kill9();
+}
+
+#[test]
+fn a_replica_continues_after_the_master_is_killed_and_restarted() {
+    let setup = Setup::new();
+    let args = ["--repl-diskless-sync", "no", "--appendfsync", "everysec"];
+    let server = setup.start_with(&args);
+    let mut replica = FakeReplica::full_sync(server.port);
+    let mut client = Conn::connect(server.port);
+    for i in 0..50 {
+        let key = format!("k{i}");
+        assert_eq!(client.call(&[b"SET", key.as_bytes(), b"v"]), b"+OK\r\n");
+    }
+    client.call(&[b"PUBLISH", b"news", b"hello"]);
+    replica.collect_until(b"k49");
+    replica.collect_until(b"hello");
+    replica.ack();
+    // The master's INFO agrees with what the replica counted.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = String::from_utf8_lossy(&client.call(&[b"INFO", b"replication"])).into_owned();
+        if info.contains(&format!("master_repl_offset:{}\r\n", replica.offset))
+            && info.contains(&format!(",offset={},", replica.offset))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "offsets disagree: {info}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let port = server.port;
+    server.kill9();
+
+    let server = setup.start_with(&[&args[..], &["--port", &port.to_string()]].concat());
+    let mut stream = FakeReplica::connect(server.port);
+    let next = (replica.offset + 1).to_string();
+    stream
+        .write_all(&encode_command(&[b"REPLCONF", b"capa", b"psync2"]))
+        .unwrap();
+    let mut buf = Vec::new();
+    assert_eq!(FakeReplica::line(&mut stream, &mut buf), "+OK");
+    stream
+        .write_all(&encode_command(&[
+            b"PSYNC",
+            replica.replid.as_bytes(),
+            next.as_bytes(),
+        ]))
+        .unwrap();
+    let reply = FakeReplica::line(&mut stream, &mut buf);
+    assert!(
+        reply.starts_with("+CONTINUE ") && !reply.contains(&replica.replid),
+        "a partial resync under a new id expected after the restart, got {reply:?}"
+    );
+    let mut check = Conn::connect(server.port);
+    let info = String::from_utf8_lossy(&check.call(&[b"INFO", b"replication"])).into_owned();
+    assert!(
+        info.contains(&format!("master_replid2:{}\r\n", replica.replid)),
+        "{info}"
+    );
+    assert!(
+        info.contains(&format!("second_repl_offset:{next}\r\n")),
+        "{info}"
+    );
+    let stats = String::from_utf8_lossy(&check.call(&[b"INFO", b"stats"])).into_owned();
+    assert!(stats.contains("sync_partial_ok:1\r\n"), "{stats}");
+    assert!(stats.contains("sync_full:0\r\n"), "{stats}");
+    // And the stream goes on from there.
+    assert_eq!(check.call(&[b"SET", b"after", b"1"]), b"+OK\r\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !contains(&buf, b"after") {
+        assert!(Instant::now() < deadline, "no stream after +CONTINUE");
+        FakeReplica::fill(&mut stream, &mut buf);
+    }
+    server.kill9();
+}
