@@ -257,3 +257,129 @@ fn a_replica_continues_after_the_master_is_killed_and_restarted() {
     }
     server.kill9();
 }
+
+/// How long the WAIT writer runs before the master is killed: seeded, so a
+/// failure can be replayed with `HOZON_SEED`.
+fn kill_after(round: u64) -> Duration {
+    let mut rng = hozon::rand::Rng::with_seed(crate::common::seed(0x5eed_0025) ^ round);
+    Duration::from_millis(200 + rng.below(600))
+}
+
+#[test]
+fn every_write_wait_acknowledged_is_on_the_promoted_replica_after_the_master_is_killed() {
+    for round in 0..3 {
+        let master = crate::harness::start_hozon(&["--repl-diskless-sync-delay", "0"]);
+        let replica =
+            crate::harness::start_redis(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+        let mut probe = Conn::connect(replica.port);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !String::from_utf8_lossy(&probe.call(&[b"INFO", b"replication"]))
+            .contains("master_link_status:up")
+        {
+            assert!(Instant::now() < deadline, "the replica never synced");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let port = master.port;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut conn = FakeReplica::connect(port);
+                conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = Vec::new();
+                let mut acknowledged = Vec::new();
+                for i in 0.. {
+                    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        break;
+                    }
+                    let key = format!("key:{i}");
+                    let mut request = encode_command(&[b"SET", key.as_bytes(), b"v"]);
+                    request.extend(encode_command(&[b"WAIT", b"1", b"0"]));
+                    if conn.write_all(&request).is_err() {
+                        break; // the master is gone
+                    }
+                    // Both replies are one line each: `+OK`, then `:<n>`.
+                    let mut lines = Vec::new();
+                    while lines.len() < 2 {
+                        if let Some(end) = buf.windows(2).position(|w| w == b"\r\n") {
+                            lines.push(buf.drain(..end + 2).collect::<Vec<u8>>());
+                            continue;
+                        }
+                        let mut chunk = [0u8; 4096];
+                        match conn.read(&mut chunk) {
+                            Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                            _ => break,
+                        }
+                    }
+                    if lines.len() < 2 {
+                        break; // the master is gone
+                    }
+                    assert_eq!(lines[0], b"+OK\r\n");
+                    if lines[1] == b":1\r\n" {
+                        acknowledged.push(key);
+                    }
+                }
+                acknowledged
+            })
+        };
+        std::thread::sleep(kill_after(round));
+        drop(master); // SIGKILL
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let acknowledged = writer.join().expect("the writer");
+        assert!(
+            !acknowledged.is_empty(),
+            "round {round}: nothing was acknowledged"
+        );
+        assert_eq!(probe.call(&[b"REPLICAOF", b"NO", b"ONE"]), b"+OK\r\n");
+        for key in &acknowledged {
+            assert_eq!(
+                probe.call(&[b"EXISTS", key.as_bytes()]),
+                b":1\r\n",
+                "round {round}: {key} was acknowledged by WAIT 1 but the promoted replica lacks it \
+                 ({} acknowledged)",
+                acknowledged.len()
+            );
+        }
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let status = std::process::Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+#[test]
+fn wait_does_not_count_a_replica_that_has_not_received_the_write() {
+    let master = crate::harness::start_hozon(&["--repl-diskless-sync-delay", "0"]);
+    let replica =
+        crate::harness::start_redis(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let mut probe = Conn::connect(replica.port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&probe.call(&[b"INFO", b"replication"]))
+        .contains("master_link_status:up")
+    {
+        assert!(Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut client = Conn::connect(master.port);
+    assert_eq!(client.call(&[b"SET", b"before", b"1"]), b"+OK\r\n");
+    assert_eq!(client.call(&[b"WAIT", b"1", b"0"]), b":1\r\n");
+    // The replica stops reading; a value larger than the sockets' buffers
+    // keeps the next write's stream bytes in the master's memory.
+    signal(replica.pid(), "-STOP");
+    let big = vec![b'x'; 32 << 20];
+    assert_eq!(client.call(&[b"SET", b"big", &big]), b"+OK\r\n");
+    assert_eq!(client.call(&[b"SET", b"after", b"1"]), b"+OK\r\n");
+    let acked = client.call(&[b"WAIT", b"1", b"300"]);
+    drop(master); // SIGKILL: what the replica has not received is lost
+    signal(replica.pid(), "-CONT");
+    assert_eq!(
+        acked, b":0\r\n",
+        "WAIT counted a stopped replica that cannot have the write"
+    );
+    assert_eq!(probe.call(&[b"REPLICAOF", b"NO", b"ONE"]), b"+OK\r\n");
+    assert_eq!(probe.call(&[b"EXISTS", b"before"]), b":1\r\n");
+}
