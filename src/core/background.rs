@@ -304,6 +304,7 @@ impl Core {
                         true,
                     ) {
                         Ok(mut writer) => {
+                            writer.continue_offsets_of(&old);
                             if let Some(cause) = dir_not_synced {
                                 // The new file has the name and takes the
                                 // writes, but a power loss may give the

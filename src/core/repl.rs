@@ -178,13 +178,16 @@ impl Replica {
     }
 }
 
-/// A client blocked in WAIT (docs/replication.md §3.6).
+/// A client blocked in WAIT or WAITAOF (docs/replication.md §3.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Waiter {
     /// The offset just after its last propagated unit (its `woff`).
     pub(crate) woff: i64,
     /// How many replicas it waits for.
     pub(crate) replicas: i64,
+    /// WAITAOF: whether the local AOF must have fsynced the client's
+    /// writes, and its mark in the AOF's logical offsets.
+    pub(crate) aof: Option<(bool, u64)>,
 }
 
 /// INFO stats counters of replication.
@@ -308,6 +311,15 @@ impl ReplState {
         )
     }
 
+    /// Online replicas that reported `offset` fsynced in their AOF
+    /// (`REPLCONF ACK … FACK`, Redis 7.2's `replicationCountAOFAcksByOffset`).
+    pub(crate) fn count_aof_acks(&self, offset: i64) -> i64 {
+        self.replicas
+            .values()
+            .filter(|r| r.state == ReplicaState::Online && !r.pre_psync && r.aof_off >= offset)
+            .count() as i64
+    }
+
     /// Online replicas that acknowledged `offset` (Redis's
     /// `replicationCountAcksByOffset`).
     pub(crate) fn count_acks(&self, offset: i64) -> i64 {
@@ -327,15 +339,6 @@ impl ReplState {
                     && (now_ms / 1000 - r.ack_time_ms / 1000) <= max_lag_s as i64
             })
             .count() as u64
-    }
-
-    /// The WAIT clients whose replicas have acknowledged enough.
-    pub(crate) fn satisfied_waiters(&self) -> Vec<u64> {
-        self.waiters
-            .iter()
-            .filter(|(_, w)| self.count_acks(w.woff) >= w.replicas)
-            .map(|(id, _)| *id)
-            .collect()
     }
 
     /// True while a backlog exists: units are encoded into the stream.

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::time::Duration;
 
-use super::repl::{ReplicaState, Transfer};
+use super::repl::{ReplicaState, Transfer, Waiter};
 use super::Core;
 use crate::repl::capture::PayloadCapture;
 use crate::repl::ids::Position;
@@ -365,6 +365,44 @@ impl Core {
         if !used {
             let _ = std::fs::remove_file(path);
         }
+    }
+
+    /// WAIT's and WAITAOF's counts for `waiter` now: (local fsync, replicas).
+    pub(crate) fn wait_counts(&self, waiter: &Waiter) -> (i64, i64) {
+        match waiter.aof {
+            None => (0, self.repl.count_acks(waiter.woff)),
+            Some((_, mark)) => {
+                let local = self.aof.as_ref().is_some_and(|a| a.fsynced_end() >= mark);
+                (i64::from(local), self.repl.count_aof_acks(waiter.woff))
+            }
+        }
+    }
+
+    /// WAIT's reply (the count) or WAITAOF's (`[local, replicas]`).
+    pub(crate) fn wait_reply(&self, waiter: &Waiter) -> crate::reply::Reply {
+        use crate::reply::Reply;
+        let (local, replicas) = self.wait_counts(waiter);
+        match waiter.aof {
+            None => Reply::Int(replicas),
+            Some(_) => Reply::Array(vec![Reply::Int(local), Reply::Int(replicas)]),
+        }
+    }
+
+    /// True when `waiter` has what it waits for.
+    pub(crate) fn wait_satisfied(&self, waiter: &Waiter) -> bool {
+        let (local, replicas) = self.wait_counts(waiter);
+        let local_wanted = waiter.aof.is_some_and(|(local, _)| local);
+        replicas >= waiter.replicas && (local == 1 || !local_wanted)
+    }
+
+    /// The sessions blocked in WAIT or WAITAOF whose wait is over.
+    pub(crate) fn satisfied_waiters(&self) -> Vec<u64> {
+        self.repl
+            .waiters
+            .iter()
+            .filter(|(_, w)| self.wait_satisfied(w))
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// Forgets a replica whose connection closed.

@@ -48,6 +48,9 @@ pub struct Session {
     /// The replication offset just after this client's last propagated
     /// command (Redis's `woff`): what WAIT waits for.
     pub woff: i64,
+    /// The AOF's logical offset just after this client's last logged
+    /// command: what WAITAOF's local part waits for.
+    pub aof_woff: u64,
     /// The connection is a replica (it sent SYNC or PSYNC): the host
     /// writes it the replication stream instead of replies.
     pub is_replica: bool,
@@ -89,6 +92,7 @@ impl Session {
             patterns: Vec::new(),
             shard_channels: Vec::new(),
             woff: 0,
+            aof_woff: 0,
             is_replica: false,
             repl_conf: None,
         }

@@ -119,7 +119,14 @@ impl Engine {
         session.last_command = spec.name;
         self.core.stats.commands_processed += 1;
         let stream_before = self.core.repl.stream_end();
+        let logged_before = self.log_appended();
         let reply = self.run_command(session, argv, spec, host, now);
+        if self.log_appended() != logged_before {
+            // WAITAOF's local mark: the AOF's logical end after this unit.
+            if let Some(aof) = &self.core.aof {
+                session.aof_woff = aof.logged_end();
+            }
+        }
         // Redis's `c->woff`: where the replication stream stood after the
         // client's last command that propagated (WAIT waits for it).
         let stream_after = self.core.repl.stream_end();
@@ -401,8 +408,8 @@ impl Engine {
         Some(if with_error {
             Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
         } else if let Some(waiter) = waiter {
-            // WAIT answers how many replicas acknowledged by now.
-            Reply::Int(self.core.repl.count_acks(waiter.woff))
+            // WAIT and WAITAOF answer their counts as they are now.
+            self.core.wait_reply(&waiter)
         } else {
             state.request.timeout_reply
         })

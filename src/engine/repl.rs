@@ -30,7 +30,7 @@ impl Engine {
         if self.core.repl.waiters.is_empty() {
             return Vec::new();
         }
-        self.core.repl.satisfied_waiters()
+        self.core.satisfied_waiters()
     }
 
     /// True when the turn has stream bytes to commit (a batch recording

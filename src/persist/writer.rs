@@ -125,6 +125,12 @@ pub struct AofWriter {
     /// `no-appendfsync-on-rewrite` in force: a background save or rewrite
     /// runs, so this writer skips its fsyncs.
     fsync_suppressed: bool,
+    /// The logical offset of this file's length at open: bytes appended by
+    /// this process to earlier files (WAITAOF's counters, which must not go
+    /// back when a rewrite switches files).
+    logical_base: u64,
+    /// The file's length at open.
+    initial_len: u64,
 }
 
 impl AofWriter {
@@ -178,7 +184,33 @@ impl AofWriter {
             base_size: len,
             delayed_fsync: 0,
             fsync_suppressed: false,
+            logical_base: 0,
+            initial_len: len,
         })
+    }
+
+    /// Continues the logical offsets of `previous` (the file this one
+    /// replaces, whose content it holds): everything logged before counts
+    /// as fsynced here, since the new file was made durable before the
+    /// switch.
+    pub fn continue_offsets_of(&mut self, previous: &AofWriter) {
+        self.logical_base = previous.logged_end();
+    }
+
+    /// The logical offset just after everything logged so far, written or
+    /// not (a session's WAITAOF mark after its command).
+    pub fn logged_end(&self) -> u64 {
+        let failed = self.failed_batch.as_ref().map_or(0, Vec::len);
+        self.logical_base
+            + (self.good_len - self.initial_len)
+            + (failed + self.builder.len()) as u64
+    }
+
+    /// The logical offset an fsync has covered: WAITAOF's local
+    /// acknowledgement for every mark at or below it.
+    pub fn fsynced_end(&self) -> u64 {
+        let synced = self.bg.shared.synced_len.load(Ordering::SeqCst).max(0) as u64;
+        self.logical_base + synced.saturating_sub(self.initial_len)
     }
 
     /// The file's path.

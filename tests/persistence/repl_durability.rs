@@ -383,3 +383,43 @@ fn wait_does_not_count_a_replica_that_has_not_received_the_write() {
     assert_eq!(probe.call(&[b"REPLICAOF", b"NO", b"ONE"]), b"+OK\r\n");
     assert_eq!(probe.call(&[b"EXISTS", b"before"]), b":1\r\n");
 }
+
+#[test]
+fn waitaof_reports_the_local_fsync_under_each_policy() {
+    for (policy, expected) in [("always", ":1"), ("everysec", ":1"), ("no", ":0")] {
+        let server = crate::harness::start_hozon(&["--appendonly", "yes", "--appendfsync", policy]);
+        let mut client = Conn::connect(server.port);
+        // Nothing written yet: nothing to wait for.
+        assert_eq!(
+            client.call(&[b"WAITAOF", b"1", b"0", b"0"]),
+            b"*2\r\n:1\r\n:0\r\n",
+            "{policy}"
+        );
+        // A write and WAITAOF in one pipeline: under `always` the turn's
+        // fsync covers it; under `everysec` the next background fsync
+        // (within about a second); under `no` no fsync comes.
+        let mut pipeline = encode_command(&[b"SET", b"k", b"v"]);
+        pipeline.extend(encode_command(&[b"WAITAOF", b"1", b"0", b"3000"]));
+        client.send_raw(&pipeline);
+        assert_eq!(client.read_reply(), b"+OK\r\n");
+        let reply = String::from_utf8(client.read_reply()).unwrap();
+        assert_eq!(reply, format!("*2\r\n{expected}\r\n:0\r\n"), "{policy}");
+        // No replica fsynced it: asking for one times out with 0.
+        let reply = client.call(&[b"WAITAOF", b"0", b"1", b"100"]);
+        assert!(
+            reply.ends_with(b":0\r\n"),
+            "{policy}: {}",
+            String::from_utf8_lossy(&reply)
+        );
+    }
+    let server = crate::harness::start_hozon(&["--appendonly", "no"]);
+    let mut client = Conn::connect(server.port);
+    assert_eq!(
+        client.call(&[b"WAITAOF", b"1", b"0", b"0"]),
+        b"-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n"
+    );
+    assert_eq!(
+        client.call(&[b"WAITAOF", b"2", b"0", b"0"]),
+        b"-ERR value is out of range, value must between 0 and 1\r\n"
+    );
+}
