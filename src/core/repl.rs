@@ -230,6 +230,8 @@ pub(crate) struct ReplState {
     pub(crate) last_newline_s: i64,
     /// The position the snapshot loaded at startup recorded.
     pub(crate) loaded: Option<Position>,
+    /// Since when no replica is connected (`repl-backlog-ttl`).
+    pub(crate) no_replicas_since_ms: Option<i64>,
     /// Clients blocked in WAIT, by session id.
     pub(crate) waiters: BTreeMap<u64, Waiter>,
     /// A WAIT blocked in this turn: `REPLCONF GETACK *` goes into the
@@ -257,6 +259,7 @@ impl ReplState {
             log: Vec::new(),
             last_newline_s: 0,
             loaded: None,
+            no_replicas_since_ms: None,
             waiters: BTreeMap::new(),
             get_ack: false,
             broken: None,
@@ -360,6 +363,17 @@ impl ReplState {
             "Replication backlog created, my new replication IDs are '{}' and '{}'",
             self.replid, self.replid2
         )
+    }
+
+    /// Frees the backlog: a new id, no secondary one; the offset stays.
+    pub(crate) fn free_backlog(&mut self) {
+        self.offset = self.master_repl_offset();
+        self.buffer = None;
+        self.pending.clear();
+        self.replid = ReplId::random();
+        self.replid2 = ReplId::NONE;
+        self.second_replid_offset = -1;
+        self.no_replicas_since_ms = None;
     }
 
     /// Encodes one unit (the effects of one command execution) into this

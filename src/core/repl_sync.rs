@@ -66,8 +66,10 @@ impl Core {
     /// waiting for their payload, and `repl-timeout`.
     pub(crate) fn repl_cron(&mut self, now_ms: i64) {
         if self.repl.replicas.is_empty() {
+            self.free_idle_backlog(now_ms);
             return;
         }
+        self.repl.no_replicas_since_ms = None;
         let period_ms = (self.config.repl.ping_replica_period_s.max(1) as i64) * 1000;
         if now_ms - self.repl.last_ping_ms >= period_ms {
             self.repl.last_ping_ms = now_ms;
@@ -101,6 +103,27 @@ impl Core {
         for line in lines {
             self.repl_log(true, line);
         }
+    }
+
+    /// `repl-backlog-ttl`: a master without replicas for that long frees
+    /// its backlog and starts a new history (Redis's `replicationCron`):
+    /// without a backlog the offset stops, so the old id would lie about
+    /// later writes. Batches written from now on carry no position, which
+    /// ends the recorded one (§4.2).
+    fn free_idle_backlog(&mut self, now_ms: i64) {
+        if self.repl.buffer.is_none() {
+            return;
+        }
+        let since = *self.repl.no_replicas_since_ms.get_or_insert(now_ms);
+        let ttl_s = self.config.repl.backlog_ttl_s;
+        if ttl_s == 0 || now_ms - since < (ttl_s as i64).saturating_mul(1000) {
+            return;
+        }
+        self.repl.free_backlog();
+        self.repl_log(
+            false,
+            format!("Replication backlog freed after {ttl_s} seconds without connected replicas."),
+        );
     }
 
     /// Starts or advances the replication capture; called by
