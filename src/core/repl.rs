@@ -298,6 +298,18 @@ impl ReplState {
         })
     }
 
+    /// The position of the data in memory now (a snapshot's capture
+    /// instant): the stream's end including this turn's pending bytes,
+    /// whose writes are applied already. None without a backlog.
+    pub(crate) fn position_now(&self) -> Option<Position> {
+        self.buffer.as_ref()?;
+        Some(Position {
+            replid: self.replid,
+            offset: self.stream_end(),
+            stream_db: self.encoder.selected_db().unwrap_or(0) as u32,
+        })
+    }
+
     /// A master restarted from files recording `position` (§4.2): the
     /// recorded history becomes the secondary id under a new id, with an
     /// empty backlog at its offset, so a replica caught up with it

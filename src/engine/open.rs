@@ -295,6 +295,7 @@ impl Engine {
             corrupt(path, offset, CorruptCause::Snapshot(e), text)
         })?;
         let loaded = summary.stats.keys.saturating_sub(expired);
+        self.core.repl.loaded = summary.position;
         self.core.save.last_load_keys = loaded;
         self.core.save.last_load_expired = expired;
         self.core.save.last_save_ms = summary.created_ms;

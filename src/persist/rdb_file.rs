@@ -76,10 +76,11 @@ pub fn save_keyspace(
     file_name: &str,
     encoder: Encoder,
     checksum: bool,
+    position: Option<&crate::repl::ids::Position>,
 ) -> Result<(u64, u64), String> {
     let temp = crate::persist::snapshot::temp_path(dir, file_name);
     let mut file = RdbFile::create(Arc::clone(&io), &temp)?;
-    let mut records = RecordEncoder::with_header(encoder, now_ms, 0, false);
+    let mut records = RecordEncoder::with_header_and_position(encoder, now_ms, 0, false, position);
     for (db_index, db, key, value, expire) in super::live_keys(keyspace, now_ms) {
         records.push(db_index, key, value, expire, |_| {
             (db.len() as u64, db.expires_len() as u64)

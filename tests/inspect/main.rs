@@ -370,6 +370,7 @@ fn info_counts_keys_already_expired() {
         "dump.rdb",
         hozon::rdb::writer::Encoder::default(),
         true,
+        None,
     )
     .expect("save rdb");
     let rdb = dir.path().join("dump.rdb");
