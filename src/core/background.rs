@@ -143,9 +143,11 @@ impl Core {
                     Arc::clone(&self.io),
                     &dir,
                     &file_name,
-                    encoder,
-                    checksum,
-                    position.as_ref(),
+                    crate::persist::rdb_file::RdbOptions {
+                        encoder,
+                        checksum,
+                        position: position.as_ref(),
+                    },
                 )
                 .map(drop)
             }
