@@ -190,7 +190,7 @@ pub fn wait_until<T>(
 }
 
 /// A decoded RESP2 reply.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Value {
     Bulk(Vec<u8>),
     Int(i64),
@@ -198,6 +198,20 @@ pub enum Value {
     Error(String),
     Nil,
     Array(Vec<Value>),
+}
+
+/// Bulk strings shown as escaped text, so a failed comparison reads.
+impl std::fmt::Debug for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Bulk(b) => write!(f, "{:?}", show(b)),
+            Value::Int(n) => write!(f, "{n}"),
+            Value::Simple(s) => write!(f, "+{s}"),
+            Value::Error(e) => write!(f, "-{e}"),
+            Value::Nil => write!(f, "nil"),
+            Value::Array(items) => f.debug_list().entries(items).finish(),
+        }
+    }
 }
 
 impl Value {

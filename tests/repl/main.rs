@@ -15,4 +15,5 @@ mod fake_replica;
 mod full_sync;
 mod info;
 mod rdb_cli;
+mod selfcheck;
 mod stream;
