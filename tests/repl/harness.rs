@@ -50,7 +50,7 @@ impl SyncMode {
 }
 
 /// A running server with its log file; the log's tail is printed when a
-/// test fails while the node is alive.
+/// test fails while the node is alive (always with `REPL_TEST_LOGS=1`).
 pub struct Node {
     /// The process (killed on drop).
     pub process: ServerProcess,
@@ -79,7 +79,7 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        if std::thread::panicking() || std::env::var_os("REPL_TEST_LOGS").is_some() {
             let log = self.log();
             let lines: Vec<&str> = log.lines().collect();
             let tail = &lines[lines.len().saturating_sub(60)..];

@@ -14,6 +14,7 @@ mod dataset;
 mod fake_replica;
 mod full_sync;
 mod info;
+mod liveness;
 mod rdb_cli;
 mod selfcheck;
 mod stream;
