@@ -211,11 +211,7 @@ fn garbage_from_a_replica(master: Master) {
     let mut c = m.conn();
     ok(&mut c, &["SET", "k", "v"]);
     let mut f = FakeReplica::connect(m.port());
-    f.handshake(4242);
-    f.send(&["PSYNC", "?", "-1"]);
-    assert!(f.line().starts_with("+FULLRESYNC "));
-    f.payload();
-    f.send(&["REPLCONF", "ACK", "0"]);
+    f.attach(4242);
     assert_eq!(info_int(&mut c, "replication", "connected_slaves"), 1);
     f.send_raw(b"*1\r\n$abc\r\n");
     // The connection ends; whatever the master wrote before is stream.
@@ -234,11 +230,7 @@ fn garbage_from_a_replica(master: Master) {
         },
     );
     assert_eq!(ok(&mut c, &["GET", "k"]), Value::Bulk(b"v".to_vec()));
-    let mut g = FakeReplica::connect(m.port());
-    g.handshake(4243);
-    g.send(&["PSYNC", "?", "-1"]);
-    assert!(g.line().starts_with("+FULLRESYNC "));
-    g.payload();
+    FakeReplica::connect(m.port()).attach(4243);
     assert_eq!(info_int(&mut c, "stats", "sync_full"), 2);
 }
 

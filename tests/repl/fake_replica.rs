@@ -1,14 +1,13 @@
-//! A replica played by the test over raw TCP: the handshake a Redis 7.0
-//! replica sends, the exact `+FULLRESYNC` / `$` / `$EOF:` framing, the
-//! payload (checked by redis-check-rdb), and the stream's bytes counted
-//! against the master's offset.
+//! A replica played by the test over raw TCP (the handshake a Redis 7.0
+//! replica sends, the payload in either form, the stream's raw bytes), and
+//! redis-check-rdb as a payload checker.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::harness::{info_int, ok, script, show, wait_until, Master, SyncMode, PATIENCE};
+use crate::harness::{show, PATIENCE};
 
 /// The raw connection of a fake replica.
 pub struct FakeReplica {
@@ -124,6 +123,22 @@ impl FakeReplica {
         assert_eq!(self.line(), "+OK");
     }
 
+    /// The handshake, `PSYNC ? -1`, the payload and one ACK; returns the
+    /// `+FULLRESYNC` offset.
+    pub fn attach(&mut self, listening_port: u16) -> i64 {
+        self.handshake(listening_port);
+        self.send(&["PSYNC", "?", "-1"]);
+        let line = self.line();
+        let offset: i64 = line
+            .strip_prefix("+FULLRESYNC ")
+            .and_then(|rest| rest.split(' ').nth(1))
+            .and_then(|o| o.parse().ok())
+            .unwrap_or_else(|| panic!("not +FULLRESYNC <id> <offset>: {line:?}"));
+        self.payload();
+        self.send(&["REPLCONF", "ACK", &offset.to_string()]);
+        offset
+    }
+
     /// Reads the `$` line and the payload in either form; returns the
     /// payload and whether it was the `$EOF:` form.
     pub fn payload(&mut self) -> (Vec<u8>, bool) {
@@ -198,147 +213,4 @@ pub fn aux(check_output: &str, name: &str) -> String {
         .find_map(|l| l.split_once(&prefix).map(|(_, v)| v.to_string()))
         .unwrap_or_else(|| panic!("no AUX field {name}:\n{check_output}"));
     line.trim_end_matches('\'').to_string()
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ask {
-    Psync,
-    Sync,
-}
-
-/// `PSYNC ? -1` (or `SYNC`) from a fake replica: the exact framing, a
-/// payload redis-check-rdb accepts with the right AUX position, then a
-/// stream whose byte count is the master's offset moved since the capture.
-fn fake_replica_sync(master: Master, mode: SyncMode, ask: Ask) {
-    let m = master.start(&mode.args());
-    let mut c = m.conn();
-    script(&mut c, "SET a 1\nSELECT 3\nSET b 2\nSELECT 0");
-    let mut f = FakeReplica::connect(m.port());
-    f.handshake(4242);
-    let announced = match ask {
-        Ask::Psync => {
-            f.send(&["PSYNC", "?", "-1"]);
-            let line = f.line();
-            let parts: Vec<&str> = line.split(' ').collect();
-            assert!(
-                parts.len() == 3 && parts[0] == "+FULLRESYNC" && parts[1].len() == 40,
-                "{line:?}"
-            );
-            Some((
-                parts[1].to_string(),
-                parts[2].parse::<i64>().expect("offset"),
-            ))
-        }
-        Ask::Sync => {
-            f.send(&["SYNC"]);
-            None
-        }
-    };
-    let (payload, eof_form) = f.payload();
-    assert_eq!(eof_form, mode == SyncMode::Diskless, "payload form");
-    assert!(
-        payload.starts_with(b"REDIS0010"),
-        "{}",
-        show(&payload[..16])
-    );
-    let checked = check_rdb(&payload);
-    assert!(checked.contains("[info] 2 keys read"), "{checked}");
-    let replid = ok(&mut c, &["INFO", "replication"]).text();
-    let replid = replid
-        .lines()
-        .find_map(|l| l.strip_prefix("master_replid:"))
-        .expect("master_replid")
-        .trim()
-        .to_string();
-    assert_eq!(aux(&checked, "repl-id"), replid);
-    let start: i64 = aux(&checked, "repl-offset").parse().expect("repl-offset");
-    if let Some((id, offset)) = announced {
-        assert_eq!(id, replid, "+FULLRESYNC id");
-        assert_eq!(
-            offset, start,
-            "+FULLRESYNC offset vs the payload's repl-offset"
-        );
-    }
-    // After a diskless payload the master streams only from an ACK that
-    // arrives once it has seen the transfer end (Redis 7.0.15 ignores one
-    // that comes earlier), to a SYNC replica too: so ACK again and again,
-    // as a replica does (once a second).
-    script(&mut c, "SET after 1\nSELECT 3\nDEL b\nSELECT 0\nINCR after");
-    let mut stream = Vec::new();
-    wait_until(PATIENCE, "the stream to reach the master's offset", || {
-        let acked = start + stream.len() as i64;
-        f.send(&["REPLCONF", "ACK", &acked.to_string()]);
-        stream.extend(f.take_available(Duration::from_millis(50)));
-        let offset = info_int(&mut c, "replication", "master_repl_offset");
-        let got = start + stream.len() as i64;
-        if got == offset {
-            Ok(())
-        } else {
-            Err(format!(
-                "offset {offset}, received up to {got}: {}",
-                show(&stream)
-            ))
-        }
-    });
-    let units: Vec<Vec<String>> = parse_commands(&stream)
-        .into_iter()
-        // Keepalives (Redis 7.0.15 sends `*1\r\n$4\r\nping\r\n`, lower case).
-        .filter(|u| !(u.len() == 1 && u[0].eq_ignore_ascii_case("ping")))
-        .collect();
-    let expected: Vec<Vec<String>> = [
-        "SELECT 0",
-        "SET after 1",
-        "SELECT 3",
-        "DEL b",
-        "SELECT 0",
-        "INCR after",
-    ]
-    .iter()
-    .map(|l| l.split(' ').map(String::from).collect())
-    .collect();
-    assert_eq!(units, expected, "stream: {}", show(&stream));
-}
-
-#[test]
-fn fake_psync_disk_redis_master() {
-    fake_replica_sync(Master::Redis, SyncMode::Disk, Ask::Psync);
-}
-
-#[test]
-#[ignore = "issue 25: master side not merged yet"]
-fn fake_psync_disk_hozon_master() {
-    fake_replica_sync(Master::Hozon, SyncMode::Disk, Ask::Psync);
-}
-
-#[test]
-fn fake_psync_diskless_redis_master() {
-    fake_replica_sync(Master::Redis, SyncMode::Diskless, Ask::Psync);
-}
-
-#[test]
-#[ignore = "issue 25: master side not merged yet"]
-fn fake_psync_diskless_hozon_master() {
-    fake_replica_sync(Master::Hozon, SyncMode::Diskless, Ask::Psync);
-}
-
-#[test]
-fn fake_sync_disk_redis_master() {
-    fake_replica_sync(Master::Redis, SyncMode::Disk, Ask::Sync);
-}
-
-#[test]
-#[ignore = "issue 25: master side not merged yet"]
-fn fake_sync_disk_hozon_master() {
-    fake_replica_sync(Master::Hozon, SyncMode::Disk, Ask::Sync);
-}
-
-#[test]
-fn fake_sync_diskless_redis_master() {
-    fake_replica_sync(Master::Redis, SyncMode::Diskless, Ask::Sync);
-}
-
-#[test]
-#[ignore = "issue 25: master side not merged yet"]
-fn fake_sync_diskless_hozon_master() {
-    fake_replica_sync(Master::Hozon, SyncMode::Diskless, Ask::Sync);
 }

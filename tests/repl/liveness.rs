@@ -9,22 +9,6 @@ use std::time::Duration;
 use crate::fake_replica::{parse_commands, FakeReplica};
 use crate::harness::{info, info_int, ok, show, wait_until, Master, SyncMode, Value, PATIENCE};
 
-/// A fake replica through `PSYNC ? -1` and its payload; returns the
-/// `+FULLRESYNC` offset.
-fn attach(f: &mut FakeReplica, listening_port: u16) -> i64 {
-    f.handshake(listening_port);
-    f.send(&["PSYNC", "?", "-1"]);
-    let line = f.line();
-    let offset: i64 = line
-        .split(' ')
-        .nth(2)
-        .and_then(|o| o.parse().ok())
-        .unwrap_or_else(|| panic!("{line:?}"));
-    f.payload();
-    f.send(&["REPLCONF", "ACK", &offset.to_string()]);
-    offset
-}
-
 /// With `repl-ping-replica-period 1` and no writes, the stream carries
 /// PINGs only (14 bytes each, `*1\r\n$4\r\nping\r\n` in Redis's lower
 /// case), counted in the master's offset.
@@ -34,7 +18,7 @@ fn keepalive_pings(master: Master) {
     let m = master.start(&args);
     let mut c = m.conn();
     let mut f = FakeReplica::connect(m.port());
-    let start = attach(&mut f, 4242);
+    let start = f.attach(4242);
     let mut stream = Vec::new();
     wait_until(PATIENCE, "two PINGs", || {
         let acked = start + stream.len() as i64;
@@ -142,7 +126,7 @@ fn silent_replica_times_out(master: Master) {
     old.send(&["SYNC"]);
     old.payload();
     let mut f = FakeReplica::connect(m.port());
-    attach(&mut f, 4242);
+    f.attach(4242);
     assert_eq!(info_int(&mut c, "replication", "connected_slaves"), 2);
     // No more ACKs: dropped after 2 s (reading on, so output is no issue).
     let rest = f.until_closed();
@@ -189,7 +173,7 @@ fn stalled_replica_hits_output_limit(master: Master) {
     let m = master.start(&args);
     let mut c = m.conn();
     let mut f = FakeReplica::connect(m.port());
-    attach(&mut f, 4242);
+    f.attach(4242);
     let value = "x".repeat(1 << 20);
     for i in 0..32 {
         ok(&mut c, &["SET", &format!("big{i}"), &value]);

@@ -15,6 +15,7 @@ mod fake_replica;
 mod full_sync;
 mod info;
 mod liveness;
+mod protocol;
 mod rdb_cli;
 mod selfcheck;
 mod stream;
