@@ -19,3 +19,4 @@ mod protocol;
 mod rdb_cli;
 mod selfcheck;
 mod stream;
+mod wait;
