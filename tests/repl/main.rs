@@ -19,4 +19,5 @@ mod protocol;
 mod rdb_cli;
 mod selfcheck;
 mod stream;
+mod transfer;
 mod wait;
