@@ -201,3 +201,83 @@ fn second_capture_restarts_select_redis_master() {
 fn second_capture_restarts_select_hozon_master() {
     second_capture_restarts_select(Master::Hozon);
 }
+
+/// `PSYNC <an id the master never had> <offset>`: a full sync that counts
+/// in `sync_partial_err` (a `?` id does not).
+fn psync_with_unknown_id(master: Master) {
+    let m = master.start(&SyncMode::Disk.args());
+    let mut c = m.conn();
+    ok(&mut c, &["SET", "k", "v"]);
+    let mut f = FakeReplica::connect(m.port());
+    f.handshake(4242);
+    f.send(&["PSYNC", &"f".repeat(40), "100"]);
+    let line = f.line();
+    assert!(line.starts_with("+FULLRESYNC "), "{line:?}");
+    f.payload();
+    let stats = crate::harness::info(&mut c, "stats");
+    assert_eq!(
+        (
+            &stats["sync_full"][..],
+            &stats["sync_partial_ok"][..],
+            &stats["sync_partial_err"][..]
+        ),
+        ("1", "0", "1")
+    );
+}
+
+#[test]
+fn psync_with_unknown_id_redis_master() {
+    psync_with_unknown_id(Master::Redis);
+}
+
+#[test]
+#[ignore = "issue 25: master side not merged yet"]
+fn psync_with_unknown_id_hozon_master() {
+    psync_with_unknown_id(Master::Hozon);
+}
+
+/// A replica that comes back with the master's id and the next offset it
+/// lacks continues: `+CONTINUE <replid>` (it said capa psync2), then exactly
+/// the units it missed, no SELECT (it kept its database). An offset past
+/// the master's gets a full sync instead.
+fn psync_continue(master: Master) {
+    let m = master.start(&SyncMode::Disk.args());
+    let mut c = m.conn();
+    let mut f = FakeReplica::connect(m.port());
+    let start = f.attach(4242);
+    ok(&mut c, &["SET", "a", "1"]);
+    let (_, reached) = stream_until_offset(&mut f, &mut c, start);
+    drop(f);
+    ok(&mut c, &["SET", "b", "2"]);
+    let replid = crate::harness::info(&mut c, "replication")["master_replid"].clone();
+
+    let mut g = FakeReplica::connect(m.port());
+    g.handshake(4242);
+    g.send(&["PSYNC", &replid, &(reached + 1).to_string()]);
+    assert_eq!(g.line(), format!("+CONTINUE {replid}"));
+    let (units, _) = stream_until_offset(&mut g, &mut c, reached);
+    assert_eq!(units, words(&["SET b 2"]));
+
+    let offset = info_int(&mut c, "replication", "master_repl_offset");
+    let mut h = FakeReplica::connect(m.port());
+    h.handshake(4243);
+    h.send(&["PSYNC", &replid, &(offset + 2).to_string()]);
+    let line = h.line();
+    assert!(line.starts_with("+FULLRESYNC "), "{line:?}");
+    let stats = crate::harness::info(&mut c, "stats");
+    assert_eq!(
+        (&stats["sync_full"][..], &stats["sync_partial_ok"][..]),
+        ("2", "1")
+    );
+}
+
+#[test]
+fn psync_continue_redis_master() {
+    psync_continue(Master::Redis);
+}
+
+#[test]
+#[ignore = "issue 25 step 6: backlog and +CONTINUE not merged yet"]
+fn psync_continue_hozon_master() {
+    psync_continue(Master::Hozon);
+}
