@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use testkit::harness::{
-    redis_server_path, show, split_line, start_hozon, start_on_port, start_redis, Conn,
-    ServerProcess,
+    hozon_server_path, redis_server_path, show, split_line, start_hozon, start_on_port,
+    start_redis, Conn, ServerProcess,
 };
 
 /// How long any replication milestone may take before a test fails. Never
@@ -115,7 +115,13 @@ impl Master {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let (process, name) = match self {
             Master::Redis => (start_redis(&refs), "master (redis-server)"),
-            Master::Hozon => (start_hozon(&refs), "master (hozon-server)"),
+            Master::Hozon => match std::panic::catch_unwind(|| start_hozon(&refs)) {
+                Ok(process) => (process, "master (hozon-server)"),
+                Err(_) => panic!(
+                    "hozon-server did not start with {refs:?}: {}",
+                    startup_error(hozon_server_path(), &refs)
+                ),
+            },
         };
         Node {
             process,
@@ -124,6 +130,43 @@ impl Master {
             _logdir: dir,
         }
     }
+}
+
+/// What `binary` prints when it is started with `args` and exits (a
+/// configuration error goes to stderr, which the harness discards).
+fn startup_error(binary: &str, args: &[&str]) -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = std::process::Command::new(binary)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--dir", &dir.path().to_string_lossy()])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn hozon-server");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            let out = child.wait_with_output().expect("its output");
+            return String::from_utf8_lossy(&out.stderr).into_owned()
+                + &String::from_utf8_lossy(&out.stdout);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    "it ran when started again (not a configuration error)".to_string()
 }
 
 fn replica_args(master: &Node, extra: &[&str]) -> (tempfile::TempDir, PathBuf, Vec<String>) {
