@@ -1,11 +1,19 @@
 //! Replication, master side (issue 25; docs/replication.md §2, §3, §6, §8):
-//! a real redis-server 7.0.15 replica attached to a master that is either
-//! redis-server (each scenario's own check: those tests pass today) or
-//! hozon-server (the program under test: ignored until the master side is
-//! merged, one test per scenario so they can be enabled one by one).
+//! a real redis-server 7.0.15 replica (or a fake one over raw TCP) attached
+//! to a master that is either redis-server (each scenario's own check: those
+//! tests pass today) or hozon-server (the program under test).
 //!
 //! Every scenario is one function taking the master program; the `#[test]`
-//! functions are its `_redis_master` and `_hozon_master` instances.
+//! functions are its `_redis_master` and `_hozon_master` instances. The
+//! hozon instances are `#[ignore]`d with the implementation step they wait
+//! for (master full sync and stream; step 6, backlog and `+CONTINUE`;
+//! step 7, WAIT), so they can be enabled one by one:
+//! `cargo test --test repl -- --ignored <name>`. `REPL_TEST_LOGS=1` prints
+//! every server's log (a failing test prints those of its servers).
+//!
+//! Files: `harness.rs` (servers, polling, INFO), `dataset.rs` (the dataset
+//! and the key-by-key comparison), `fake_replica.rs` (the raw-TCP replica),
+//! one file per scenario group; `selfcheck.rs` checks the comparison.
 
 mod harness;
 
