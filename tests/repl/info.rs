@@ -2,6 +2,7 @@
 //! replication (fields, order, the slave line), ROLE, INFO stats, CLIENT
 //! LIST; and the replica's view of the same ids.
 
+use crate::fake_replica::FakeReplica;
 use crate::harness::{
     info, info_int, ok, script, start_replica, wait_synced, wait_until, Conn, Master, SyncMode,
     Value, PATIENCE,
@@ -166,4 +167,68 @@ fn info_and_role_redis_master() {
 #[ignore = "issue 25: master side not merged yet"]
 fn info_and_role_hozon_master() {
     info_and_role_with_replica(Master::Hozon);
+}
+
+/// A replica's `REPLCONF ip-address` and `listening-port` are what INFO and
+/// ROLE show; `CLIENT LIST/KILL TYPE replica|slave` find its connection.
+fn announced_address_and_client_type(master: Master) {
+    let m = master.start(&SyncMode::Disk.args());
+    let mut c = m.conn();
+    let mut f = FakeReplica::connect(m.port());
+    f.send(&["REPLCONF", "ip-address", "10.9.8.7"]);
+    assert_eq!(f.line(), "+OK");
+    let start = f.attach(7777);
+    let line: String = wait_until(PATIENCE, "the announced address", || {
+        let fields = info(&mut c, "replication");
+        match fields.get("slave0") {
+            Some(l) if l.starts_with("ip=10.9.8.7,port=7777,state=online,") => Ok(l.clone()),
+            other => Err(format!("slave0: {other:?}")),
+        }
+    });
+    assert!(line.contains(",lag="), "{line}");
+    // ROLE shows the ACKed offset (the fake ACKed its start once).
+    let bulk = |s: &str| Value::Bulk(s.as_bytes().to_vec());
+    let expected = Value::Array(vec![Value::Array(vec![
+        bulk("10.9.8.7"),
+        bulk("7777"),
+        bulk(&start.to_string()),
+    ])]);
+    wait_until(PATIENCE, "ROLE with the announced address", || {
+        let role = ok(&mut c, &["ROLE"]);
+        match role.items()[2] == expected {
+            true => Ok(()),
+            false => Err(format!("{role:?}")),
+        }
+    });
+    for kind in ["replica", "slave"] {
+        let listed = ok(&mut c, &["CLIENT", "LIST", "TYPE", kind]).text();
+        assert_eq!(listed.lines().count(), 1, "TYPE {kind}: {listed}");
+    }
+    assert_eq!(ok(&mut c, &["CLIENT", "LIST", "TYPE", "master"]).text(), "");
+    assert_eq!(
+        ok(&mut c, &["CLIENT", "KILL", "TYPE", "master"]),
+        Value::Int(0)
+    );
+    assert_eq!(
+        ok(&mut c, &["CLIENT", "KILL", "TYPE", "slave"]),
+        Value::Int(1)
+    );
+    f.until_closed();
+    wait_until(PATIENCE, "no replica left", || {
+        match info_int(&mut c, "replication", "connected_slaves") {
+            0 => Ok(()),
+            n => Err(format!("connected_slaves:{n}")),
+        }
+    });
+}
+
+#[test]
+fn announced_address_redis_master() {
+    announced_address_and_client_type(Master::Redis);
+}
+
+#[test]
+#[ignore = "issue 25: master side not merged yet"]
+fn announced_address_hozon_master() {
+    announced_address_and_client_type(Master::Hozon);
 }
