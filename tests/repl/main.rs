@@ -16,6 +16,7 @@
 //! one file per scenario group; `selfcheck.rs` checks the comparison.
 
 mod harness;
+mod value;
 
 mod bad_input;
 mod dataset;
