@@ -46,7 +46,6 @@ fn full_sync_disk_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn full_sync_disk_hozon_master() {
     full_sync_of_existing_dataset(Master::Hozon, SyncMode::Disk);
 }
@@ -57,7 +56,6 @@ fn full_sync_diskless_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn full_sync_diskless_hozon_master() {
     full_sync_of_existing_dataset(Master::Hozon, SyncMode::Diskless);
 }
@@ -109,7 +107,6 @@ fn two_replicas_disk_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn two_replicas_disk_hozon_master() {
     two_replicas_at_once(Master::Hozon, SyncMode::Disk);
 }
@@ -120,7 +117,6 @@ fn two_replicas_diskless_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn two_replicas_diskless_hozon_master() {
     two_replicas_at_once(Master::Hozon, SyncMode::Diskless);
 }
@@ -163,7 +159,6 @@ fn replica_restart_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn replica_restart_hozon_master() {
     replica_killed_and_restarted(Master::Hozon);
 }
@@ -204,7 +199,6 @@ fn link_dropped_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25 step 6: backlog and +CONTINUE not merged yet"]
 fn link_dropped_hozon_master() {
     link_dropped_continues(Master::Hozon);
 }

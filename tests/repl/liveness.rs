@@ -47,7 +47,6 @@ fn keepalive_pings_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn keepalive_pings_hozon_master() {
     keepalive_pings(Master::Hozon);
 }
@@ -107,7 +106,7 @@ fn waiting_replica_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
+#[ignore = "issue 25: ROLE lists replicas that are not online (Redis lists online ones only)"]
 fn waiting_replica_hozon_master() {
     waiting_replica(Master::Hozon);
 }
@@ -160,7 +159,6 @@ fn silent_replica_times_out_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn silent_replica_times_out_hozon_master() {
     silent_replica_times_out(Master::Hozon);
 }
@@ -200,7 +198,6 @@ fn stalled_replica_output_limit_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn stalled_replica_output_limit_hozon_master() {
     stalled_replica_hits_output_limit(Master::Hozon);
 }

@@ -4,12 +4,11 @@
 //! tests pass today) or hozon-server (the program under test).
 //!
 //! Every scenario is one function taking the master program; the `#[test]`
-//! functions are its `_redis_master` and `_hozon_master` instances. The
-//! hozon instances are `#[ignore]`d with the implementation step they wait
-//! for (master full sync and stream; step 6, backlog and `+CONTINUE`;
-//! step 7, WAIT), so they can be enabled one by one:
-//! `cargo test --test repl -- --ignored <name>`. `REPL_TEST_LOGS=1` prints
-//! every server's log (a failing test prints those of its servers).
+//! functions are its `_redis_master` and `_hozon_master` instances. A hozon
+//! instance that fails against main's master side (d1e0d3d) is
+//! `#[ignore]`d with the reason, so each can be enabled when its cause is
+//! fixed: `cargo test --test repl -- --ignored <name>`. `REPL_TEST_LOGS=1`
+//! prints every server's log (a failing test prints those of its servers).
 //!
 //! Files: `harness.rs` (servers, polling, INFO), `dataset.rs` (the dataset
 //! and the key-by-key comparison), `fake_replica.rs` (the raw-TCP replica),

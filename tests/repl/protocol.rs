@@ -132,7 +132,6 @@ fn fake_psync_disk_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn fake_psync_disk_hozon_master() {
     fake_replica_sync(Master::Hozon, SyncMode::Disk, Ask::Psync);
 }
@@ -143,7 +142,6 @@ fn fake_psync_diskless_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn fake_psync_diskless_hozon_master() {
     fake_replica_sync(Master::Hozon, SyncMode::Diskless, Ask::Psync);
 }
@@ -154,7 +152,6 @@ fn fake_sync_disk_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn fake_sync_disk_hozon_master() {
     fake_replica_sync(Master::Hozon, SyncMode::Disk, Ask::Sync);
 }
@@ -165,7 +162,6 @@ fn fake_sync_diskless_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn fake_sync_diskless_hozon_master() {
     fake_replica_sync(Master::Hozon, SyncMode::Diskless, Ask::Sync);
 }
@@ -197,7 +193,6 @@ fn second_capture_restarts_select_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn second_capture_restarts_select_hozon_master() {
     second_capture_restarts_select(Master::Hozon);
 }
@@ -231,7 +226,6 @@ fn psync_with_unknown_id_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn psync_with_unknown_id_hozon_master() {
     psync_with_unknown_id(Master::Hozon);
 }
@@ -277,7 +271,6 @@ fn psync_continue_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25 step 6: backlog and +CONTINUE not merged yet"]
 fn psync_continue_hozon_master() {
     psync_continue(Master::Hozon);
 }

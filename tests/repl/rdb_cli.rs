@@ -83,7 +83,6 @@ fn redis_cli_rdb_disk_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn redis_cli_rdb_disk_hozon_master() {
     redis_cli_rdb(Master::Hozon, SyncMode::Disk);
 }
@@ -94,7 +93,6 @@ fn redis_cli_rdb_diskless_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn redis_cli_rdb_diskless_hozon_master() {
     redis_cli_rdb(Master::Hozon, SyncMode::Diskless);
 }

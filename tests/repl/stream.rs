@@ -135,7 +135,6 @@ fn writes_after_sync_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn writes_after_sync_hozon_master() {
     writes_after_sync(Master::Hozon);
 }
@@ -196,7 +195,7 @@ fn publish_reaches_replica_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
+#[ignore = "issue 25: PUBLISH not in the stream yet"]
 fn publish_reaches_replica_hozon_master() {
     publish_reaches_replica(Master::Hozon);
 }

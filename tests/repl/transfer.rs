@@ -68,7 +68,6 @@ fn large_payload_disk_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn large_payload_disk_hozon_master() {
     large_payload_with_writes(Master::Hozon, SyncMode::Disk);
 }
@@ -79,7 +78,6 @@ fn large_payload_diskless_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn large_payload_diskless_hozon_master() {
     large_payload_with_writes(Master::Hozon, SyncMode::Diskless);
 }
@@ -131,7 +129,6 @@ fn replica_gone_mid_transfer_disk_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn replica_gone_mid_transfer_disk_hozon_master() {
     replica_gone_mid_transfer(Master::Hozon, SyncMode::Disk);
 }
@@ -142,7 +139,6 @@ fn replica_gone_mid_transfer_diskless_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: master side not merged yet"]
 fn replica_gone_mid_transfer_diskless_hozon_master() {
     replica_gone_mid_transfer(Master::Hozon, SyncMode::Diskless);
 }
