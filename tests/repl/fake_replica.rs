@@ -78,15 +78,26 @@ impl FakeReplica {
         }
     }
 
-    /// Everything that arrives within `wait` (the stream so far).
+    /// Everything that arrives within `wait` (the stream so far). The
+    /// master closing the connection is a failure here.
     pub fn take_available(&mut self, wait: Duration) -> Vec<u8> {
         self.stream.set_read_timeout(Some(wait)).expect("timeout");
         let mut chunk = [0u8; 65536];
-        while let Ok(n) = self.stream.read(&mut chunk) {
-            if n == 0 {
-                break;
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => panic!(
+                    "the master closed the replica connection; unread: {}",
+                    show(&self.buf)
+                ),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    panic!(
+                        "the master reset the replica connection; unread: {}",
+                        show(&self.buf)
+                    )
+                }
+                Err(_) => break, // nothing more within `wait`
             }
-            self.buf.extend_from_slice(&chunk[..n]);
         }
         self.stream
             .set_read_timeout(Some(PATIENCE))
@@ -156,35 +167,50 @@ impl FakeReplica {
     }
 }
 
-/// The commands in `bytes` (complete RESP multibulks only).
-pub fn parse_commands(bytes: &[u8]) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    let line = |pos: &mut usize| -> String {
-        let end = bytes[*pos..]
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .unwrap_or_else(|| panic!("incomplete stream: {}", show(&bytes[*pos..])))
-            + *pos;
+/// The complete commands (RESP multibulks) at the start of `bytes`, and
+/// how many bytes they take (a unit cut by a read is left over).
+pub fn split_units(bytes: &[u8]) -> (Vec<Vec<String>>, usize) {
+    fn line(bytes: &[u8], pos: &mut usize) -> Option<String> {
+        let end = bytes.get(*pos..)?.windows(2).position(|w| w == b"\r\n")? + *pos;
         let l = String::from_utf8_lossy(&bytes[*pos..end]).into_owned();
         *pos = end + 2;
-        l
-    };
-    while pos < bytes.len() {
-        let head = line(&mut pos);
+        Some(l)
+    }
+    fn unit(bytes: &[u8], pos: &mut usize) -> Option<Vec<String>> {
+        let head = line(bytes, pos)?;
         let n: usize = head
             .strip_prefix('*')
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("stream unit header {head:?}"));
         let mut words = Vec::new();
         for _ in 0..n {
-            let len: usize = line(&mut pos)[1..].parse().expect("bulk length");
-            words.push(String::from_utf8_lossy(&bytes[pos..pos + len]).into_owned());
-            pos += len + 2;
+            let len: usize = line(bytes, pos)?[1..].parse().expect("bulk length");
+            let word = bytes.get(*pos..*pos + len)?;
+            words.push(String::from_utf8_lossy(word).into_owned());
+            bytes.get(*pos + len..*pos + len + 2)?;
+            *pos += len + 2;
         }
-        out.push(words);
+        Some(words)
     }
-    out
+    let mut units = Vec::new();
+    let mut done = 0;
+    loop {
+        let mut pos = done;
+        match unit(bytes, &mut pos) {
+            Some(u) => {
+                units.push(u);
+                done = pos;
+            }
+            None => return (units, done),
+        }
+    }
+}
+
+/// `bytes` as commands; all of it must be complete units.
+pub fn parse_commands(bytes: &[u8]) -> Vec<Vec<String>> {
+    let (units, used) = split_units(bytes);
+    assert_eq!(used, bytes.len(), "incomplete stream: {}", show(bytes));
+    units
 }
 
 /// Runs redis-check-rdb on `payload`; returns its output (it must pass).

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::fake_replica::{parse_commands, FakeReplica};
+use crate::fake_replica::{parse_commands, split_units, FakeReplica};
 use crate::harness::{info, info_int, ok, show, wait_until, Master, SyncMode, Value, PATIENCE};
 
 /// With `repl-ping-replica-period 1` and no writes, the stream carries
@@ -25,8 +25,8 @@ fn keepalive_pings(master: Master) {
         f.send(&["REPLCONF", "ACK", &acked.to_string()]);
         stream.extend(f.take_available(Duration::from_millis(100)));
         let offset = info_int(&mut c, "replication", "master_repl_offset");
-        let units = parse_commands(&stream);
-        if units.len() >= 2 && start + stream.len() as i64 == offset {
+        let (units, used) = split_units(&stream);
+        if units.len() >= 2 && used == stream.len() && start + stream.len() as i64 == offset {
             Ok(())
         } else {
             Err(format!("offset {offset}, start {start}: {}", show(&stream)))
@@ -84,13 +84,13 @@ fn waiting_replica(master: Master) {
     );
     // Keepalive newlines, then the reply.
     let mut before = Vec::new();
-    let line = loop {
-        let got = f.take_available(Duration::from_millis(100));
-        before.extend(got);
-        if let Some(end) = before.windows(2).position(|w| w == b"\r\n") {
-            break before[..end].to_vec();
+    let line = wait_until(PATIENCE, "+FULLRESYNC", || {
+        before.extend(f.take_available(Duration::from_millis(100)));
+        match before.windows(2).position(|w| w == b"\r\n") {
+            Some(end) => Ok(before[..end].to_vec()),
+            None => Err(show(&before)),
         }
-    };
+    });
     let newlines = line.iter().take_while(|&&b| b == b'\n').count();
     assert!(newlines >= 1, "no keepalive before {}", show(&line));
     assert!(
@@ -130,7 +130,7 @@ fn silent_replica_times_out(master: Master) {
     // No more ACKs: dropped after 2 s (reading on, so output is no issue).
     let rest = f.until_closed();
     assert!(
-        parse_commands(&rest).iter().all(|u| u.len() == 1),
+        split_units(&rest).0.iter().all(|u| u.len() == 1),
         "{}",
         show(&rest)
     );
@@ -143,9 +143,10 @@ fn silent_replica_times_out(master: Master) {
     });
     // The SYNC replica still gets the stream.
     ok(&mut c, &["SET", "after", "1"]);
+    let mut got = Vec::new();
     wait_until(PATIENCE, "the write on the SYNC replica", || {
-        let got = old.take_available(Duration::from_millis(50));
-        let units = parse_commands(&got);
+        got.extend(old.take_available(Duration::from_millis(50)));
+        let (units, _) = split_units(&got);
         match units.iter().any(|u| u == &["SET", "after", "1"]) {
             true => Ok(()),
             false => Err(show(&got)),
