@@ -73,7 +73,8 @@ impl Core {
         let period_ms = (self.config.repl.ping_replica_period_s.max(1) as i64) * 1000;
         if now_ms - self.repl.last_ping_ms >= period_ms {
             self.repl.last_ping_ms = now_ms;
-            self.repl.log_dbless(&[b"PING"]);
+            // Redis's shared `ping` object: lower case.
+            self.repl.log_dbless(&[b"ping"]);
         }
         let second = now_ms / 1000 != self.repl.last_newline_s;
         self.repl.last_newline_s = now_ms / 1000;

@@ -650,9 +650,12 @@ impl Server {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
-                    client.out.push(b'-');
-                    client.out.extend_from_slice(e.reply_text().as_bytes());
-                    client.out.extend_from_slice(b"\r\n");
+                    // A replica's link carries the stream: no reply there.
+                    if !client.session.is_replica {
+                        client.out.push(b'-');
+                        client.out.extend_from_slice(e.reply_text().as_bytes());
+                        client.out.extend_from_slice(b"\r\n");
+                    }
                     log::log(
                         Level::Verbose,
                         &format!("Protocol error ({e}) from client: addr={}", client.addr),

@@ -236,7 +236,6 @@ fn garbage_from_a_replica_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: hozon writes -ERR Protocol error into the replica connection before closing it (Redis writes nothing)"]
 fn garbage_from_a_replica_hozon_master() {
     garbage_from_a_replica(Master::Hozon);
 }

@@ -164,7 +164,6 @@ fn info_and_role_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: CLIENT LIST TYPE replica does not list replica connections yet"]
 fn info_and_role_hozon_master() {
     info_and_role_with_replica(Master::Hozon);
 }
@@ -228,7 +227,6 @@ fn announced_address_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: CLIENT LIST TYPE replica does not list replica connections yet"]
 fn announced_address_hozon_master() {
     announced_address_and_client_type(Master::Hozon);
 }

@@ -106,7 +106,6 @@ fn waiting_replica_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: ROLE lists replicas that are not online (Redis lists online ones only)"]
 fn waiting_replica_hozon_master() {
     waiting_replica(Master::Hozon);
 }

@@ -195,7 +195,6 @@ fn publish_reaches_replica_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25: PUBLISH not in the stream yet"]
 fn publish_reaches_replica_hozon_master() {
     publish_reaches_replica(Master::Hozon);
 }

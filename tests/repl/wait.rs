@@ -66,7 +66,6 @@ fn wait_counts_replicas_redis_master() {
 }
 
 #[test]
-#[ignore = "issue 25 step 7: WAIT not merged yet"]
 fn wait_counts_replicas_hozon_master() {
     wait_counts_replicas(Master::Hozon);
 }
