@@ -25,6 +25,7 @@ mod info;
 mod liveness;
 mod protocol;
 mod rdb_cli;
+mod resync;
 mod selfcheck;
 mod stream;
 mod transfer;
