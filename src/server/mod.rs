@@ -107,6 +107,8 @@ pub struct Server {
     reread: TokenQueue,
     /// Whether to poll a little before sleeping (`busy-poll-us`).
     busy_poll: BusyPoll,
+    /// A shutdown waits for its replicas until this Unix ms.
+    shutdown_wait_until: Option<i64>,
 }
 
 impl Server {
@@ -141,6 +143,7 @@ impl Server {
             paused: TokenQueue::default(),
             reread: TokenQueue::default(),
             busy_poll: BusyPoll::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
+            shutdown_wait_until: None,
         })
     }
 
@@ -215,6 +218,9 @@ impl Server {
             }
             self.publish_stream();
             self.service_replicas();
+            if self.shutdown.load(Ordering::SeqCst) && !self.replicas_ready_for_shutdown() {
+                continue;
+            }
             if self.shutdown.load(Ordering::SeqCst) && !self.shutdown_saved() {
                 continue;
             }
@@ -416,6 +422,12 @@ impl Server {
         let Some(mut client) = self.clients.remove(&token) else {
             return;
         };
+        if self.shutdown_wait_until.is_some() && !client.session.is_replica {
+            // A shutdown waits for its replicas: clients are not served
+            // (nothing is written that the replicas would then lack).
+            self.clients.insert(token, client);
+            return;
+        }
         if client.paused {
             // Backpressure: the socket keeps what the client sends (and
             // TCP slows the client down) until its output drains; then

@@ -94,3 +94,77 @@ fn backlog_overrun_redis_master() {
 fn backlog_overrun_hozon_master() {
     backlog_overrun_syncs_in_full(Master::Hozon);
 }
+
+/// A master stopped (SIGTERM) while its replica lags waits for it
+/// (`shutdown-timeout`), so after a restart from its AOF the replica
+/// continues with `+CONTINUE` instead of a full sync.
+#[test]
+fn a_shutdown_waits_for_a_lagging_replica_so_it_continues_after_the_restart() {
+    use testkit::harness::{hozon_server_path, start_on_port, start_redis};
+    let dir = tempfile::tempdir().expect("data dir");
+    let dir_arg = dir.path().to_string_lossy().into_owned();
+    let args = ["--appendonly", "yes", "--dir", &dir_arg];
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let master =
+        start_on_port(hozon_server_path(), "hozon-server", port, &args).expect("start the master");
+    let replica = start_redis(&["--replicaof", "127.0.0.1", &port.to_string()]);
+    let mut c = testkit::harness::Conn::connect(port);
+    let mut rc = testkit::harness::Conn::connect(replica.port);
+    let synced = |rc: &mut testkit::harness::Conn, c: &mut testkit::harness::Conn| {
+        let r = String::from_utf8_lossy(&rc.call(&[b"INFO", b"replication"])).into_owned();
+        let m = String::from_utf8_lossy(&c.call(&[b"INFO", b"replication"])).into_owned();
+        let field = |text: &str, name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
+        };
+        r.contains("master_link_status:up")
+            && field(&r, "slave_repl_offset:") == field(&m, "master_repl_offset:")
+    };
+    wait_until(PATIENCE, "the replica synced", || {
+        if synced(&mut rc, &mut c) {
+            Ok(())
+        } else {
+            Err("not yet".to_string())
+        }
+    });
+    signal(replica.pid(), "-STOP");
+    // More than the sockets' buffers hold: the stream stays in the
+    // master's memory until the replica reads it.
+    let big = vec![b'x'; 32 << 20];
+    assert_eq!(c.call(&[b"SET", b"big", &big]), b"+OK\r\n");
+    for i in 0..50 {
+        let key = format!("late:{i}");
+        assert_eq!(c.call(&[b"SET", key.as_bytes(), b"v"]), b"+OK\r\n");
+    }
+    signal(master.pid(), "-TERM");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    signal(replica.pid(), "-CONT");
+    // The master exits once the replica acknowledged everything.
+    wait_until(
+        PATIENCE,
+        "the master exited",
+        || match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Err(_) => Ok(()),
+            Ok(_) => Err("still listening".to_string()),
+        },
+    );
+    drop(master);
+    let master = start_on_port(hozon_server_path(), "hozon-server", port, &args)
+        .expect("restart the master");
+    let mut c = testkit::harness::Conn::connect(master.port);
+    wait_until(PATIENCE, "the replica reconnected", || {
+        let stats = String::from_utf8_lossy(&c.call(&[b"INFO", b"stats"])).into_owned();
+        if stats.contains("sync_partial_ok:1\r\n") {
+            Ok(())
+        } else if stats.contains("sync_full:1\r\n") {
+            panic!("the replica synced in full after the restart: {stats}");
+        } else {
+            Err("no sync yet".to_string())
+        }
+    });
+    assert_eq!(rc.call(&[b"EXISTS", b"late:49"]), b":1\r\n");
+}
