@@ -138,6 +138,9 @@ fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return Ok(no_reply());
     }
     let psync = argv[0].eq_ignore_ascii_case(b"psync");
+    if let Some(refusal) = crate::command::replicaof::sync_refusal(ctx) {
+        return Err(refusal);
+    }
     if ctx.host.connection().is_some_and(|c| c.output_bytes > 0) {
         return Err(Reply::err(
             "ERR SYNC and PSYNC are invalid with pending output",

@@ -248,6 +248,12 @@ impl ReplState {
             .map_or(self.offset, ReplBuffer::master_repl_offset)
     }
 
+    /// Sets the offset while there is no backlog (a promoted replica
+    /// continues from the offset it applied).
+    pub(crate) fn set_offset(&mut self, offset: i64) {
+        self.offset = offset;
+    }
+
     /// True while a backlog exists: units are encoded into the stream.
     pub(crate) fn streaming(&self) -> bool {
         self.buffer.is_some()

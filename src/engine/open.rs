@@ -117,9 +117,13 @@ impl Engine {
                 repl: crate::core::repl::ReplState::new(),
                 repl_sync: None,
                 last_cron_ms: now,
+                replica: Default::default(),
             },
         };
         engine.open_files(io)?;
+        if let Some((host, port)) = engine.core.config.replica.replicaof.clone() {
+            engine.core.become_replica(host, port);
+        }
         Ok(engine)
     }
 

@@ -18,6 +18,7 @@ mod busy_poll;
 mod client;
 pub mod host;
 pub mod log;
+mod master_link;
 mod replica;
 
 use std::collections::HashMap;
@@ -107,6 +108,8 @@ pub struct Server {
     reread: TokenQueue,
     /// Whether to poll a little before sleeping (`busy-poll-us`).
     busy_poll: BusyPoll,
+    /// The link to our master, on a replica.
+    master_link: Option<master_link::MasterLink>,
 }
 
 impl Server {
@@ -141,6 +144,7 @@ impl Server {
             paused: TokenQueue::default(),
             reread: TokenQueue::default(),
             busy_poll: BusyPoll::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
+            master_link: None,
         })
     }
 
@@ -189,6 +193,10 @@ impl Server {
             }
             for event in events.iter() {
                 let token = event.token().0;
+                if token == master_link::MASTER_TOKEN {
+                    self.master_link_event(event);
+                    continue;
+                }
                 if token < FIRST_CLIENT_TOKEN {
                     self.accept(token);
                     continue;
@@ -215,6 +223,7 @@ impl Server {
             }
             self.publish_stream();
             self.service_replicas();
+            self.master_link_cron();
             if self.shutdown.load(Ordering::SeqCst) && !self.shutdown_saved() {
                 continue;
             }
