@@ -50,3 +50,23 @@ pub(super) fn parse_replicaof(host: &[u8], port: &[u8]) -> Result<Option<(String
         .ok_or_else(|| "Invalid master port".to_string())?;
     Ok(Some((String::from_utf8_lossy(host).into_owned(), port)))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn replicaof_and_slaveof_lines_set_and_clear_the_master() {
+        let mut config = Config::default();
+        config.apply_text(b"slaveof 10.0.0.1 6380\n").unwrap();
+        assert_eq!(config.replica.replicaof, Some(("10.0.0.1".into(), 6380)));
+        config.apply_text(b"replicaof NO one\n").unwrap();
+        assert_eq!(config.replica.replicaof, None);
+        assert!(config.apply_text(b"replicaof host 70000\n").is_err());
+        config.apply_text(b"masterauth pw\nreplica-read-only no\nslave-priority 7\n").unwrap();
+        assert_eq!(config.replica.masterauth.as_deref(), Some(&b"pw"[..]));
+        assert!(!config.replica.read_only);
+        assert_eq!(config.replica.priority, 7);
+        assert!(config.apply_text(b"repl-diskless-load swapdb\n").is_err());
+    }
+}

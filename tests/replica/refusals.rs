@@ -1,0 +1,135 @@
+//! A hozon replica and a redis-server replica of the same redis-server
+//! master answer the same bytes: READONLY for writes (plain, queued in
+//! MULTI, from a script), REPLICAOF's errors and replies; expired keys
+//! read as absent but stay until the master deletes them; REPLICAOF NO
+//! ONE makes both writable masters; a replica with appendonly yes has the
+//! synced dataset in its own AOF.
+
+use std::time::Duration;
+
+use testkit::harness::{start_hozon, start_redis, Conn};
+
+use crate::{call, dataset, fill, hozon_replica, info_field, wait_caught_up, Value};
+
+/// The raw replies of both replicas to the same commands must be equal.
+fn same(redis: &mut Conn, hozon: &mut Conn, commands: &[&[&str]]) {
+    for command in commands {
+        let args: Vec<&[u8]> = command.iter().map(|a| a.as_bytes()).collect();
+        let (r, h) = (redis.call(&args), hozon.call(&args));
+        assert_eq!(
+            String::from_utf8_lossy(&h),
+            String::from_utf8_lossy(&r),
+            "{command:?}"
+        );
+    }
+}
+
+#[test]
+fn refusals_and_promotion_match_a_redis_replica() {
+    let master = start_redis(&["--repl-diskless-sync", "no"]);
+    let mut m = Conn::connect(master.port);
+    call(&mut m, &["SET", "a", "1"]);
+    let port = master.port.to_string();
+    let redis_replica = start_redis(&["--replicaof", "127.0.0.1", &port]);
+    let hozon_replica = hozon_replica(&master, &[]);
+    let mut r = Conn::connect(redis_replica.port);
+    let mut h = Conn::connect(hozon_replica.port);
+    wait_caught_up(&mut m, &mut r);
+    wait_caught_up(&mut m, &mut h);
+    same(
+        &mut r,
+        &mut h,
+        &[
+            &["SET", "x", "1"],
+            &["INCR", "a"],
+            &["MULTI"],
+            &["SET", "y", "2"],
+            &["GET", "a"],
+            &["EXEC"],
+            &["EVAL", "return redis.call('SET', 'x', '1')", "0"],
+            &["EVAL", "return redis.call('GET', 'a')", "0"],
+            &["GET", "a"],
+            &["REPLICAOF", "127.0.0.1", &port],
+            &["REPLICAOF", "127.0.0.1", "65536"],
+            &["REPLICAOF", "127.0.0.1", "-1"],
+            &["REPLICAOF", "127.0.0.1", "port"],
+            &["SLAVEOF", "127.0.0.1"],
+        ],
+    );
+    // A key past its TTL reads as absent on the replica, but stays until
+    // the master's DEL (the master is paused so it cannot expire it).
+    call(&mut m, &["SET", "soon", "v", "PX", "300"]);
+    wait_caught_up(&mut m, &mut r);
+    wait_caught_up(&mut m, &mut h);
+    call(&mut m, &["DEBUG", "SLEEP", "0"]);
+    assert_eq!(call(&mut h, &["GET", "soon"]), Value::Bulk(b"v".to_vec()));
+    // Stop the master's active expiry from deleting it meanwhile.
+    call(&mut m, &["CLIENT", "PAUSE", "3000", "WRITE"]);
+    std::thread::sleep(Duration::from_millis(500));
+    same(&mut r, &mut h, &[&["GET", "soon"], &["EXISTS", "soon"], &["DBSIZE"]]);
+    call(&mut m, &["CLIENT", "UNPAUSE"]);
+    // Promotion: both become writable masters.
+    same(
+        &mut r,
+        &mut h,
+        &[&["REPLICAOF", "NO", "ONE"], &["SET", "x", "1"], &["GET", "x"]],
+    );
+    assert_eq!(
+        info_field(&mut h, "replication", "role").as_deref(),
+        Some("master")
+    );
+    let Value::Array(role) = call(&mut h, &["ROLE"]) else {
+        panic!("ROLE")
+    };
+    assert_eq!(role[0], Value::Bulk(b"master".to_vec()));
+    // The master's id became the secondary id, as on Redis.
+    assert_eq!(
+        info_field(&mut h, "replication", "master_replid2"),
+        info_field(&mut r, "replication", "master_replid2"),
+    );
+}
+
+#[test]
+fn a_replica_with_appendonly_keeps_the_synced_data_in_its_aof() {
+    let master = start_redis(&["--repl-diskless-sync", "no"]);
+    let mut m = Conn::connect(master.port);
+    fill(&mut m);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dir_arg = dir.path().to_string_lossy().into_owned();
+    // Data of its own first: the sync replaces it.
+    {
+        let own = start_hozon(&["--appendonly", "yes", "--dir", &dir_arg]);
+        let mut c = Conn::connect(own.port);
+        call(&mut c, &["SET", "own", "old"]);
+    }
+    let replica = hozon_replica(&master, &["--appendonly", "yes", "--dir", &dir_arg]);
+    let mut h = Conn::connect(replica.port);
+    wait_caught_up(&mut m, &mut h);
+    call(&mut m, &["SET", "streamed", "yes"]);
+    wait_caught_up(&mut m, &mut h);
+    let expected = dataset(&mut m);
+    assert_eq!(dataset(&mut h), expected);
+    drop(h);
+    drop(replica);
+    // Restarted without a master, from its AOF alone.
+    let restarted = start_hozon(&["--appendonly", "yes", "--dir", &dir_arg]);
+    let mut c = Conn::connect(restarted.port);
+    assert_eq!(dataset(&mut c), expected);
+}
+
+#[test]
+fn slaveof_flag_and_masterauth_reach_a_master_with_a_password() {
+    let master = start_redis(&["--requirepass", "secret"]);
+    let port = master.port.to_string();
+    let replica = start_hozon(&["--slaveof", "127.0.0.1", &port, "--masterauth", "secret"]);
+    let mut m = Conn::connect(master.port);
+    assert_eq!(call(&mut m, &["AUTH", "secret"]), Value::Simple("OK".into()));
+    call(&mut m, &["SET", "k", "v"]);
+    let mut h = Conn::connect(replica.port);
+    wait_caught_up(&mut m, &mut h);
+    assert_eq!(call(&mut h, &["GET", "k"]), Value::Bulk(b"v".to_vec()));
+    assert_eq!(
+        info_field(&mut h, "replication", "master_port"),
+        Some(port)
+    );
+}
