@@ -272,3 +272,43 @@ fn redis_master_diskless_payload_then_stream() {
 }
 
 mod refusals;
+
+#[test]
+fn a_lost_link_continues_with_a_partial_resync() {
+    let master = start_redis(&["--repl-diskless-sync", "no"]);
+    let mut m = Conn::connect(master.port);
+    fill(&mut m);
+    let replica = hozon_replica(&master, &[]);
+    let mut r = Conn::connect(replica.port);
+    wait_caught_up(&mut m, &mut r);
+    assert_eq!(call(&mut m, &["CLIENT", "KILL", "TYPE", "replica"]), Value::Int(1));
+    write_more(&mut m);
+    wait_caught_up(&mut m, &mut r);
+    assert_eq!(dataset(&mut r), dataset(&mut m));
+    assert_eq!(info_field(&mut m, "stats", "sync_full").as_deref(), Some("1"));
+    assert_eq!(
+        info_field(&mut m, "stats", "sync_partial_ok").as_deref(),
+        Some("1")
+    );
+}
+
+#[test]
+fn hozon_master_to_hozon_replica_disk_and_diskless() {
+    for diskless in ["no", "yes"] {
+        let master = start_hozon(&[
+            "--repl-diskless-sync",
+            diskless,
+            "--repl-diskless-sync-delay",
+            "0",
+        ]);
+        let mut m = Conn::connect(master.port);
+        fill(&mut m);
+        let replica = hozon_replica(&master, &[]);
+        let mut r = Conn::connect(replica.port);
+        wait_caught_up(&mut m, &mut r);
+        assert_eq!(dataset(&mut r), dataset(&mut m), "diskless {diskless}");
+        write_more(&mut m);
+        wait_caught_up(&mut m, &mut r);
+        assert_eq!(dataset(&mut r), dataset(&mut m), "diskless {diskless}");
+    }
+}
