@@ -31,12 +31,12 @@ use crate::types::num::parse_i64;
 use crate::types::EncodingLimits;
 
 pub use load::{os_error_text, ConfigError, Invocation};
-pub use replica::ReplicaSettings;
 use params::default_args;
 pub use params::{
     lookup, Kind, LoadState, Param, SpecialSetter, Unsupported, IMMUTABLE, MAXMEMORY_POLICIES,
     MULTI_ARG, PARAMS, PROTECTED,
 };
+pub use replica::ReplicaSettings;
 
 /// Severity threshold of the log (`loglevel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -63,7 +63,9 @@ mod tests {
         config.apply_text(b"replicaof NO one\n").unwrap();
         assert_eq!(config.replica.replicaof, None);
         assert!(config.apply_text(b"replicaof host 70000\n").is_err());
-        config.apply_text(b"masterauth pw\nreplica-read-only no\nslave-priority 7\n").unwrap();
+        config
+            .apply_text(b"masterauth pw\nreplica-read-only no\nslave-priority 7\n")
+            .unwrap();
         assert_eq!(config.replica.masterauth.as_deref(), Some(&b"pw"[..]));
         assert!(!config.replica.read_only);
         assert_eq!(config.replica.priority, 7);

@@ -164,7 +164,6 @@ impl Core {
             repl.replid
         ))
     }
-
 }
 
 /// Redis's refusal of writes on a read-only replica.
@@ -202,9 +201,13 @@ impl Core {
     /// True when a client's read must not see `key` of database `db`: on
     /// a replica, a key past its TTL reads as absent for every client but
     /// the master, and stays (only the master's DEL removes it).
-    pub(crate) fn hidden_expired(&self, is_master: bool, db: usize, key: &[u8], now_ms: i64) -> bool {
-        self.replica.is_replica()
-            && !is_master
-            && self.keyspace.db(db).is_expired(key, now_ms)
+    pub(crate) fn hidden_expired(
+        &self,
+        is_master: bool,
+        db: usize,
+        key: &[u8],
+        now_ms: i64,
+    ) -> bool {
+        self.replica.is_replica() && !is_master && self.keyspace.db(db).is_expired(key, now_ms)
     }
 }

@@ -30,7 +30,9 @@ impl Engine {
     /// the module documentation describes. On error nothing changed.
     pub(crate) fn load_payload(&mut self, path: &Path) -> Result<PayloadLoaded, String> {
         let io = Arc::clone(&self.core.io);
-        let data = io.map(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let data = io
+            .map(path)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
         let now = now_ms();
         let options = crate::rdb::reader::Options {
             limits: self.core.config.limits,

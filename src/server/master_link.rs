@@ -25,8 +25,13 @@ use crate::config::LogLevel;
 use crate::engine::now_ms;
 use crate::repl::handshake::{Config, Event, Handshake, Outcome, Step};
 use crate::repl::ids::{Position, ReplId};
-use crate::repl::payload::{PayloadForm, Preamble, PreambleReader, Receiver};
+use crate::repl::payload::{Preamble, PreambleReader, Receiver};
 use crate::resp;
+
+mod payload;
+mod stream;
+
+use stream::queue_ack;
 
 /// The link's token: below the clients', above any listener's index.
 pub(super) const MASTER_TOKEN: usize = super::FIRST_CLIENT_TOKEN - 1;
@@ -298,10 +303,7 @@ impl Server {
                 }
             }
             Err(e) => {
-                log::log(
-                    Level::Warning,
-                    &format!("Unable to connect to MASTER: {e}"),
-                );
+                log::log(Level::Warning, &format!("Unable to connect to MASTER: {e}"));
                 let step = link.handshake.handle(Event::SocketError(&e));
                 self.apply_step(link, step);
             }
@@ -405,206 +407,6 @@ impl Server {
         }
     }
 
-    /// `$<len>` or `$EOF:<mark>`: the payload's bytes go to a new
-    /// temporary file in `dir`.
-    fn start_payload(&mut self, link: &mut MasterLink, form: PayloadForm) {
-        let n = SYNC_FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = self.engine.config().dir.clone();
-        let path = dir.join(format!("temp-sync-{}-{n}.rdb", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path);
-        match file {
-            Ok(file) => {
-                log::log(Level::Notice, &form.start_log(false));
-                let total = match form {
-                    PayloadForm::Length(n) => n,
-                    PayloadForm::Mark(_) => 0,
-                };
-                if let Some(master) = self.engine.core().replica.master.as_mut() {
-                    master.transfer = Some((total, 0, now_ms()));
-                }
-                link.phase = Phase::Payload {
-                    receiver: Receiver::new(form),
-                    file,
-                    path,
-                    total,
-                };
-            }
-            Err(e) => {
-                log::log(
-                    Level::Warning,
-                    &format!(
-                        "Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}"
-                    ),
-                );
-                self.transfer_failed(link);
-            }
-        }
-    }
-
-    /// The attempt failed while receiving: the old data stays; a new
-    /// attempt starts at once.
-    fn transfer_failed(&mut self, link: &mut MasterLink) {
-        self.close_link_socket(link);
-        let step = link.handshake.handle(Event::TransferFailed);
-        self.apply_step(link, step);
-    }
-
-    /// The whole payload is in its file: verified, loaded, and the stream
-    /// starts.
-    fn finish_payload(&mut self, link: &mut MasterLink) {
-        let Phase::Payload { file, path, receiver, .. } =
-            std::mem::replace(&mut link.phase, Phase::Handshake)
-        else {
-            return;
-        };
-        let mark_form = matches!(receiver, Receiver::Mark(_));
-        let synced = file.sync_all();
-        drop(file);
-        log::log(Level::Notice, "MASTER <-> REPLICA sync: Flushing old data");
-        log::log(Level::Notice, "MASTER <-> REPLICA sync: Loading DB in memory");
-        let loaded = synced
-            .map_err(|e| e.to_string())
-            .and_then(|()| self.engine.load_payload(&path));
-        let _ = std::fs::remove_file(&path);
-        match loaded {
-            Ok(loaded) => {
-                log::log(
-                    Level::Notice,
-                    &format!(
-                        "Done loading RDB, keys loaded: {}, keys expired: 0 (RDB version {}).",
-                        loaded.keys, loaded.version
-                    ),
-                );
-                let (replid, offset) = link.full_sync.unwrap_or((None, -1));
-                let core = self.engine.core();
-                if let Some(master) = core.replica.master.as_mut() {
-                    master.replid = replid;
-                    master.reploff = offset.max(0);
-                    master.read_reploff = offset.max(0);
-                    master.transfer = None;
-                    master.stream_db = 0;
-                }
-                if let Some(id) = replid {
-                    core.repl.replid = id;
-                    core.repl.replid2 = ReplId::NONE;
-                    core.repl.second_replid_offset = -1;
-                }
-                let step = link.handshake.handle(Event::Loaded);
-                self.apply_step(link, step);
-                self.start_stream(link);
-                if mark_form && link.psync_master {
-                    queue_ack(link, self.engine.core());
-                }
-            }
-            Err(reason) => {
-                log::log(
-                    Level::Warning,
-                    &format!(
-                        "Failed trying to load the MASTER synchronization DB from disk: {reason}"
-                    ),
-                );
-                self.transfer_failed(link);
-            }
-        }
-    }
-
-    /// The stream flows: the master's session is created.
-    fn start_stream(&mut self, link: &mut MasterLink) {
-        let mut session = self.engine.new_session();
-        session.is_master = true;
-        session.authenticated = true;
-        if let Some(master) = self.engine.core().replica.master.as_mut() {
-            session.db = master.stream_db as usize;
-            master.down_since_ms = None;
-            master.transfer = None;
-        }
-        link.session = Some(session);
-        link.phase = Phase::Stream;
-        link.inbuf.clear();
-        link.parser = resp::Parser::new(resp::Limits::default());
-    }
-
-    /// Applies every complete command of the stream. `reploff` moves after
-    /// each command that does not leave the session in MULTI (a
-    /// transaction counts once, after its EXEC).
-    fn apply_stream(&mut self, link: &mut MasterLink) {
-        let Some(mut session) = link.session.take() else {
-            return;
-        };
-        loop {
-            let request = match link.parser.next(&link.inbuf, true) {
-                Ok(Some(r)) => r,
-                Ok(None) => break,
-                Err(e) => {
-                    log::log(
-                        Level::Warning,
-                        &format!("Protocol error ({e}) from the MASTER: closing the link"),
-                    );
-                    link.session = Some(session);
-                    self.link_lost(link, "protocol error");
-                    return;
-                }
-            };
-            let argv = request.argv(&link.inbuf);
-            let is_getack = argv.len() >= 2
-                && argv[0].eq_ignore_ascii_case(b"replconf")
-                && argv[1].eq_ignore_ascii_case(b"getack");
-            if is_getack {
-                queue_ack(link, self.engine.core());
-            } else {
-                let reply = self
-                    .engine
-                    .execute_with_host(&mut session, &argv, &mut crate::engine::NullHost);
-                if let crate::reply::Reply::Error(text) = &reply {
-                    log::log(
-                        Level::Warning,
-                        &format!(
-                            "== CRITICAL == This replica is sending an error to its master: '{text}' \
-                             after processing the command '{}'",
-                            String::from_utf8_lossy(argv[0])
-                        ),
-                    );
-                }
-                self.deliver_link_messages();
-                if self.engine.has_ready_keys() {
-                    self.serve_ready_keys();
-                }
-            }
-            let unparsed = (link.inbuf.len() - link.parser.consumed()) as i64;
-            if session.multi.is_none() {
-                if let Some(master) = self.engine.core().replica.master.as_mut() {
-                    master.reploff = master.read_reploff - unparsed;
-                    master.stream_db = session.db as u32;
-                }
-            }
-        }
-        let consumed = link.parser.consumed();
-        link.inbuf.drain(..consumed);
-        link.parser.consume(consumed);
-        link.session = Some(session);
-    }
-
-    /// Pub/Sub messages the master's commands published, to their
-    /// subscribers.
-    fn deliver_link_messages(&mut self) {
-        if !self.engine.has_messages() {
-            return;
-        }
-        for (id, message) in self.engine.take_messages() {
-            let Some(&token) = self.session_tokens.get(&id) else {
-                continue;
-            };
-            if let Some(client) = self.clients.get_mut(&token) {
-                message.encode(client.session.resp, &mut client.out);
-                self.pending.push(token);
-            }
-        }
-    }
-
     /// Copies the link's state where INFO and ROLE read it.
     fn sync_upstream_facts(&mut self, link: &MasterLink) {
         let state = link.handshake.state().role_name();
@@ -616,14 +418,6 @@ impl Server {
                 master.down_since_ms = Some(now);
             }
         }
-    }
-}
-
-/// Queues `REPLCONF ACK <reploff>` for the master.
-fn queue_ack(link: &mut MasterLink, core: &mut crate::core::Core) {
-    if let Some(master) = core.replica.master.as_ref() {
-        let offset = master.reploff.to_string();
-        crate::persist::aof::encode_command(&mut link.out, &["REPLCONF", "ACK", &offset]);
     }
 }
 

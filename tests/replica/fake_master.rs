@@ -32,7 +32,10 @@ fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, needle: &[u8]) {
         .windows(needle.len())
         .any(|w| w == needle.to_ascii_lowercase())
     {
-        assert!(Instant::now() < deadline, "the replica never sent {needle:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the replica never sent {needle:?}"
+        );
         match stream.read(&mut chunk) {
             Ok(0) => panic!("the replica closed the connection"),
             Ok(n) => seen.extend_from_slice(&chunk[..n]),
@@ -87,9 +90,14 @@ fn damaged_payload_keeps_old_data(payload: Vec<u8>, expected_log: &str) {
     let second = serve_attempt(&listener, &payload);
     drop((first, second));
     let text = std::fs::read_to_string(&log).expect("the log");
-    assert!(text.contains(expected_log), "no {expected_log:?} in:\n{text}");
     assert!(
-        text.contains(&format!("Reconnecting to MASTER 127.0.0.1:{port} after failure")),
+        text.contains(expected_log),
+        "no {expected_log:?} in:\n{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Reconnecting to MASTER 127.0.0.1:{port} after failure"
+        )),
         "no retry in:\n{text}"
     );
     assert_eq!(call(&mut h, &["GET", "old"]), Value::Bulk(b"kept".to_vec()));

@@ -155,7 +155,17 @@ pub fn fill(master: &mut Conn) {
         &["XADD", "x", "1-1", "f", "v"],
         &["XADD", "x", "2-1", "g", "w"],
         &["XGROUP", "CREATE", "x", "grp", "0"],
-        &["XREADGROUP", "GROUP", "grp", "c1", "COUNT", "1", "STREAMS", "x", ">"],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "grp",
+            "c1",
+            "COUNT",
+            "1",
+            "STREAMS",
+            "x",
+            ">",
+        ],
         &["PEXPIRE", "h", "900000"],
         &["SELECT", "2"],
         &["SET", "in2", "two"],
@@ -182,7 +192,13 @@ pub fn write_more(master: &mut Conn) {
         &["RPUSH", "l", "m1"],
         &["HSET", "h", "f3", "v3"],
         &["EXEC"],
-        &["EVAL", "redis.call('SET', KEYS[1], ARGV[1]); return redis.call('SADD', 'st', 'w')", "1", "fromlua", "lv"],
+        &[
+            "EVAL",
+            "redis.call('SET', KEYS[1], ARGV[1]); return redis.call('SADD', 'st', 'w')",
+            "1",
+            "fromlua",
+            "lv",
+        ],
         &["SET", "short", "gone", "PX", "50"],
         &["EXPIRE", "k1", "100000"],
         &["ZINCRBY", "z", "10", "a"],
@@ -203,7 +219,10 @@ pub fn write_more(master: &mut Conn) {
     // the replica.
     let deadline = Instant::now() + Duration::from_secs(10);
     while call(master, &["EXISTS", "short"]) != Value::Int(0) {
-        assert!(Instant::now() < deadline, "the master did not expire 'short'");
+        assert!(
+            Instant::now() < deadline,
+            "the master did not expire 'short'"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -268,7 +287,12 @@ fn redis_master_disk_payload_then_stream() {
 
 #[test]
 fn redis_master_diskless_payload_then_stream() {
-    sync_and_stream(&["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]);
+    sync_and_stream(&[
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
 }
 
 mod refusals;
@@ -281,11 +305,17 @@ fn a_lost_link_continues_with_a_partial_resync() {
     let replica = hozon_replica(&master, &[]);
     let mut r = Conn::connect(replica.port);
     wait_caught_up(&mut m, &mut r);
-    assert_eq!(call(&mut m, &["CLIENT", "KILL", "TYPE", "replica"]), Value::Int(1));
+    assert_eq!(
+        call(&mut m, &["CLIENT", "KILL", "TYPE", "replica"]),
+        Value::Int(1)
+    );
     write_more(&mut m);
     wait_caught_up(&mut m, &mut r);
     assert_eq!(dataset(&mut r), dataset(&mut m));
-    assert_eq!(info_field(&mut m, "stats", "sync_full").as_deref(), Some("1"));
+    assert_eq!(
+        info_field(&mut m, "stats", "sync_full").as_deref(),
+        Some("1")
+    );
     assert_eq!(
         info_field(&mut m, "stats", "sync_partial_ok").as_deref(),
         Some("1")

@@ -66,13 +66,21 @@ fn refusals_and_promotion_match_a_redis_replica() {
     // Stop the master's active expiry from deleting it meanwhile.
     call(&mut m, &["CLIENT", "PAUSE", "3000", "WRITE"]);
     std::thread::sleep(Duration::from_millis(500));
-    same(&mut r, &mut h, &[&["GET", "soon"], &["EXISTS", "soon"], &["DBSIZE"]]);
+    same(
+        &mut r,
+        &mut h,
+        &[&["GET", "soon"], &["EXISTS", "soon"], &["DBSIZE"]],
+    );
     call(&mut m, &["CLIENT", "UNPAUSE"]);
     // Promotion: both become writable masters.
     same(
         &mut r,
         &mut h,
-        &[&["REPLICAOF", "NO", "ONE"], &["SET", "x", "1"], &["GET", "x"]],
+        &[
+            &["REPLICAOF", "NO", "ONE"],
+            &["SET", "x", "1"],
+            &["GET", "x"],
+        ],
     );
     assert_eq!(
         info_field(&mut h, "replication", "role").as_deref(),
@@ -123,13 +131,13 @@ fn slaveof_flag_and_masterauth_reach_a_master_with_a_password() {
     let port = master.port.to_string();
     let replica = start_hozon(&["--slaveof", "127.0.0.1", &port, "--masterauth", "secret"]);
     let mut m = Conn::connect(master.port);
-    assert_eq!(call(&mut m, &["AUTH", "secret"]), Value::Simple("OK".into()));
+    assert_eq!(
+        call(&mut m, &["AUTH", "secret"]),
+        Value::Simple("OK".into())
+    );
     call(&mut m, &["SET", "k", "v"]);
     let mut h = Conn::connect(replica.port);
     wait_caught_up(&mut m, &mut h);
     assert_eq!(call(&mut h, &["GET", "k"]), Value::Bulk(b"v".to_vec()));
-    assert_eq!(
-        info_field(&mut h, "replication", "master_port"),
-        Some(port)
-    );
+    assert_eq!(info_field(&mut h, "replication", "master_port"), Some(port));
 }
