@@ -79,6 +79,9 @@ pub(crate) struct ReplicaRole {
     /// a master becomes a replica: a promoted former replica of ours lets
     /// us continue).
     pub(crate) cached: Option<Position>,
+    /// Set by a change of master: the server closes every blocked client
+    /// with Redis's UNBLOCKED error (`disconnectAllBlockedClients`).
+    pub(crate) disconnect_blocked: bool,
 }
 
 impl ReplicaRole {
@@ -96,6 +99,7 @@ impl ReplicaRole {
     pub(crate) fn follow(&mut self, host: String, port: u16, cached: Option<Position>) {
         self.master = Some(Upstream::new(host, port));
         self.cached = cached;
+        self.disconnect_blocked = true;
         self.generation += 1;
     }
 

@@ -105,6 +105,9 @@ impl Server {
     /// attempt once a second, applies `repl-timeout`, sends the periodic
     /// ACK, and writes what is queued for the master.
     pub(super) fn master_link_cron(&mut self) {
+        if std::mem::take(&mut self.engine.core().replica.disconnect_blocked) {
+            self.disconnect_blocked_clients();
+        }
         let generation = self.engine.core().replica.generation;
         if self
             .master_link
@@ -143,6 +146,30 @@ impl Server {
         flush_out(&mut link);
         self.sync_upstream_facts(&link);
         self.master_link = Some(link);
+    }
+
+    /// Clients blocked while we were a master (or followed another one)
+    /// get Redis's UNBLOCKED error and are closed after it.
+    fn disconnect_blocked_clients(&mut self) {
+        let tokens: Vec<usize> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.session.blocked.is_some())
+            .map(|(t, _)| *t)
+            .collect();
+        for token in tokens {
+            let Some(client) = self.clients.get_mut(&token) else {
+                continue;
+            };
+            if self.engine.unblock(&mut client.session, false).is_some() {
+                client.out.extend_from_slice(
+                    b"-UNBLOCKED force unblock from blocking operation, instance state changed \
+                      (master -> replica?)\r\n",
+                );
+                client.closing = true;
+                self.pending.push(token);
+            }
+        }
     }
 
     /// The handshake's settings, from the configuration, while a master

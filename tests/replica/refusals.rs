@@ -141,3 +141,60 @@ fn slaveof_flag_and_masterauth_reach_a_master_with_a_password() {
     assert_eq!(call(&mut h, &["GET", "k"]), Value::Bulk(b"v".to_vec()));
     assert_eq!(info_field(&mut h, "replication", "master_port"), Some(port));
 }
+
+#[test]
+fn masterdown_and_role_without_a_link_match_a_redis_replica() {
+    // A port nobody listens on: the link never comes up.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port().to_string();
+    drop(listener);
+    let args = [
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--replica-serve-stale-data",
+        "no",
+    ];
+    let redis = start_redis(&args);
+    let hozon = start_hozon(&args);
+    let (mut r, mut h) = (Conn::connect(redis.port), Conn::connect(hozon.port));
+    std::thread::sleep(Duration::from_millis(300));
+    same(
+        &mut r,
+        &mut h,
+        &[
+            &["GET", "a"],
+            &["SET", "a", "1"],
+            &["PING"],
+            &["CONFIG", "GET", "replica-serve-stale-data"],
+            &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+            &["GET", "a"],
+            &["ROLE"],
+        ],
+    );
+    assert_eq!(
+        info_field(&mut h, "replication", "master_link_status").as_deref(),
+        Some("down")
+    );
+}
+
+#[test]
+fn blocked_clients_are_unblocked_when_the_server_becomes_a_replica() {
+    let master = start_redis(&[]);
+    let port = master.port.to_string();
+    let mut replies = Vec::new();
+    for server in [start_redis(&[]), start_hozon(&[])] {
+        let mut blocked = Conn::connect(server.port);
+        blocked.send_raw(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n");
+        std::thread::sleep(Duration::from_millis(100));
+        let mut admin = Conn::connect(server.port);
+        assert_eq!(
+            call(&mut admin, &["REPLICAOF", "127.0.0.1", &port]),
+            Value::Simple("OK".into())
+        );
+        // The error, then the connection closes.
+        replies.push(String::from_utf8_lossy(&blocked.read_until_close()).into_owned());
+    }
+    assert!(replies[0].starts_with("-UNBLOCKED"), "{}", replies[0]);
+    assert_eq!(replies[1], replies[0]);
+}
