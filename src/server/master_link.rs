@@ -143,7 +143,11 @@ impl Server {
             let step = link.handshake.handle(Event::Timeout);
             self.apply_step(&mut link, step);
         }
-        flush_out(&mut link);
+        // An ACK never runs ahead of our AOF: while a batch waits for a
+        // retry, it waits too.
+        if !(matches!(link.phase, Phase::Stream) && self.engine.log_pending()) {
+            flush_out(&mut link);
+        }
         self.sync_upstream_facts(&link);
         self.master_link = Some(link);
     }
@@ -231,7 +235,11 @@ impl Server {
                 self.link_lost(&mut link, &e);
             }
         }
-        flush_out(&mut link);
+        if !matches!(link.phase, Phase::Stream) {
+            // Handshake bytes go at once; ACKs wait for the turn's AOF
+            // write (cron writes them after it).
+            flush_out(&mut link);
+        }
         self.sync_upstream_facts(&link);
         self.master_link = Some(link);
     }
