@@ -69,7 +69,15 @@ fn refusals_and_promotion_match_a_redis_replica() {
     same(
         &mut r,
         &mut h,
-        &[&["GET", "soon"], &["EXISTS", "soon"], &["DBSIZE"]],
+        &[
+            &["GET", "soon"],
+            &["EXISTS", "soon"],
+            &["TTL", "soon"],
+            &["TYPE", "soon"],
+            &["KEYS", "*"],
+            &["SCAN", "0", "COUNT", "100"],
+            &["DBSIZE"],
+        ],
     );
     call(&mut m, &["CLIENT", "UNPAUSE"]);
     // Promotion: both become writable masters.
