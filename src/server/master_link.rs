@@ -36,6 +36,12 @@ use stream::queue_ack;
 /// The link's token: below the clients', above any listener's index.
 pub(super) const MASTER_TOKEN: usize = super::FIRST_CLIENT_TOKEN - 1;
 
+/// The master's commands are not bound by `proto-max-bulk-len` (Redis
+/// exempts its master client).
+pub(super) const MASTER_LIMITS: resp::Limits = resp::Limits {
+    max_bulk_len: i64::MAX,
+};
+
 /// How many payload files this process received (their names).
 static SYNC_FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -90,7 +96,7 @@ impl MasterLink {
             phase: Phase::Handshake,
             out: Vec::new(),
             inbuf: Vec::new(),
-            parser: resp::Parser::new(resp::Limits::default()),
+            parser: resp::Parser::new(MASTER_LIMITS),
             session: None,
             progress_ms: now_ms(),
             last_tick_s: 0,
@@ -107,6 +113,15 @@ impl Server {
     pub(super) fn master_link_cron(&mut self) {
         if std::mem::take(&mut self.engine.core().replica.disconnect_blocked) {
             self.disconnect_blocked_clients();
+        }
+        let core = self.engine.core();
+        if core.replica.is_replica()
+            && core.repl.replicas.is_empty()
+            && core.repl.buffer.is_some()
+            && !core.repl_sync_running()
+        {
+            // Our replicas are gone: a replica's stream is its master's.
+            core.repl.buffer = None;
         }
         let generation = self.engine.core().replica.generation;
         if self
@@ -357,7 +372,7 @@ impl Server {
         link.phase = Phase::Handshake;
         link.out.clear();
         link.inbuf.clear();
-        link.parser = resp::Parser::new(resp::Limits::default());
+        link.parser = resp::Parser::new(MASTER_LIMITS);
         if let Some(mut session) = link.session.take() {
             self.engine.end_session(&mut session);
         }

@@ -342,3 +342,38 @@ fn hozon_master_to_hozon_replica_disk_and_diskless() {
         assert_eq!(dataset(&mut r), dataset(&mut m), "diskless {diskless}");
     }
 }
+
+#[test]
+fn a_master_with_replicas_that_becomes_a_replica_closes_them() {
+    let hozon = start_hozon(&["--repl-diskless-sync", "no"]);
+    let mut h = Conn::connect(hozon.port);
+    call(&mut h, &["SET", "mine", "1"]);
+    let port = hozon.port.to_string();
+    let below = start_redis(&["--replicaof", "127.0.0.1", &port]);
+    let mut b = Conn::connect(below.port);
+    wait_caught_up(&mut h, &mut b);
+    let master = start_redis(&[]);
+    let mut m = Conn::connect(master.port);
+    fill(&mut m);
+    let master_port = master.port.to_string();
+    assert_eq!(
+        call(&mut h, &["REPLICAOF", "127.0.0.1", &master_port]),
+        Value::Simple("OK".into())
+    );
+    wait_caught_up(&mut m, &mut h);
+    assert_eq!(dataset(&mut h), dataset(&mut m));
+    assert_eq!(
+        info_field(&mut h, "replication", "repl_backlog_active").as_deref(),
+        Some("0")
+    );
+    // The replica below lost its link and is refused while we follow.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut b, "replication", "master_link_status").as_deref() != Some("down") {
+        assert!(Instant::now() < deadline, "the replica below kept its link");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        info_field(&mut h, "replication", "connected_slaves").as_deref(),
+        Some("0")
+    );
+}

@@ -4,7 +4,7 @@
 //! advances per complete unit, a MULTI/EXEC counting once after its EXEC;
 //! `REPLCONF GETACK` is answered with `REPLCONF ACK <reploff>`.
 
-use super::{MasterLink, Phase};
+use super::{MasterLink, Phase, MASTER_LIMITS};
 use crate::resp;
 use crate::server::log::{self, Level};
 use crate::server::Server;
@@ -23,7 +23,7 @@ impl Server {
         link.session = Some(session);
         link.phase = Phase::Stream;
         link.inbuf.clear();
-        link.parser = resp::Parser::new(resp::Limits::default());
+        link.parser = resp::Parser::new(MASTER_LIMITS);
     }
 
     /// Applies every complete command of the stream. `reploff` moves after
