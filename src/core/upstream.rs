@@ -215,3 +215,89 @@ impl Core {
         self.replica.is_replica() && !is_master && self.keyspace.db(db).is_expired(key, now_ms)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::engine::Engine;
+    use crate::reply::Reply;
+
+    fn replica() -> (Engine, crate::command::Session) {
+        let mut engine = Engine::open(Config::in_memory()).unwrap();
+        engine.core().become_replica("127.0.0.1".into(), 1);
+        let session = engine.new_session();
+        (engine, session)
+    }
+
+    #[test]
+    fn writes_are_refused_on_a_read_only_replica_but_not_for_the_master() {
+        let (mut engine, mut client) = replica();
+        let readonly = Reply::err(super::READONLY_ERR);
+        assert_eq!(engine.execute(&mut client, &[b"SET", b"k", b"v"]), readonly);
+        assert_eq!(engine.execute(&mut client, &[b"GET", b"k"]), Reply::Null);
+        let mut master = engine.new_session();
+        master.is_master = true;
+        assert_eq!(
+            engine.execute(&mut master, &[b"SET", b"k", b"v"]),
+            Reply::ok()
+        );
+        engine.core().config.replica.read_only = false;
+        assert_eq!(
+            engine.execute(&mut client, &[b"SET", b"k", b"w"]),
+            Reply::ok()
+        );
+    }
+
+    #[test]
+    fn masterdown_only_without_stale_data_and_for_commands_without_the_flag() {
+        let (mut engine, mut client) = replica();
+        assert_eq!(engine.execute(&mut client, &[b"GET", b"k"]), Reply::Null);
+        engine.core().config.replica.serve_stale_data = false;
+        assert!(matches!(engine.execute(&mut client, &[b"GET", b"k"]),
+            Reply::Error(e) if e.starts_with("MASTERDOWN")));
+        assert!(!engine.execute(&mut client, &[b"INFO"]).is_error());
+        engine.core().replica.master.as_mut().unwrap().state = "connected";
+        assert_eq!(engine.execute(&mut client, &[b"GET", b"k"]), Reply::Null);
+    }
+
+    #[test]
+    fn keys_past_their_ttl_read_as_absent_but_stay_until_the_master_deletes_them() {
+        let (mut engine, mut client) = replica();
+        let mut master = engine.new_session();
+        master.is_master = true;
+        let at = (crate::clock::now_ms() - 1000).to_string();
+        engine.execute(&mut master, &[b"SET", b"k", b"v", b"PXAT", at.as_bytes()]);
+        assert_eq!(engine.execute(&mut client, &[b"GET", b"k"]), Reply::Null);
+        assert_eq!(
+            engine.execute(&mut client, &[b"EXISTS", b"k"]),
+            Reply::Int(0)
+        );
+        assert_eq!(engine.execute(&mut client, &[b"DBSIZE"]), Reply::Int(1));
+        engine.cron_now();
+        assert_eq!(engine.execute(&mut client, &[b"DBSIZE"]), Reply::Int(1));
+        assert_eq!(
+            engine.execute(&mut master, &[b"GET", b"k"]),
+            Reply::bulk(&b"v"[..])
+        );
+        engine.execute(&mut master, &[b"DEL", b"k"]);
+        assert_eq!(engine.execute(&mut client, &[b"DBSIZE"]), Reply::Int(0));
+    }
+
+    #[test]
+    fn promotion_keeps_the_master_id_as_the_secondary_one() {
+        let (mut engine, _) = replica();
+        let id = crate::repl::ids::ReplId::random();
+        let core = engine.core();
+        let master = core.replica.master.as_mut().unwrap();
+        master.replid = Some(id);
+        master.reploff = 1234;
+        let line = core.become_master().unwrap();
+        assert!(line.contains("valid up to offset: 1235"), "{line}");
+        assert_eq!(core.repl.replid2, id);
+        assert_eq!(core.repl.second_replid_offset, 1235);
+        assert_ne!(core.repl.replid, id);
+        assert_eq!(core.repl.master_repl_offset(), 1234);
+        assert!(!core.replica.is_replica());
+        assert!(core.become_master().is_none());
+    }
+}
