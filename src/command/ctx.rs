@@ -298,6 +298,11 @@ impl<'a> Ctx<'a> {
             // when keys were deleted, and replay must not depend on the clock.
             return false;
         }
+        if self.core.replica.is_replica() {
+            // A replica never expires keys itself: the master's DEL comes
+            // (reads by clients skip them, `lookup_read`).
+            return false;
+        }
         let database = self.core.keyspace.db_mut(db);
         if !database.is_expired(key, now) {
             return false;
@@ -322,7 +327,14 @@ impl<'a> Ctx<'a> {
     pub fn lookup_read(&mut self, key: &[u8]) -> Option<&Value> {
         self.expire_if_needed(key);
         let db = self.session.db;
-        let found = self.core.keyspace.db(db).get(key).is_some();
+        let hidden = self
+            .core
+            .hidden_expired(self.session.is_master, db, key, self.now_ms);
+        let found = !hidden && self.core.keyspace.db(db).get(key).is_some();
+        if hidden {
+            self.core.stats.keyspace_misses += 1;
+            return None;
+        }
         if found {
             self.core.stats.keyspace_hits += 1;
         } else {
@@ -340,6 +352,13 @@ impl<'a> Ctx<'a> {
     /// True when `key` exists and has not expired (no statistics).
     pub fn exists(&mut self, key: &[u8]) -> bool {
         self.expire_if_needed(key);
+        let db = self.session.db;
+        if self
+            .core
+            .hidden_expired(self.session.is_master, db, key, self.now_ms)
+        {
+            return false;
+        }
         self.db().contains(key)
     }
 

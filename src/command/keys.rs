@@ -478,7 +478,11 @@ fn scan(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                 continue;
             }
         }
-        if ctx.expire_if_needed(&key) {
+        if ctx.expire_if_needed(&key)
+            || ctx
+                .core
+                .hidden_expired(ctx.session.is_master, ctx.session.db, &key, ctx.now_ms)
+        {
             continue;
         }
         found.push(Reply::Bulk(key.into_vec()));

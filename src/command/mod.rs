@@ -22,6 +22,7 @@ pub mod list;
 pub mod multi;
 pub mod persistence;
 pub mod pubsub;
+mod replicaof;
 mod replication;
 pub mod scripting;
 pub mod server;
@@ -204,7 +205,7 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 15] {
+fn families() -> [&'static [CommandSpec]; 16] {
     [
         dump::COMMANDS,
         persistence::COMMANDS,
@@ -221,6 +222,7 @@ fn families() -> [&'static [CommandSpec]; 15] {
         server::COMMANDS,
         scripting::COMMANDS,
         replication::COMMANDS,
+        replicaof::COMMANDS,
     ]
 }
 

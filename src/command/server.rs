@@ -17,7 +17,7 @@ use super::{is, CmdResult, CommandSpec, Ctx, Session};
 use crate::config::{self, Config};
 use crate::reply::Reply;
 
-mod client;
+pub(crate) mod client;
 mod config_cmd;
 mod info;
 mod introspection;
@@ -218,6 +218,9 @@ fn time(_ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
 /// ROLE: a master's `["master", <offset>, [<replica>...]]` (Redis's
 /// `roleCommand`; no replicas until replication runs, issue 25).
 fn role(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
+    if let Some(reply) = super::replicaof::role_reply(ctx) {
+        return Ok(reply);
+    }
     let repl = &ctx.core.repl;
     // Redis lists the online replicas.
     let replicas = repl

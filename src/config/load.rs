@@ -124,6 +124,11 @@ impl Config {
                     .map_err(at)?;
                 continue;
             }
+            if (name == b"replicaof" || name == b"slaveof") && args.len() == 3 {
+                self.replica.replicaof =
+                    super::replica::parse_replicaof(&args[1], &args[2]).map_err(at)?;
+                continue;
+            }
             if name == b"include" && args.len() == 2 {
                 if depth >= MAX_INCLUDE_DEPTH {
                     return Err(at("include nesting is too deep".into()));

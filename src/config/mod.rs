@@ -21,6 +21,7 @@
 
 mod load;
 mod params;
+mod replica;
 #[cfg(test)]
 mod tests;
 
@@ -35,6 +36,7 @@ pub use params::{
     lookup, Kind, LoadState, Param, SpecialSetter, Unsupported, IMMUTABLE, MAXMEMORY_POLICIES,
     MULTI_ARG, PARAMS, PROTECTED,
 };
+pub use replica::ReplicaSettings;
 
 /// Severity threshold of the log (`loglevel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -195,6 +197,8 @@ pub struct Config {
     /// `rename-command` lines of the configuration file: the names clients
     /// reach commands by (configuration file and flags only, as in Redis).
     pub command_renames: CommandRenames,
+    /// Replication as replica (docs/replication.md §5.1).
+    pub replica: ReplicaSettings,
 }
 
 /// The replication settings with numbers (Redis 7.0's names, ranges and
@@ -399,6 +403,7 @@ impl Default for Config {
             repl_disable_tcp_nodelay: false,
             pubsub_output_limit: OutputLimit::default(),
             command_renames: CommandRenames::default(),
+            replica: ReplicaSettings::default(),
         };
         for param in PARAMS {
             let args = default_args(param);
@@ -416,6 +421,7 @@ impl PartialEq for Config {
         PARAMS.iter().all(|p| p.get(self) == p.get(other))
             && self.config_file == other.config_file
             && self.command_renames == other.command_renames
+            && self.replica.replicaof == other.replica.replicaof
     }
 }
 

@@ -343,6 +343,81 @@ pub static PARAMS: &[Param] = &[
     int_param!("repl-backlog-ttl", None, 0, "3600", 0, LONG_MAX, false, false, |c| c.repl.backlog_ttl_s, |c, v| c.repl.backlog_ttl_s = v as u64),
     int_param!("repl-ping-replica-period", Some("repl-ping-slave-period"), 0, "10", 1, INT_MAX, false, false, |c| c.repl.ping_replica_period_s, |c, v| c.repl.ping_replica_period_s = v as u64),
     int_param!("shutdown-timeout", None, 0, "10", 0, INT_MAX, false, false, |c| c.repl.shutdown_timeout_s, |c, v| c.repl.shutdown_timeout_s = v as u64),
+    Param {
+        name: "masterauth",
+        alias: None,
+        flags: 0,
+        default: "",
+        kind: Kind::Str {
+            get: |c| c.replica.masterauth.clone().unwrap_or_default(),
+            set: |c, v| {
+                c.replica.masterauth = if v.is_empty() { None } else { Some(v.to_vec()) };
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "masteruser",
+        alias: None,
+        flags: 0,
+        default: "",
+        kind: Kind::Str {
+            get: |c| c.replica.masteruser.clone().unwrap_or_default(),
+            set: |c, v| {
+                c.replica.masteruser = if v.is_empty() { None } else { Some(v.to_vec()) };
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "replica-read-only",
+        alias: Some("slave-read-only"),
+        flags: 0,
+        default: "yes",
+        kind: Kind::Bool {
+            get: |c| c.replica.read_only,
+            set: |c, v| c.replica.read_only = v,
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "replica-serve-stale-data",
+        alias: Some("slave-serve-stale-data"),
+        flags: 0,
+        default: "yes",
+        kind: Kind::Bool {
+            get: |c| c.replica.serve_stale_data,
+            set: |c, v| c.replica.serve_stale_data = v,
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "replica-announced",
+        alias: None,
+        flags: 0,
+        default: "yes",
+        kind: Kind::Bool {
+            get: |c| c.replica.announced,
+            set: |c, v| c.replica.announced = v,
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "repl-diskless-load",
+        alias: None,
+        flags: 0,
+        default: "disabled",
+        // Only the verified file path exists (docs/replication.md §5.3).
+        kind: Kind::Enum {
+            values: &["disabled"],
+            get: |_| 0,
+            set: |_, _| {},
+        },
+        unsupported: None,
+    },
+    int_param!("replica-priority", Some("slave-priority"), 0, "100", 0, INT_MAX, false, false, |c| c.replica.priority, |c, v| c.replica.priority = v as u64),
     int_param!("repl-timeout", None, 0, "60", 1, INT_MAX, false, false, |c| c.repl.timeout_s, |c, v| c.repl.timeout_s = v as u64),
     int_param!("min-replicas-to-write", Some("min-slaves-to-write"), 0, "0", 0, INT_MAX, false, false, |c| c.repl.min_replicas_to_write, |c, v| c.repl.min_replicas_to_write = v as u64),
     int_param!("min-replicas-max-lag", Some("min-slaves-max-lag"), 0, "10", 0, INT_MAX, false, false, |c| c.repl.min_replicas_max_lag_s, |c, v| c.repl.min_replicas_max_lag_s = v as u64),
@@ -492,21 +567,21 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", 
     "cluster-require-full-coverage", "rdb-save-incremental-fsync", "aof-use-rdb-preamble", "aof-timestamp-enabled",
     "cluster-replica-no-failover", "cluster-slave-no-failover", "replica-lazy-flush", "slave-lazy-flush",
-    "replica-serve-stale-data", "slave-serve-stale-data", "replica-read-only", "slave-read-only",
+    
     "replica-ignore-maxmemory", "slave-ignore-maxmemory", "jemalloc-bg-thread", "activedefrag", "syslog-enabled",
     "cluster-enabled", "cluster-allow-reads-when-down", "cluster-allow-pubsubshard-when-down", "crash-log-enabled",
-    "crash-memcheck-enabled", "disable-thp", "cluster-allow-replica-migration", "replica-announced",
+    "crash-memcheck-enabled", "disable-thp", "cluster-allow-replica-migration", 
     "latency-tracking", "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", "unixsocket",
-    "pidfile", "replica-announce-ip", "slave-announce-ip", "masteruser", "cluster-announce-ip",
+    "pidfile", "replica-announce-ip", "slave-announce-ip", "cluster-announce-ip",
     "cluster-config-file", "cluster-announce-hostname", "syslog-ident", "appenddirname", "server_cpulist",
     "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", "proc-title-template",
-    "bind-source-addr", "masterauth", "supervised", "syslog-facility", "repl-diskless-load", "oom-score-adj",
+    "bind-source-addr", "supervised", "syslog-facility", "oom-score-adj",
     "acl-pubsub-default", "sanitize-dump-payload", "enable-protected-configs", "enable-debug-command",
     "enable-module-command", "cluster-preferred-endpoint-type", "propagation-error-behavior", "shutdown-on-sigint",
     "shutdown-on-sigterm", "io-threads", "cluster-replica-validity-factor",
     "cluster-slave-validity-factor", "cluster-migration-barrier", "active-defrag-cycle-min",
     "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "lfu-log-factor",
-    "lfu-decay-time", "replica-priority", "slave-priority",  "maxmemory-samples",
+    "lfu-decay-time",  "maxmemory-samples",
     "maxmemory-eviction-tenacity", "replica-announce-port", "slave-announce-port", "tcp-backlog", "cluster-port",
     "cluster-announce-bus-port", "cluster-announce-port", "cluster-announce-tls-port", 
       "list-compress-depth", "active-expire-effort",
@@ -515,7 +590,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "slowlog-log-slower-than", "latency-monitor-threshold", "stream-node-max-entries", 
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes", "stream-node-max-bytes", "hll-sparse-max-bytes",
     "tracking-table-max-keys", "maxmemory-clients", 
-    "oom-score-adj-values", "notify-keyspace-events", "replicaof", "slaveof",
+    "oom-score-adj-values", "notify-keyspace-events", 
     "latency-tracking-info-percentiles", "tls-port", "user", "loadmodule",
 ];
 

@@ -10,6 +10,7 @@ pub mod clients;
 pub(crate) mod repl;
 mod repl_sync;
 mod session;
+pub(crate) mod upstream;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -94,6 +95,8 @@ pub struct Core {
     pub(crate) repl_sync: Option<repl_sync::ReplSync>,
     /// When the engine's cron last ran (Unix ms).
     pub(crate) last_cron_ms: i64,
+    /// The master this server follows, when a replica.
+    pub(crate) replica: upstream::ReplicaRole,
 }
 impl Core {
     /// The RDB value encoder the configuration asks for (`rdbcompression`,
@@ -152,7 +155,10 @@ impl Core {
     /// replicas are online with an ACK at most max-lag seconds old.
     pub(crate) fn noreplicas_refusal(&self) -> Option<&'static str> {
         let settings = &self.config.repl;
-        if settings.min_replicas_to_write == 0 || settings.min_replicas_max_lag_s == 0 {
+        if self.replica.is_replica()
+            || settings.min_replicas_to_write == 0
+            || settings.min_replicas_max_lag_s == 0
+        {
             return None;
         }
         (self

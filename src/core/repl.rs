@@ -356,6 +356,12 @@ impl ReplState {
             .count() as u64
     }
 
+    /// Sets the offset while there is no backlog (a promoted replica
+    /// continues from the offset it applied).
+    pub(crate) fn set_offset(&mut self, offset: i64) {
+        self.offset = offset;
+    }
+
     /// True while a backlog exists: units are encoded into the stream.
     pub(crate) fn streaming(&self) -> bool {
         self.buffer.is_some()

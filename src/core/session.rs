@@ -54,6 +54,10 @@ pub struct Session {
     /// The connection is a replica (it sent SYNC or PSYNC): the host
     /// writes it the replication stream instead of replies.
     pub is_replica: bool,
+    /// The connection is this replica's master: its commands are applied
+    /// without replies, allowed on a read-only replica, and see keys past
+    /// their TTL (only its DELs remove them).
+    pub is_master: bool,
     /// What the connection said with REPLCONF before its SYNC or PSYNC.
     pub(crate) repl_conf: Option<Box<super::repl::ReplConf>>,
 }
@@ -94,6 +98,7 @@ impl Session {
             woff: 0,
             aof_woff: 0,
             is_replica: false,
+            is_master: false,
             repl_conf: None,
         }
     }

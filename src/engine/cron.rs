@@ -44,7 +44,10 @@ impl Engine {
                 .rehash_for(std::time::Duration::from_millis(1));
         }
         let before = self.core.effects.len();
-        self.core.active_expire_cycle(now);
+        if !self.core.replica.is_replica() {
+            // A replica's keys expire by its master's DELs only.
+            self.core.active_expire_cycle(now);
+        }
         // Each expired key is its own unit (no MULTI wrapping).
         for effect in &self.core.effects[before..] {
             self.core.repl.log_unit(std::slice::from_ref(effect));

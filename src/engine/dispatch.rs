@@ -229,7 +229,7 @@ impl Engine {
         {
             return Err(Reply::err("NOAUTH Authentication required."));
         }
-        if !self.core.loading {
+        if !self.core.loading && !session.is_master {
             let exec_writes =
                 top.name == "exec" && session.multi.as_ref().is_some_and(|m| m.has_write);
             if spec.is_write() || top.name == "ping" || exec_writes {
@@ -237,10 +237,15 @@ impl Engine {
                     return Err(Reply::error(refusal));
                 }
             }
-            if spec.is_write() || exec_writes {
+            let writes = spec.is_write() || exec_writes;
+            if writes {
                 if let Some(refusal) = self.core.noreplicas_refusal() {
                     return Err(Reply::err(refusal));
                 }
+            }
+            let stale = spec.has(flags::STALE);
+            if let Some(refusal) = self.core.replica_refusal(writes, stale, session.is_master) {
+                return Err(Reply::err(refusal));
             }
         }
         if session.multi.is_some() && spec.has(flags::NO_MULTI) {

@@ -22,6 +22,7 @@ mod dispatch;
 mod open;
 #[cfg(feature = "server")]
 mod repl;
+mod replica;
 
 use crate::command::{Effect, Session};
 use crate::config::Config;

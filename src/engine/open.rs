@@ -117,6 +117,7 @@ impl Engine {
                 repl: crate::core::repl::ReplState::new(),
                 repl_sync: None,
                 last_cron_ms: now,
+                replica: Default::default(),
             },
         };
         engine.open_files(io)?;
@@ -130,6 +131,9 @@ impl Engine {
             let size = engine.core.config.repl.backlog_size as usize;
             let line = engine.core.repl.resume_from(&position, size);
             engine.notices.push(line);
+        }
+        if let Some((host, port)) = engine.core.config.replica.replicaof.clone() {
+            engine.core.become_replica(host, port);
         }
         Ok(engine)
     }

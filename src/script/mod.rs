@@ -1056,6 +1056,14 @@ fn call(
     if state.read_only && (spec.is_write() || spec.has(flags::MAY_REPLICATE)) {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }
+    // The scripts' client acts for the caller: the master's scripts write
+    // on a read-only replica and see keys past their TTL.
+    session.is_master = ctx.session.is_master;
+    if spec.is_write() && !ctx.core.loading {
+        if let Some(refusal) = ctx.core.replica_refusal(true, true, session.is_master) {
+            return Err(refusal.to_string());
+        }
+    }
     if spec.is_write() && !state.wrote && !ctx.core.loading {
         if let Some(refusal) = ctx.core.write_refusal() {
             return Err(refusal);

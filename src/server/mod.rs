@@ -18,6 +18,7 @@ mod busy_poll;
 mod client;
 pub mod host;
 pub mod log;
+mod master_link;
 mod replica;
 
 use std::collections::HashMap;
@@ -109,6 +110,8 @@ pub struct Server {
     busy_poll: BusyPoll,
     /// A shutdown waits for its replicas until this Unix ms.
     shutdown_wait_until: Option<i64>,
+    /// The link to our master, on a replica.
+    master_link: Option<master_link::MasterLink>,
 }
 
 impl Server {
@@ -144,6 +147,7 @@ impl Server {
             reread: TokenQueue::default(),
             busy_poll: BusyPoll::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
             shutdown_wait_until: None,
+            master_link: None,
         })
     }
 
@@ -192,6 +196,10 @@ impl Server {
             }
             for event in events.iter() {
                 let token = event.token().0;
+                if token == master_link::MASTER_TOKEN {
+                    self.master_link_event(event);
+                    continue;
+                }
                 if token < FIRST_CLIENT_TOKEN {
                     self.accept(token);
                     continue;
@@ -221,6 +229,7 @@ impl Server {
             if self.shutdown.load(Ordering::SeqCst) && !self.replicas_ready_for_shutdown() {
                 continue;
             }
+            self.master_link_cron();
             if self.shutdown.load(Ordering::SeqCst) && !self.shutdown_saved() {
                 continue;
             }

@@ -199,7 +199,7 @@ fn client_line(
     )
 }
 
-fn current_line(ctx: &Ctx, argv: &[&[u8]], cmd: &str) -> String {
+pub(crate) fn current_line(ctx: &Ctx, argv: &[&[u8]], cmd: &str) -> String {
     let conn = ctx.host.connection().unwrap_or_else(|| Connection {
         events: "r",
         last_interaction_ms: ctx.now_ms,

@@ -422,10 +422,9 @@ fn info_stats(ctx: &Ctx, out: &mut String) {
 fn info_replication(ctx: &Ctx, out: &mut String) {
     let repl = &ctx.core.repl;
     let now_s = ctx.now_ms / 1000;
-    let mut lines = vec![
-        "role:master".to_string(),
-        format!("connected_slaves:{}", repl.replicas.len()),
-    ];
+    let mut lines = crate::command::replicaof::info_lines(ctx)
+        .unwrap_or_else(|| vec!["role:master".to_string()]);
+    lines.push(format!("connected_slaves:{}", repl.replicas.len()));
     let settings = &ctx.core.config.repl;
     if settings.min_replicas_to_write > 0 && settings.min_replicas_max_lag_s > 0 {
         lines.push(format!(
@@ -454,7 +453,14 @@ fn info_replication(ctx: &Ctx, out: &mut String) {
         "master_failover_state:no-failover".to_string(),
         format!("master_replid:{}", repl.replid),
         format!("master_replid2:{}", repl.replid2),
-        format!("master_repl_offset:{}", repl.master_repl_offset()),
+        format!(
+            "master_repl_offset:{}",
+            ctx.core
+                .replica
+                .master
+                .as_ref()
+                .map_or(repl.master_repl_offset(), |m| m.reploff)
+        ),
         format!("second_repl_offset:{}", repl.second_replid_offset),
         format!("repl_backlog_active:{}", u8::from(repl.buffer.is_some())),
         format!("repl_backlog_size:{}", ctx.core.config.repl.backlog_size),

@@ -1,0 +1,306 @@
+//! The engine's state as a replica (docs/replication.md §5): which master
+//! it follows, where the link stands, and the offsets INFO replication and
+//! ROLE report. The server's master link (`server::master_link`) keeps
+//! these facts current; REPLICAOF changes the master and bumps the
+//! generation, which tells the server to drop its link and start over.
+
+use super::Core;
+use crate::repl::ids::{Position, ReplId};
+
+/// A master this server follows.
+#[derive(Debug, Clone)]
+pub(crate) struct Upstream {
+    /// The master's host, as REPLICAOF gave it.
+    pub(crate) host: String,
+    /// The master's port.
+    pub(crate) port: u16,
+    /// The link's state as ROLE names it: `connect`, `connecting`,
+    /// `handshake`, `sync` or `connected`.
+    pub(crate) state: &'static str,
+    /// Unix ms of the last byte received from the master.
+    pub(crate) last_io_ms: i64,
+    /// Stream bytes read from the master (`slave_read_repl_offset`).
+    pub(crate) read_reploff: i64,
+    /// The offset of the last complete unit applied (`slave_repl_offset`).
+    pub(crate) reploff: i64,
+    /// The master's replication id once a sync told it.
+    pub(crate) replid: Option<ReplId>,
+    /// The payload being received: (announced length, 0 in the mark
+    /// form; bytes received so far; unix ms of the last payload byte).
+    pub(crate) transfer: Option<(u64, u64, i64)>,
+    /// Unix ms when the link went down; None while it never was up.
+    pub(crate) down_since_ms: Option<i64>,
+    /// The database the stream had selected (for the cached master).
+    pub(crate) stream_db: u32,
+}
+
+impl Upstream {
+    /// A master to follow, not connected yet.
+    pub(crate) fn new(host: String, port: u16) -> Upstream {
+        Upstream {
+            host,
+            port,
+            state: "connect",
+            last_io_ms: 0,
+            read_reploff: 0,
+            reploff: 0,
+            replid: None,
+            transfer: None,
+            down_since_ms: None,
+            stream_db: 0,
+        }
+    }
+
+    /// True while the stream flows (`master_link_status:up`).
+    pub(crate) fn link_up(&self) -> bool {
+        self.state == "connected"
+    }
+
+    /// The position to PSYNC from: the master's id and the last applied
+    /// offset, once a sync told the id.
+    pub(crate) fn position(&self) -> Option<Position> {
+        self.replid.map(|replid| Position {
+            replid,
+            offset: self.reploff,
+            stream_db: self.stream_db,
+        })
+    }
+}
+
+/// Whether this server is a replica, and of whom.
+#[derive(Debug, Default)]
+pub(crate) struct ReplicaRole {
+    /// The master followed; None on a master.
+    pub(crate) master: Option<Upstream>,
+    /// Bumped by every change of master (REPLICAOF): the server's link of
+    /// an older generation is closed.
+    pub(crate) generation: u64,
+    /// The position to try first after a change of master (our own, when
+    /// a master becomes a replica: a promoted former replica of ours lets
+    /// us continue).
+    pub(crate) cached: Option<Position>,
+    /// Set by a change of master: the server closes every blocked client
+    /// with Redis's UNBLOCKED error (`disconnectAllBlockedClients`).
+    pub(crate) disconnect_blocked: bool,
+}
+
+impl ReplicaRole {
+    /// True on a replica.
+    pub(crate) fn is_replica(&self) -> bool {
+        self.master.is_some()
+    }
+
+    /// True on a replica whose link is not up.
+    pub(crate) fn link_down(&self) -> bool {
+        self.master.as_ref().is_some_and(|m| !m.link_up())
+    }
+
+    /// Follows `host`:`port` from now on.
+    pub(crate) fn follow(&mut self, host: String, port: u16, cached: Option<Position>) {
+        self.master = Some(Upstream::new(host, port));
+        self.cached = cached;
+        self.disconnect_blocked = true;
+        self.generation += 1;
+    }
+
+    /// Stops following (REPLICAOF NO ONE).
+    pub(crate) fn stop(&mut self) -> Option<Upstream> {
+        self.generation += 1;
+        self.cached = None;
+        self.master.take()
+    }
+}
+
+impl Core {
+    /// Follows `host`:`port` (`replicaof`, REPLICAOF): our own position
+    /// becomes the one to try first (Redis's
+    /// `replicationCacheMasterUsingMyself`), our replicas are closed (they
+    /// resync with us later) and our backlog goes (a replica's stream is
+    /// its master's). Keys past their TTL stay until the master deletes
+    /// them.
+    pub(crate) fn become_replica(&mut self, host: String, port: u16) {
+        let repl = &mut self.repl;
+        let own = Position {
+            replid: repl.replid,
+            offset: repl.master_repl_offset(),
+            stream_db: 0,
+        };
+        let cached = match &self.replica.master {
+            // Already a replica: keep what we applied from the old master.
+            Some(m) => m.position(),
+            None => Some(own),
+        };
+        for replica in repl.replicas.values_mut() {
+            replica.close = true;
+        }
+        if repl.replicas.is_empty() {
+            repl.buffer = None;
+        }
+        self.replica.follow(host, port, cached);
+        if let Some(master) = self.replica.master.as_mut() {
+            if let Some(cached) = cached {
+                master.replid = Some(cached.replid);
+                master.reploff = cached.offset;
+                master.read_reploff = cached.offset;
+            }
+        }
+    }
+
+    /// Stops following (REPLICAOF NO ONE): the master's id becomes our
+    /// secondary id, valid up to the offset applied; a new id starts our
+    /// own history. Returns Redis's log line about the ids.
+    pub(crate) fn become_master(&mut self) -> Option<String> {
+        let master = self.replica.stop()?;
+        let backlog_size = self.config.repl.backlog_size as usize;
+        let repl = &mut self.repl;
+        let reploff = master.reploff;
+        if let Some(id) = master.replid {
+            repl.replid2 = id;
+            repl.second_replid_offset = reploff + 1;
+        }
+        repl.replid = ReplId::random();
+        repl.set_offset(reploff);
+        repl.encoder.forget_db();
+        // An empty backlog at the offset applied: the old master's other
+        // replicas that had as much continue with us (`+CONTINUE`).
+        repl.buffer = Some(crate::repl::buffer::ReplBuffer::new(reploff, backlog_size));
+        Some(format!(
+            "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
+            repl.replid2,
+            reploff + 1,
+            repl.replid
+        ))
+    }
+}
+
+/// Redis's refusal of writes on a read-only replica.
+pub(crate) const READONLY_ERR: &str = "READONLY You can't write against a read only replica.";
+
+/// Redis's refusal while the link is down and stale data is not served.
+const MASTERDOWN_ERR: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+impl Core {
+    /// The replica's checks in Redis's `processCommand` for a client other
+    /// than the master: READONLY for writes (EXEC of a queue with a write
+    /// included) with `replica-read-only yes`, MASTERDOWN for commands
+    /// without the `stale` flag while the link is down and
+    /// `replica-serve-stale-data no`.
+    pub(crate) fn replica_refusal(
+        &self,
+        writes: bool,
+        stale_allowed: bool,
+        is_master: bool,
+    ) -> Option<&'static str> {
+        let master = self.replica.master.as_ref()?;
+        if is_master {
+            return None;
+        }
+        if self.config.replica.read_only && writes {
+            return Some(READONLY_ERR);
+        }
+        if !master.link_up() && !self.config.replica.serve_stale_data && !stale_allowed {
+            return Some(MASTERDOWN_ERR);
+        }
+        None
+    }
+
+    /// True when a client's read must not see `key` of database `db`: on
+    /// a replica, a key past its TTL reads as absent for every client but
+    /// the master, and stays (only the master's DEL removes it).
+    pub(crate) fn hidden_expired(
+        &self,
+        is_master: bool,
+        db: usize,
+        key: &[u8],
+        now_ms: i64,
+    ) -> bool {
+        self.replica.is_replica() && !is_master && self.keyspace.db(db).is_expired(key, now_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::engine::Engine;
+    use crate::reply::Reply;
+
+    fn replica() -> (Engine, crate::command::Session) {
+        let mut engine = Engine::open(Config::in_memory()).unwrap();
+        engine.core().become_replica("127.0.0.1".into(), 1);
+        let session = engine.new_session();
+        (engine, session)
+    }
+
+    #[test]
+    fn writes_are_refused_on_a_read_only_replica_but_not_for_the_master() {
+        let (mut engine, mut client) = replica();
+        let readonly = Reply::err(super::READONLY_ERR);
+        assert_eq!(engine.execute(&mut client, &[b"SET", b"k", b"v"]), readonly);
+        assert_eq!(engine.execute(&mut client, &[b"GET", b"k"]), Reply::Null);
+        let mut master = engine.new_session();
+        master.is_master = true;
+        assert_eq!(
+            engine.execute(&mut master, &[b"SET", b"k", b"v"]),
+            Reply::ok()
+        );
+        engine.core().config.replica.read_only = false;
+        assert_eq!(
+            engine.execute(&mut client, &[b"SET", b"k", b"w"]),
+            Reply::ok()
+        );
+    }
+
+    #[test]
+    fn masterdown_only_without_stale_data_and_for_commands_without_the_flag() {
+        let (mut engine, mut client) = replica();
+        assert_eq!(engine.execute(&mut client, &[b"GET", b"k"]), Reply::Null);
+        engine.core().config.replica.serve_stale_data = false;
+        assert!(matches!(engine.execute(&mut client, &[b"GET", b"k"]),
+            Reply::Error(e) if e.starts_with("MASTERDOWN")));
+        assert!(!engine.execute(&mut client, &[b"INFO"]).is_error());
+        engine.core().replica.master.as_mut().unwrap().state = "connected";
+        assert_eq!(engine.execute(&mut client, &[b"GET", b"k"]), Reply::Null);
+    }
+
+    #[test]
+    fn keys_past_their_ttl_read_as_absent_but_stay_until_the_master_deletes_them() {
+        let (mut engine, mut client) = replica();
+        let mut master = engine.new_session();
+        master.is_master = true;
+        let at = (crate::clock::now_ms() - 1000).to_string();
+        engine.execute(&mut master, &[b"SET", b"k", b"v", b"PXAT", at.as_bytes()]);
+        assert_eq!(engine.execute(&mut client, &[b"GET", b"k"]), Reply::Null);
+        assert_eq!(
+            engine.execute(&mut client, &[b"EXISTS", b"k"]),
+            Reply::Int(0)
+        );
+        assert_eq!(engine.execute(&mut client, &[b"DBSIZE"]), Reply::Int(1));
+        engine.cron_now();
+        assert_eq!(engine.execute(&mut client, &[b"DBSIZE"]), Reply::Int(1));
+        assert_eq!(
+            engine.execute(&mut master, &[b"GET", b"k"]),
+            Reply::bulk(&b"v"[..])
+        );
+        engine.execute(&mut master, &[b"DEL", b"k"]);
+        assert_eq!(engine.execute(&mut client, &[b"DBSIZE"]), Reply::Int(0));
+    }
+
+    #[test]
+    fn promotion_keeps_the_master_id_as_the_secondary_one() {
+        let (mut engine, _) = replica();
+        let id = crate::repl::ids::ReplId::random();
+        let core = engine.core();
+        let master = core.replica.master.as_mut().unwrap();
+        master.replid = Some(id);
+        master.reploff = 1234;
+        let line = core.become_master().unwrap();
+        assert!(line.contains("valid up to offset: 1235"), "{line}");
+        assert_eq!(core.repl.replid2, id);
+        assert_eq!(core.repl.second_replid_offset, 1235);
+        assert_ne!(core.repl.replid, id);
+        assert_eq!(core.repl.master_repl_offset(), 1234);
+        assert!(!core.replica.is_replica());
+        assert!(core.become_master().is_none());
+    }
+}

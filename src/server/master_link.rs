@@ -1,0 +1,508 @@
+//! The replica's link to its master (docs/replication.md §5.2–§5.4): the
+//! non-blocking connect, the handshake (`repl::handshake` carries Redis's
+//! steps, bytes and log lines; this file does its I/O), the payload
+//! received to `temp-sync-<pid>-<n>.rdb` and loaded once verified whole
+//! (`Engine::load_payload`), then the stream applied through the normal
+//! dispatch by a session flagged as the master.
+//!
+//! The link is one socket outside the client table, on its own token.
+//! Cron (each turn, after the AOF write) starts attempts once a second,
+//! checks `repl-timeout`, sends `REPLCONF ACK` once a second and writes
+//! what the link queued, so an ACK never runs ahead of the replica's own
+//! AOF write for the same turn.
+
+use std::io::{self, Read, Write};
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+
+use mio::net::TcpStream;
+use mio::{Interest, Token};
+
+use super::log::{self, Level};
+use super::Server;
+use crate::command::Session;
+use crate::config::LogLevel;
+use crate::engine::now_ms;
+use crate::repl::handshake::{Config, Event, Handshake, Outcome, Step};
+use crate::repl::ids::{Position, ReplId};
+use crate::repl::payload::{Preamble, PreambleReader, Receiver};
+use crate::resp;
+
+mod payload;
+mod stream;
+
+use stream::queue_ack;
+
+/// The link's token: below the clients', above any listener's index.
+pub(super) const MASTER_TOKEN: usize = super::FIRST_CLIENT_TOKEN - 1;
+
+/// The master's commands are not bound by `proto-max-bulk-len` (Redis
+/// exempts its master client).
+pub(super) const MASTER_LIMITS: resp::Limits = resp::Limits {
+    max_bulk_len: i64::MAX,
+};
+
+/// How many payload files this process received (their names).
+static SYNC_FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Where the bytes from the master go.
+enum Phase {
+    /// Reply lines of the handshake.
+    Handshake,
+    /// Lines before the payload (`\n` keepalives, then `$…`).
+    Preamble(PreambleReader),
+    /// The payload, to its temporary file.
+    Payload {
+        receiver: Receiver,
+        file: std::fs::File,
+        path: PathBuf,
+        total: u64,
+    },
+    /// The command stream.
+    Stream,
+}
+
+/// The link to the master of one REPLICAOF generation.
+pub(super) struct MasterLink {
+    generation: u64,
+    handshake: Handshake,
+    socket: Option<TcpStream>,
+    phase: Phase,
+    /// Bytes to write to the master.
+    out: Vec<u8>,
+    /// Stream bytes received and not yet applied.
+    inbuf: Vec<u8>,
+    parser: resp::Parser,
+    /// The master's session (from the end of the sync on).
+    session: Option<Session>,
+    /// Unix ms of the last progress (for `repl-timeout`).
+    progress_ms: i64,
+    /// The second of the last cron tick and of the last ACK.
+    last_tick_s: i64,
+    /// The master understands PSYNC (it gets ACKs).
+    psync_master: bool,
+    /// The master's id and offset from `+FULLRESYNC`.
+    full_sync: Option<(Option<ReplId>, i64)>,
+}
+
+impl MasterLink {
+    fn new(generation: u64, config: Config, cached: Option<Position>) -> MasterLink {
+        let mut handshake = Handshake::new(config);
+        handshake.set_cached_master(cached);
+        MasterLink {
+            generation,
+            handshake,
+            socket: None,
+            phase: Phase::Handshake,
+            out: Vec::new(),
+            inbuf: Vec::new(),
+            parser: resp::Parser::new(MASTER_LIMITS),
+            session: None,
+            progress_ms: now_ms(),
+            last_tick_s: 0,
+            psync_master: false,
+            full_sync: None,
+        }
+    }
+}
+
+impl Server {
+    /// The link's part of each turn: follows REPLICAOF changes, starts an
+    /// attempt once a second, applies `repl-timeout`, sends the periodic
+    /// ACK, and writes what is queued for the master.
+    pub(super) fn master_link_cron(&mut self) {
+        if std::mem::take(&mut self.engine.core().replica.disconnect_blocked) {
+            self.disconnect_blocked_clients();
+        }
+        let core = self.engine.core();
+        if core.replica.is_replica()
+            && core.repl.replicas.is_empty()
+            && core.repl.buffer.is_some()
+            && !core.repl_sync_running()
+        {
+            // Our replicas are gone: a replica's stream is its master's.
+            core.repl.buffer = None;
+        }
+        let generation = self.engine.core().replica.generation;
+        if self
+            .master_link
+            .as_ref()
+            .is_some_and(|l| l.generation != generation)
+        {
+            let link = self.master_link.take().expect("checked");
+            self.drop_link(link);
+        }
+        if self.master_link.is_none() {
+            let Some(config) = self.link_config() else {
+                return;
+            };
+            let cached = self.engine.core().replica.cached;
+            self.master_link = Some(MasterLink::new(generation, config, cached));
+            log::set_role(b'S');
+        }
+        let Some(mut link) = self.master_link.take() else {
+            return;
+        };
+        let now = now_ms();
+        let second = now / 1000;
+        if second != link.last_tick_s {
+            link.last_tick_s = second;
+            let step = link.handshake.handle(Event::Cron);
+            self.apply_step(&mut link, step);
+            if matches!(link.phase, Phase::Stream) && link.psync_master {
+                queue_ack(&mut link, self.engine.core());
+            }
+        }
+        let timeout_ms = (self.engine.config().repl.timeout_s as i64).saturating_mul(1000);
+        if link.socket.is_some() && now - link.progress_ms > timeout_ms {
+            let step = link.handshake.handle(Event::Timeout);
+            self.apply_step(&mut link, step);
+        }
+        // An ACK never runs ahead of our AOF: while a batch waits for a
+        // retry, it waits too.
+        if !(matches!(link.phase, Phase::Stream) && self.engine.log_pending()) {
+            flush_out(&mut link);
+        }
+        self.sync_upstream_facts(&link);
+        self.master_link = Some(link);
+    }
+
+    /// Clients blocked while we were a master (or followed another one)
+    /// get Redis's UNBLOCKED error and are closed after it.
+    fn disconnect_blocked_clients(&mut self) {
+        let tokens: Vec<usize> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.session.blocked.is_some())
+            .map(|(t, _)| *t)
+            .collect();
+        for token in tokens {
+            let Some(client) = self.clients.get_mut(&token) else {
+                continue;
+            };
+            if self.engine.unblock(&mut client.session, false).is_some() {
+                client.out.extend_from_slice(
+                    b"-UNBLOCKED force unblock from blocking operation, instance state changed \
+                      (master -> replica?)\r\n",
+                );
+                client.closing = true;
+                self.pending.push(token);
+            }
+        }
+    }
+
+    /// The handshake's settings, from the configuration, while a master
+    /// is followed.
+    fn link_config(&mut self) -> Option<Config> {
+        let core = self.engine.core();
+        let master = core.replica.master.as_ref()?;
+        let settings = &core.config.replica;
+        Some(Config {
+            host: master.host.clone(),
+            port: master.port,
+            listening_port: core.config.port,
+            announce_ip: None,
+            masteruser: settings.masteruser.clone(),
+            masterauth: settings.masterauth.clone(),
+        })
+    }
+
+    /// A readiness event on the link's socket.
+    pub(super) fn master_link_event(&mut self, event: &mio::event::Event) {
+        let Some(mut link) = self.master_link.take() else {
+            return;
+        };
+        if link.handshake.state() == crate::repl::handshake::State::Connecting {
+            let closed = event.is_error() || event.is_read_closed() || event.is_write_closed();
+            // None: still connecting; Some(Ok): connected; Some(Err): failed.
+            let result = link.socket.as_ref().and_then(|s| match s.take_error() {
+                Ok(Some(e)) | Err(e) => Some(Err(e.to_string())),
+                Ok(None) => match s.peer_addr() {
+                    Ok(_) => Some(Ok(())),
+                    Err(e) if e.kind() == io::ErrorKind::NotConnected && !closed => None,
+                    Err(e) => Some(Err(e.to_string())),
+                },
+            });
+            match result {
+                Some(Ok(())) => {
+                    link.progress_ms = now_ms();
+                    let step = link.handshake.handle(Event::Connected);
+                    self.apply_step(&mut link, step);
+                }
+                Some(Err(e)) => {
+                    let step = link.handshake.handle(Event::SocketError(&e));
+                    self.apply_step(&mut link, step);
+                }
+                None => {}
+            }
+        }
+        if link.socket.is_some() && (event.is_readable() || event.is_read_closed()) {
+            let (bytes, failure) = read_all(link.socket.as_mut().expect("checked"));
+            if !bytes.is_empty() {
+                link.progress_ms = now_ms();
+                if let Some(master) = self.engine.core().replica.master.as_mut() {
+                    master.last_io_ms = link.progress_ms;
+                }
+                self.engine.core().repl.stats.net_repl_input_bytes += bytes.len() as u64;
+                self.link_input(&mut link, &bytes);
+            }
+            if let (Some(e), true) = (failure, link.socket.is_some()) {
+                self.link_lost(&mut link, &e);
+            }
+        }
+        if !matches!(link.phase, Phase::Stream) {
+            // Handshake bytes go at once; ACKs wait for the turn's AOF
+            // write (cron writes them after it).
+            flush_out(&mut link);
+        }
+        self.sync_upstream_facts(&link);
+        self.master_link = Some(link);
+    }
+
+    /// The socket failed or the master closed it.
+    fn link_lost(&mut self, link: &mut MasterLink, error: &str) {
+        if matches!(link.phase, Phase::Stream) {
+            if let Some(master) = self.engine.core().replica.master.as_ref() {
+                log::log(Level::Notice, "Connection with master lost.");
+                log::log(Level::Notice, "Caching the disconnected master state.");
+                link.handshake.set_cached_master(master.position());
+            }
+            self.close_link_socket(link);
+            let step = link.handshake.handle(Event::LinkLost);
+            self.apply_step(link, step);
+        } else {
+            let step = link.handshake.handle(Event::SocketError(error));
+            self.apply_step(link, step);
+        }
+    }
+
+    /// Carries out a step of the handshake: its log lines, a retry's
+    /// close, a connect, bytes to send, a sync's start.
+    fn apply_step(&mut self, link: &mut MasterLink, step: Step) {
+        for line in &step.log {
+            let level = match line.level {
+                LogLevel::Warning => Level::Warning,
+                LogLevel::Notice => Level::Notice,
+                LogLevel::Verbose => Level::Verbose,
+                LogLevel::Debug => Level::Debug,
+            };
+            log::log(level, &line.text);
+        }
+        match step.outcome {
+            Some(Outcome::Retry { .. })
+                if link.handshake.state() == crate::repl::handshake::State::Connected =>
+            {
+                // `repl-timeout` on a connected link: cache the master and
+                // reconnect.
+                if let Some(master) = self.engine.core().replica.master.as_ref() {
+                    link.handshake.set_cached_master(master.position());
+                    log::log(Level::Notice, "Caching the disconnected master state.");
+                }
+                self.close_link_socket(link);
+                let step = link.handshake.handle(Event::LinkLost);
+                self.apply_step(link, step);
+            }
+            Some(Outcome::Retry { .. }) => self.close_link_socket(link),
+            Some(Outcome::FullSync { replid, offset }) => {
+                link.full_sync = Some((replid, offset));
+                link.psync_master = replid.is_some();
+                link.phase = Phase::Preamble(PreambleReader::new());
+            }
+            Some(Outcome::Continue { new_replid }) => {
+                link.psync_master = true;
+                let core = self.engine.core();
+                if let (Some(id), Some(master)) = (new_replid, core.replica.master.as_mut()) {
+                    core.repl.replid2 = master.replid.unwrap_or(ReplId::NONE);
+                    core.repl.second_replid_offset = master.reploff + 1;
+                    core.repl.replid = id;
+                    master.replid = Some(id);
+                }
+                self.start_stream(link);
+            }
+            None => {}
+        }
+        if step.connect {
+            self.connect_link(link);
+        }
+        link.out.extend_from_slice(&step.send);
+    }
+
+    /// Starts the non-blocking connect.
+    fn connect_link(&mut self, link: &mut MasterLink) {
+        self.close_link_socket(link);
+        link.progress_ms = now_ms();
+        let config = link.handshake.config();
+        let address = (config.host.as_str(), config.port)
+            .to_socket_addrs()
+            .map_err(|e| e.to_string())
+            .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()));
+        let started = address.and_then(|a| TcpStream::connect(a).map_err(|e| e.to_string()));
+        match started {
+            Ok(mut socket) => {
+                let registered = self.poll.registry().register(
+                    &mut socket,
+                    Token(MASTER_TOKEN),
+                    Interest::READABLE | Interest::WRITABLE,
+                );
+                match registered {
+                    Ok(()) => link.socket = Some(socket),
+                    Err(e) => {
+                        let step = link.handshake.handle(Event::SocketError(&e.to_string()));
+                        self.apply_step(link, step);
+                    }
+                }
+            }
+            Err(e) => {
+                log::log(Level::Warning, &format!("Unable to connect to MASTER: {e}"));
+                let step = link.handshake.handle(Event::SocketError(&e));
+                self.apply_step(link, step);
+            }
+        }
+    }
+
+    /// Closes the socket and abandons what it was receiving (a payload's
+    /// temporary file goes; the old data stays).
+    fn close_link_socket(&mut self, link: &mut MasterLink) {
+        if let Some(mut socket) = link.socket.take() {
+            let _ = self.poll.registry().deregister(&mut socket);
+        }
+        if let Phase::Payload { path, .. } = &link.phase {
+            let _ = std::fs::remove_file(path);
+        }
+        link.phase = Phase::Handshake;
+        link.out.clear();
+        link.inbuf.clear();
+        link.parser = resp::Parser::new(MASTER_LIMITS);
+        if let Some(mut session) = link.session.take() {
+            self.engine.end_session(&mut session);
+        }
+        link.full_sync = None;
+    }
+
+    /// Drops a link (REPLICAOF changed the master).
+    fn drop_link(&mut self, mut link: MasterLink) {
+        self.close_link_socket(&mut link);
+        if self.engine.core().replica.master.is_none() {
+            log::set_role(b'M');
+        }
+    }
+
+    /// Bytes from the master, by phase.
+    fn link_input(&mut self, link: &mut MasterLink, bytes: &[u8]) {
+        let mut data = bytes;
+        while !data.is_empty() && link.socket.is_some() {
+            match &mut link.phase {
+                Phase::Handshake => {
+                    if !link.handshake.state().is_handshake() {
+                        return;
+                    }
+                    let (used, step) = link.handshake.feed(data);
+                    data = &data[used..];
+                    let ended = step.outcome.is_some();
+                    self.apply_step(link, step);
+                    if used == 0 && !ended {
+                        return;
+                    }
+                }
+                Phase::Preamble(reader) => {
+                    let (used, preamble) = reader.feed(data);
+                    data = &data[used..];
+                    match preamble {
+                        None | Some(Preamble::Keepalive) => {}
+                        Some(Preamble::Start(form)) => self.start_payload(link, form),
+                        Some(Preamble::Abort(text)) => {
+                            log::log(Level::Warning, &text);
+                            self.transfer_failed(link);
+                        }
+                    }
+                }
+                Phase::Payload {
+                    receiver,
+                    file,
+                    total,
+                    ..
+                } => {
+                    let mut payload = Vec::with_capacity(data.len());
+                    let rest = receiver.feed(data, &mut payload);
+                    let passed = receiver.passed();
+                    let total = *total;
+                    data = rest.unwrap_or(&[]);
+                    if let Err(e) = file.write_all(&payload) {
+                        log::log(
+                            Level::Warning,
+                            &format!(
+                                "Write error or short write writing to the DB dump file needed for \
+                                 MASTER <-> REPLICA synchronization: {e}"
+                            ),
+                        );
+                        self.transfer_failed(link);
+                        continue;
+                    }
+                    if let Some(master) = self.engine.core().replica.master.as_mut() {
+                        master.transfer = Some((total, passed, now_ms()));
+                    }
+                    if rest.is_some() {
+                        self.finish_payload(link);
+                    }
+                }
+                Phase::Stream => {
+                    link.inbuf.extend_from_slice(data);
+                    if let Some(master) = self.engine.core().replica.master.as_mut() {
+                        master.read_reploff += data.len() as i64;
+                    }
+                    data = &[];
+                    self.apply_stream(link);
+                }
+            }
+        }
+    }
+
+    /// Copies the link's state where INFO and ROLE read it.
+    fn sync_upstream_facts(&mut self, link: &MasterLink) {
+        let state = link.handshake.state().role_name();
+        let now = now_ms();
+        if let Some(master) = self.engine.core().replica.master.as_mut() {
+            let was_up = master.link_up();
+            master.state = state;
+            if was_up && !master.link_up() {
+                master.down_since_ms = Some(now);
+            }
+        }
+    }
+}
+
+/// Writes what the socket takes of the queued bytes.
+fn flush_out(link: &mut MasterLink) {
+    let Some(socket) = link.socket.as_mut() else {
+        return;
+    };
+    if link.handshake.state() == crate::repl::handshake::State::Connecting {
+        return;
+    }
+    while !link.out.is_empty() {
+        match socket.write(&link.out) {
+            Ok(0) => return,
+            Ok(n) => {
+                link.out.drain(..n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Reads until the socket has nothing more: the bytes, and the error or
+/// end of file that ended the reading, if any.
+fn read_all(socket: &mut TcpStream) -> (Vec<u8>, Option<String>) {
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        match socket.read(&mut chunk) {
+            Ok(0) => return (bytes, Some("connection lost".to_string())),
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (bytes, None),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (bytes, Some(e.to_string())),
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! A hozon replica and a redis-server replica of the same redis-server
+//! master answer the same bytes: READONLY for writes (plain, queued in
+//! MULTI, from a script), REPLICAOF's errors and replies; expired keys
+//! read as absent but stay until the master deletes them; REPLICAOF NO
+//! ONE makes both writable masters; a replica with appendonly yes has the
+//! synced dataset in its own AOF.
+
+use std::time::Duration;
+
+use testkit::harness::{start_hozon, start_redis, Conn};
+
+use crate::{call, dataset, fill, hozon_replica, info_field, wait_caught_up, Value};
+
+/// The raw replies of both replicas to the same commands must be equal.
+fn same(redis: &mut Conn, hozon: &mut Conn, commands: &[&[&str]]) {
+    for command in commands {
+        let args: Vec<&[u8]> = command.iter().map(|a| a.as_bytes()).collect();
+        let (r, h) = (redis.call(&args), hozon.call(&args));
+        assert_eq!(
+            String::from_utf8_lossy(&h),
+            String::from_utf8_lossy(&r),
+            "{command:?}"
+        );
+    }
+}
+
+#[test]
+fn refusals_and_promotion_match_a_redis_replica() {
+    let master = start_redis(&["--repl-diskless-sync", "no"]);
+    let mut m = Conn::connect(master.port);
+    call(&mut m, &["SET", "a", "1"]);
+    let port = master.port.to_string();
+    let redis_replica = start_redis(&["--replicaof", "127.0.0.1", &port]);
+    let hozon_replica = hozon_replica(&master, &[]);
+    let mut r = Conn::connect(redis_replica.port);
+    let mut h = Conn::connect(hozon_replica.port);
+    wait_caught_up(&mut m, &mut r);
+    wait_caught_up(&mut m, &mut h);
+    same(
+        &mut r,
+        &mut h,
+        &[
+            &["SET", "x", "1"],
+            &["INCR", "a"],
+            &["MULTI"],
+            &["SET", "y", "2"],
+            &["GET", "a"],
+            &["EXEC"],
+            &["EVAL", "return redis.call('SET', 'x', '1')", "0"],
+            &["EVAL", "return redis.call('GET', 'a')", "0"],
+            &["GET", "a"],
+            &["REPLICAOF", "127.0.0.1", &port],
+            &["REPLICAOF", "127.0.0.1", "65536"],
+            &["REPLICAOF", "127.0.0.1", "-1"],
+            &["REPLICAOF", "127.0.0.1", "port"],
+            &["SLAVEOF", "127.0.0.1"],
+        ],
+    );
+    // A key past its TTL reads as absent on the replica, but stays until
+    // the master's DEL (the master is paused so it cannot expire it).
+    call(&mut m, &["SET", "soon", "v", "PX", "300"]);
+    wait_caught_up(&mut m, &mut r);
+    wait_caught_up(&mut m, &mut h);
+    call(&mut m, &["DEBUG", "SLEEP", "0"]);
+    assert_eq!(call(&mut h, &["GET", "soon"]), Value::Bulk(b"v".to_vec()));
+    // Stop the master's active expiry from deleting it meanwhile.
+    call(&mut m, &["CLIENT", "PAUSE", "3000", "WRITE"]);
+    std::thread::sleep(Duration::from_millis(500));
+    same(
+        &mut r,
+        &mut h,
+        &[
+            &["GET", "soon"],
+            &["EXISTS", "soon"],
+            &["TTL", "soon"],
+            &["TYPE", "soon"],
+            &["KEYS", "*"],
+            &["SCAN", "0", "COUNT", "100"],
+            &["DBSIZE"],
+        ],
+    );
+    call(&mut m, &["CLIENT", "UNPAUSE"]);
+    // Promotion: both become writable masters.
+    same(
+        &mut r,
+        &mut h,
+        &[
+            &["REPLICAOF", "NO", "ONE"],
+            &["SET", "x", "1"],
+            &["GET", "x"],
+        ],
+    );
+    assert_eq!(
+        info_field(&mut h, "replication", "role").as_deref(),
+        Some("master")
+    );
+    let Value::Array(role) = call(&mut h, &["ROLE"]) else {
+        panic!("ROLE")
+    };
+    assert_eq!(role[0], Value::Bulk(b"master".to_vec()));
+    // The master's id became the secondary id, as on Redis.
+    assert_eq!(
+        info_field(&mut h, "replication", "master_replid2"),
+        info_field(&mut r, "replication", "master_replid2"),
+    );
+}
+
+#[test]
+fn a_replica_with_appendonly_keeps_the_synced_data_in_its_aof() {
+    let master = start_redis(&["--repl-diskless-sync", "no"]);
+    let mut m = Conn::connect(master.port);
+    fill(&mut m);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dir_arg = dir.path().to_string_lossy().into_owned();
+    // Data of its own first: the sync replaces it.
+    {
+        let own = start_hozon(&["--appendonly", "yes", "--dir", &dir_arg]);
+        let mut c = Conn::connect(own.port);
+        call(&mut c, &["SET", "own", "old"]);
+    }
+    let replica = hozon_replica(&master, &["--appendonly", "yes", "--dir", &dir_arg]);
+    let mut h = Conn::connect(replica.port);
+    wait_caught_up(&mut m, &mut h);
+    call(&mut m, &["SET", "streamed", "yes"]);
+    wait_caught_up(&mut m, &mut h);
+    let expected = dataset(&mut m);
+    assert_eq!(dataset(&mut h), expected);
+    drop(h);
+    drop(replica);
+    // Restarted without a master, from its AOF alone.
+    let restarted = start_hozon(&["--appendonly", "yes", "--dir", &dir_arg]);
+    let mut c = Conn::connect(restarted.port);
+    assert_eq!(dataset(&mut c), expected);
+}
+
+#[test]
+fn slaveof_flag_and_masterauth_reach_a_master_with_a_password() {
+    let master = start_redis(&["--requirepass", "secret"]);
+    let port = master.port.to_string();
+    let replica = start_hozon(&["--slaveof", "127.0.0.1", &port, "--masterauth", "secret"]);
+    let mut m = Conn::connect(master.port);
+    assert_eq!(
+        call(&mut m, &["AUTH", "secret"]),
+        Value::Simple("OK".into())
+    );
+    call(&mut m, &["SET", "k", "v"]);
+    let mut h = Conn::connect(replica.port);
+    wait_caught_up(&mut m, &mut h);
+    assert_eq!(call(&mut h, &["GET", "k"]), Value::Bulk(b"v".to_vec()));
+    assert_eq!(info_field(&mut h, "replication", "master_port"), Some(port));
+}
+
+#[test]
+fn masterdown_and_role_without_a_link_match_a_redis_replica() {
+    // A port nobody listens on: the link never comes up.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port().to_string();
+    drop(listener);
+    let args = [
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--replica-serve-stale-data",
+        "no",
+    ];
+    let redis = start_redis(&args);
+    let hozon = start_hozon(&args);
+    let (mut r, mut h) = (Conn::connect(redis.port), Conn::connect(hozon.port));
+    std::thread::sleep(Duration::from_millis(300));
+    same(
+        &mut r,
+        &mut h,
+        &[
+            &["GET", "a"],
+            &["SET", "a", "1"],
+            &["PING"],
+            &["CONFIG", "GET", "replica-serve-stale-data"],
+            &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+            &["GET", "a"],
+            &["ROLE"],
+        ],
+    );
+    assert_eq!(
+        info_field(&mut h, "replication", "master_link_status").as_deref(),
+        Some("down")
+    );
+}
+
+#[test]
+fn blocked_clients_are_unblocked_when_the_server_becomes_a_replica() {
+    let master = start_redis(&[]);
+    let port = master.port.to_string();
+    let mut replies = Vec::new();
+    for server in [start_redis(&[]), start_hozon(&[])] {
+        let mut blocked = Conn::connect(server.port);
+        blocked.send_raw(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n");
+        std::thread::sleep(Duration::from_millis(100));
+        let mut admin = Conn::connect(server.port);
+        assert_eq!(
+            call(&mut admin, &["REPLICAOF", "127.0.0.1", &port]),
+            Value::Simple("OK".into())
+        );
+        // The error, then the connection closes.
+        replies.push(String::from_utf8_lossy(&blocked.read_until_close()).into_owned());
+    }
+    assert!(replies[0].starts_with("-UNBLOCKED"), "{}", replies[0]);
+    assert_eq!(replies[1], replies[0]);
+}
