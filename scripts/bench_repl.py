@@ -12,12 +12,16 @@ hozon -> hozon waits for the replica side.
    (its `slave_repl_offset` equal to the master's `master_repl_offset`,
    and equal DBSIZE) or the run is an error. ops/s and the master's CPU
    per request (/proc/PID/stat, all threads).
-2. Replication lag under load: during a redis-benchmark SET run at the
-   highest pipeline a sampler thread reads `master_repl_offset` (master)
-   then `slave_repl_offset` (replica) every ~10 ms; lag = the difference
-   in bytes; p50/p99/max per run.
+2. Replication lag under load: during a redis-benchmark SET run at each
+   pipeline a sampler thread reads `master_repl_offset` (master) then
+   `slave_repl_offset` (replica) every ~10 ms; lag = the difference in
+   bytes; p50/p99/max per run. At P=1 both masters take writes at about
+   the same rate (the client's limit); pipelined, a faster master can
+   outrun the single-threaded replica, and the lag then grows through
+   the run.
 3. WAIT round trip on an idle pair: one client doing SET then WAIT 1 0,
-   one at a time; each WAIT must answer 1.
+   one at a time, alternating hozon and redis in blocks of a tenth of
+   the run; each WAIT must answer 1.
 4. Full sync of the script's deterministic mixed dataset (the snapshot
    section's) to a fresh replica: from the replica's spawn until its
    `master_link_status:up` and DBSIZE equal to the master's, disk-based
@@ -32,6 +36,8 @@ name: it has no .py suffix).
 """
 
 import os
+import shutil
+import tempfile
 import threading
 import time
 
@@ -58,11 +64,18 @@ def int_reply(B, port, *cmd):
     return r
 
 
+def new_replica(B, rs, master, workroot):
+    """A redis-server replica of `master` (not started) in a directory of its
+    own: a Redis replica keeps the payload it loaded as dump.rdb, and one
+    started on it would load it and continue instead of syncing in full."""
+    return B.Server(f"replica-of-{master.name}", rs,
+                    REPLICA_FLAGS + ["--replicaof", "127.0.0.1", str(master.port)],
+                    workroot, wdir=tempfile.mkdtemp(prefix="replica-", dir=workroot))
+
+
 def start_replica(B, rs, master, workroot, wait_up=True, timeout=120.0):
-    """A redis-server replica of `master`. Returns the Server."""
-    rep = B.Server(f"replica-of-{master.name}", rs,
-                   REPLICA_FLAGS + ["--replicaof", "127.0.0.1", str(master.port)],
-                   workroot)
+    """A started redis-server replica of `master`. Returns the Server."""
+    rep = new_replica(B, rs, master, workroot)
     rep.start()
     if wait_up:
         deadline = time.monotonic() + timeout
@@ -128,9 +141,8 @@ def _sampler(B, mport, rport, stop, out):
 
 
 def lag_requests(args, pipe):
-    """The lag run is 4x the pipelined -n: at ~500k ops/s that is a few
-    seconds, a few hundred samples."""
-    n = 4 * args.requests_pipelined
+    """A lag run is 4x the row's -n: a few seconds, a few hundred samples."""
+    n = 4 * (args.requests if pipe == 1 else args.requests_pipelined)
     return -(-n // pipe) * pipe
 
 
@@ -151,7 +163,7 @@ def lag_run(B, args, rb, master, replica, n, pipe):
     bad = [s for s in samples if isinstance(s, Exception)]
     if bad:
         raise B.WorkloadError(f"sampler: {type(bad[0]).__name__}: {bad[0]}")
-    if len(samples) < 20:
+    if len(samples) < 5:
         raise B.WorkloadError(f"only {len(samples)} lag samples")
     caught_up(B, master, replica, args.repl_catchup_timeout)
     s = sorted(samples)
@@ -168,8 +180,7 @@ def throughput_and_lag(B, args, rb, binaries, workroot):
         B.log(f"== repl: {name} master on :{m.port}, redis replica on :{pairs[name][1].port}")
     rows = [(t, p) for p in args.pipelines for t in REPL_TESTS]
     res = {row: {"hozon": [], "redis": [], "errors": {}} for row in rows}
-    lag_pipe = max(args.pipelines)
-    lag = {"hozon": [], "redis": [], "errors": {}}
+    lag = {pipe: {"hozon": [], "redis": [], "errors": {}} for pipe in args.pipelines}
     try:
         for rnd in range(1, args.repl_rounds + 1):
             for (test, pipe) in rows:
@@ -201,82 +212,107 @@ def throughput_and_lag(B, args, rb, binaries, workroot):
                     r[name].append({"ops": rps, "cpu": cpu, "catch": catch * 1e3})
                     B.log(f"{label} {rps:12,.0f} ops/s  cpu {cpu or 0:.2f} us/op  "
                           f"caught up {catch * 1e3:.0f} ms after ({secs:.2f} s, -n {n})")
-            ensure_alive(B, pairs, lag, rs, workroot)
-            for name in NAMES:
-                m, rep = pairs[name]
-                label = f"[repl round {rnd}/{args.repl_rounds}] LAG    P={lag_pipe:<3} {name:5}"
-                try:
-                    got = lag_run(B, args, rb, m, rep, lag_requests(args, lag_pipe), lag_pipe)
-                except Exception as e:  # noqa: BLE001
-                    msg = str(e) if isinstance(e, B.WorkloadError) \
-                        else f"{type(e).__name__}: {e}"
-                    lag["errors"].setdefault(name, msg)
-                    B.log(f"{label} ERROR: {msg}")
-                    continue
-                lag[name].append(got)
-                B.log(f"{label} lag p50 {got['p50']:,.0f} B  p99 {got['p99']:,.0f} B  "
-                      f"max {got['max']:,} B  ({got['samples']} samples, "
-                      f"{got['ops']:,.0f} ops/s)")
+            for pipe in args.pipelines:
+                ensure_alive(B, pairs, lag[pipe], rs, workroot)
+                for name in NAMES:
+                    m, rep = pairs[name]
+                    label = f"[repl round {rnd}/{args.repl_rounds}] LAG    P={pipe:<3} {name:5}"
+                    try:
+                        got = lag_run(B, args, rb, m, rep, lag_requests(args, pipe), pipe)
+                    except Exception as e:  # noqa: BLE001
+                        msg = str(e) if isinstance(e, B.WorkloadError) \
+                            else f"{type(e).__name__}: {e}"
+                        lag[pipe]["errors"].setdefault(name, msg)
+                        B.log(f"{label} ERROR: {msg}")
+                        continue
+                    lag[pipe][name].append(got)
+                    B.log(f"{label} lag p50 {got['p50']:,.0f} B  p99 {got['p99']:,.0f} B  "
+                          f"max {got['max']:,} B  ({got['samples']} samples, "
+                          f"{got['ops']:,.0f} ops/s)")
     finally:
         for m, rep in pairs.values():
             rep.stop()
             m.stop()
-    return {"rows": rows, "res": res, "lag": lag, "lag_pipe": lag_pipe}
+    return {"rows": rows, "res": res, "lag": lag}
 
 
 # ---------------------------------------------------------------- part 3 --
 
 
-def wait_run(B, port, iterations):
-    """SET then WAIT 1 0, one command at a time. Returns metrics (µs)."""
-    c = B.Conn(port)
+WAIT_BLOCKS = 10
+
+
+def wait_block(B, conn, first, count, acc):
+    """`count` times SET then WAIT 1 0, one command at a time, on an open
+    connection; appends the latencies (µs) and the block's time to `acc`."""
     pc = time.perf_counter
-    whole, waits = [], []
-    try:
-        t_start = pc()
-        for i in range(iterations):
-            t0 = pc()
-            if c.call("SET", "repl:wait", str(i)) != "OK":
-                raise B.WorkloadError("SET did not answer +OK")
-            t1 = pc()
-            got = c.call("WAIT", "1", "0")
-            t2 = pc()
-            if got != 1:
-                raise B.WorkloadError(f"WAIT 1 0 answered {got!r} at iteration {i}")
-            whole.append((t2 - t0) * 1e6)
-            waits.append((t2 - t1) * 1e6)
-        total = pc() - t_start
-    finally:
-        c.close()
-    whole.sort()
-    waits.sort()
+    t_start = pc()
+    for i in range(first, first + count):
+        t0 = pc()
+        if conn.call("SET", "repl:wait", str(i)) != "OK":
+            raise B.WorkloadError("SET did not answer +OK")
+        t1 = pc()
+        got = conn.call("WAIT", "1", "0")
+        t2 = pc()
+        if got != 1:
+            raise B.WorkloadError(f"WAIT 1 0 answered {got!r} at iteration {i}")
+        acc["whole"].append((t2 - t0) * 1e6)
+        acc["waits"].append((t2 - t1) * 1e6)
+    acc["total"] += pc() - t_start
+
+
+def wait_metrics(B, acc):
+    whole, waits = sorted(acc["whole"]), sorted(acc["waits"])
     return {"p50": B.percentile(whole, 50), "p99": B.percentile(whole, 99),
             "wait_p50": B.percentile(waits, 50), "wait_p99": B.percentile(waits, 99),
-            "total": total}
+            "total": acc["total"]}
 
 
 def wait_section(B, args, binaries, workroot):
+    """Each round runs --repl-wait-iterations pairs per server in
+    WAIT_BLOCKS blocks, alternating hozon, redis block by block: on a
+    shared machine both servers then see the same neighbours."""
     rs = binaries["redis"]
     pairs = {}
     r = {"hozon": [], "redis": [], "errors": {}}
     for name in NAMES:
         m = B.Server(f"{name}-master", binaries[name], MASTER_FLAGS, workroot).start()
         pairs[name] = (m, start_replica(B, rs, m, workroot))
+    per_block = max(1, args.repl_wait_iterations // WAIT_BLOCKS)
     try:
         for rnd in range(1, args.repl_rounds + 1):
             ensure_alive(B, pairs, r, rs, workroot)
+            acc = {name: {"whole": [], "waits": [], "total": 0.0} for name in NAMES}
+            conns = {}
+            failed = {}
+            try:
+                for name in NAMES:
+                    conns[name] = B.Conn(pairs[name][0].port)
+                for blk in range(WAIT_BLOCKS):
+                    for name in NAMES:
+                        if name in failed:
+                            continue
+                        try:
+                            wait_block(B, conns[name], blk * per_block, per_block, acc[name])
+                        except Exception as e:  # noqa: BLE001
+                            failed[name] = str(e) if isinstance(e, B.WorkloadError) \
+                                else f"{type(e).__name__}: {e}"
+            finally:
+                for c in conns.values():
+                    c.close()
             for name in NAMES:
                 m, rep = pairs[name]
                 label = f"[repl round {rnd}/{args.repl_rounds}] WAIT   {name:5}"
-                try:
-                    got = wait_run(B, m.port, args.repl_wait_iterations)
-                    caught_up(B, m, rep, args.repl_catchup_timeout)
-                except Exception as e:  # noqa: BLE001
-                    msg = str(e) if isinstance(e, B.WorkloadError) \
-                        else f"{type(e).__name__}: {e}"
-                    r["errors"].setdefault(name, msg)
-                    B.log(f"{label} ERROR: {msg}")
+                if name not in failed:
+                    try:
+                        caught_up(B, m, rep, args.repl_catchup_timeout)
+                    except Exception as e:  # noqa: BLE001
+                        failed[name] = str(e)
+                if name in failed:
+                    r["errors"].setdefault(name, failed[name])
+                    B.log(f"{label} ERROR: {failed[name]}")
                     continue
+                got = wait_metrics(B, acc[name])
                 r[name].append(got)
                 B.log(f"{label} SET+WAIT p50 {got['p50']:.0f} us  p99 {got['p99']:.0f} us  "
                       f"(WAIT alone p50 {got['wait_p50']:.0f} us)  total {got['total']:.2f} s")
@@ -294,29 +330,42 @@ def timed_sync(B, rs, master, workroot, nkeys, timeout):
     """Spawns a fresh replica of `master` and times it until its link is up
     with the master's DBSIZE. Returns (seconds, master CPU seconds incl.
     waited children, replica Server)."""
-    rep = B.Server(f"replica-of-{master.name}", rs,
-                   REPLICA_FLAGS + ["--replicaof", "127.0.0.1", str(master.port)], workroot)
+    rep = new_replica(B, rs, master, workroot)
+    full0 = int(info(B, master.port, "stats").get("sync_full", -1))
     cpu0 = cpu_with_children(master.pid())
     t0 = time.monotonic()
     rep.spawn()
-    deadline = t0 + timeout
-    while True:
-        if not rep.alive():
-            raise B.WorkloadError(f"replica exited: {rep.log_tail(3)}")
-        try:
-            up = info(B, rep.port).get("master_link_status") == "up"
-            if up and B.command(rep.port, "DBSIZE") == nkeys:
-                break
-        except (OSError, ConnectionError, B.WorkloadError):
-            pass
-        if time.monotonic() > deadline:
-            raise B.WorkloadError(f"replica not in sync after {timeout}s")
-        time.sleep(0.01)
-    secs = time.monotonic() - t0
-    # A fork child (Redis's BGSAVE for the sync) is counted once reaped.
-    time.sleep(0.2)
-    cpu1 = cpu_with_children(master.pid())
+    try:
+        deadline = t0 + timeout
+        while True:
+            if not rep.alive():
+                raise B.WorkloadError(f"replica exited: {rep.log_tail(3)}")
+            try:
+                up = info(B, rep.port).get("master_link_status") == "up"
+                if up and B.command(rep.port, "DBSIZE") == nkeys:
+                    break
+            except (OSError, ConnectionError, B.WorkloadError):
+                pass  # not listening yet, or -LOADING
+            if time.monotonic() > deadline:
+                raise B.WorkloadError(f"replica not in sync after {timeout}s")
+            time.sleep(0.01)
+        secs = time.monotonic() - t0
+        # A fork child (Redis's BGSAVE for the sync) is counted once reaped.
+        time.sleep(0.2)
+        cpu1 = cpu_with_children(master.pid())
+        full1 = int(info(B, master.port, "stats").get("sync_full", -1))
+        if full1 != full0 + 1:
+            raise B.WorkloadError(f"the master's sync_full went from {full0} to {full1}, "
+                                  f"not up by one: not a full sync")
+    except BaseException:
+        drop_replica(rep)
+        raise
     return secs, (cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None), rep
+
+
+def drop_replica(rep):
+    rep.stop()
+    shutil.rmtree(rep.wdir, ignore_errors=True)
 
 
 def cpu_with_children(pid):
@@ -381,7 +430,7 @@ def full_sync(B, args, binaries, workroot):
                         continue
                     finally:
                         if rep is not None:
-                            rep.stop()
+                            drop_replica(rep)
                     out[form][name].append({"secs": secs, "cpu": cpu})
                     B.log(f"{label} {secs:.2f} s to link up with {nkeys:,} keys "
                           f"(master CPU {cpu or 0:.2f} s)")
@@ -458,26 +507,28 @@ def print_repl(B, args, r, redis_version):
     lag = t["lag"]
     print(f"### Replication (issue 25): lag under load")
     print()
-    print(f"redis-benchmark SET, P={t['lag_pipe']}, {args.clients} clients, "
-          f"-n {lag_requests(args, t['lag_pipe']):,} (4× the pipelined -n), on the pairs above; a sampler thread reads the "
+    print(f"redis-benchmark SET at each pipeline, {args.clients} clients, "
+          f"-n {lag_requests(args, 1):,} (P=1) / {lag_requests(args, 16):,} (P>1) (4× the "
+          f"rows' -n), on the pairs above; a sampler thread reads the "
           f"master's `master_repl_offset` then the replica's `slave_repl_offset` (INFO "
           f"replication, one kept-open connection each) every ~10 ms during the run; lag = "
           f"the difference in bytes. Per run: p50, p99, max of the samples; the table shows "
           f"the medians over {args.repl_rounds} run(s) per server.")
     print()
-    print("| measure | hozon | redis | hozon/redis |")
-    print("|---------|------:|------:|------------:|")
+    print("| pipeline | measure | hozon | redis | hozon/redis |")
+    print("|---------:|---------|------:|------:|------------:|")
     notes = []
-    for key, label, fmt in (("p50", "lag p50 (bytes)", _fmt_int),
-                            ("p99", "lag p99 (bytes)", _fmt_int),
-                            ("max", "lag max (bytes)", _fmt_int),
-                            ("samples", "samples per run", _fmt_int),
-                            ("ops", "SET ops/s meanwhile", _fmt_int)):
-        errs = []
-        c = B.summarize(lag, key, fmt, errs)
-        if key == "p50":
-            notes += [f"{name}: {e}" for name, e in errs]
-        print(f"| {label} | {c['hozon']} | {c['redis']} | {c['ratio']} |")
+    for pipe in args.pipelines:
+        for key, label, fmt in (("p50", "lag p50 (bytes)", _fmt_int),
+                                ("p99", "lag p99 (bytes)", _fmt_int),
+                                ("max", "lag max (bytes)", _fmt_int),
+                                ("samples", "samples per run", _fmt_int),
+                                ("ops", "SET ops/s meanwhile", _fmt_int)):
+            errs = []
+            c = B.summarize(lag[pipe], key, fmt, errs)
+            if key == "p50":
+                notes += [f"P={pipe} {name}: {e}" for name, e in errs]
+            print(f"| {pipe} | {label} | {c['hozon']} | {c['redis']} | {c['ratio']} |")
     print()
     B.print_errors(notes)
 
@@ -486,7 +537,8 @@ def print_repl(B, args, r, redis_version):
     print()
     print(f"One client (Python, one connection, TCP_NODELAY): `SET repl:wait <i>`, read the "
           f"reply, `WAIT 1 0`, read the reply (must be 1), {args.repl_wait_iterations:,} "
-          f"times per run; median over {args.repl_rounds} run(s) per server of each run's "
+          f"times per run, in {WAIT_BLOCKS} blocks alternating hozon, redis block by block; "
+          f"median over {args.repl_rounds} run(s) per server of each run's "
           f"percentiles (µs). The client's own cost is the same on both sides.")
     print()
     print("| measure | hozon | redis | hozon/redis |")
