@@ -239,7 +239,7 @@ def throughput_and_lag(B, args, rb, binaries, workroot):
 # ---------------------------------------------------------------- part 3 --
 
 
-WAIT_BLOCKS = 10
+WAIT_BLOCKS = 50
 
 
 def wait_block(B, conn, first, count, acc):
