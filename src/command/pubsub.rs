@@ -245,15 +245,26 @@ pub fn publish_message(core: &mut Core, channel: &[u8], message: &[u8], sharded:
 }
 
 fn publish(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    Ok(Reply::Int(
-        publish_message(ctx.core, argv[1], argv[2], false) as i64,
-    ))
+    let receivers = publish_message(ctx.core, argv[1], argv[2], false);
+    propagate(ctx, argv);
+    Ok(Reply::Int(receivers as i64))
 }
 
 fn spublish(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    Ok(Reply::Int(
-        publish_message(ctx.core, argv[1], argv[2], true) as i64,
-    ))
+    let receivers = publish_message(ctx.core, argv[1], argv[2], true);
+    propagate(ctx, argv);
+    Ok(Reply::Int(receivers as i64))
+}
+
+/// Redis propagates PUBLISH and SPUBLISH to replicas (not to the AOF), so
+/// that subscribers of a replica get the messages too.
+fn propagate(ctx: &mut Ctx, argv: &[&[u8]]) {
+    if ctx.core.repl.streaming() {
+        ctx.log_in(
+            crate::persist::aof::STREAM_ONLY_DB,
+            argv.iter().map(|a| a.to_vec()).collect(),
+        );
+    }
 }
 
 fn channel_list(ctx: &Ctx, argv: &[&[u8]], sharded: bool) -> CmdResult {

@@ -8,7 +8,8 @@
 
 use super::{CmdResult, CommandSpec, Ctx};
 use crate::config::LogLevel;
-use crate::core::repl::{Replica, ReplicaState};
+use crate::core::clients::{BlockKind, BlockRequest};
+use crate::core::repl::{Replica, ReplicaState, Waiter};
 use crate::repl::psync::{self, BacklogExtent, Decision, MasterIds};
 use crate::reply::Reply;
 
@@ -20,6 +21,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::from_docs("replconf", "replconf", SERVER, replconf),
     CommandSpec::from_docs("sync", "sync", SERVER, sync),
     CommandSpec::from_docs("psync", "psync", SERVER, sync),
+    CommandSpec::from_docs("wait", "wait", "generic", wait),
+    CommandSpec::from_docs("waitaof", "waitaof", "generic", waitaof),
 ];
 
 /// No reply at all (REPLCONF ACK, and SYNC/PSYNC, whose answer the
@@ -257,4 +260,86 @@ fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         ctx.host.log(LogLevel::Notice, waiting);
     }
     Ok(no_reply())
+}
+
+/// Redis's `waitCommand`: how many replicas acknowledged this client's
+/// writes, waiting up to `timeout` ms (0: forever) for `numreplicas`.
+fn wait(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    if ctx.core.replica.is_replica() {
+        return Err(Reply::err(crate::command::replicaof::WAIT_ON_REPLICA));
+    }
+    let numreplicas = crate::types::num::parse_i64(argv[1])
+        .ok_or_else(|| Reply::err("ERR value is not an integer or out of range"))?;
+    let deadline = ctx.parse_block_timeout(argv[2], false)?;
+    let woff = ctx.session.woff;
+    let acked = ctx.core.repl.count_acks(woff);
+    if acked >= numreplicas || ctx.in_exec {
+        return Ok(Reply::Int(acked));
+    }
+    ctx.core.repl.waiters.insert(
+        ctx.session.id,
+        Waiter {
+            woff,
+            replicas: numreplicas,
+            aof: None,
+        },
+    );
+    ctx.core.repl.get_ack = true;
+    ctx.block(BlockRequest {
+        keys: Vec::new(),
+        deadline_ms: deadline,
+        kind: BlockKind::Replicas,
+        timeout_reply: Reply::Int(acked),
+        argv: None,
+        wake_on_delete: false,
+    })
+}
+
+/// Redis 7.2's `waitaofCommand`: `[local, replicas]`, whether this
+/// client's writes are fsynced in the local AOF and in how many replicas'
+/// AOFs (`REPLCONF ACK … FACK`), waiting up to `timeout` ms (0: forever)
+/// for `numlocal` (0 or 1) and `numreplicas`.
+fn waitaof(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let numlocal = match crate::types::num::parse_i64(argv[1]) {
+        Some(n @ 0..=1) => n,
+        Some(_) => {
+            return Err(Reply::err(
+                "ERR value is out of range, value must between 0 and 1",
+            ))
+        }
+        None => return Err(Reply::err("ERR value is not an integer or out of range")),
+    };
+    let numreplicas = match crate::types::num::parse_i64(argv[2]) {
+        Some(n) if n >= 0 => n,
+        Some(_) => return Err(Reply::err("ERR value is out of range, must be positive")),
+        None => return Err(Reply::err("ERR value is not an integer or out of range")),
+    };
+    let deadline = ctx.parse_block_timeout(argv[3], false)?;
+    if ctx.core.replica.is_replica() {
+        return Err(Reply::err(crate::command::replicaof::WAITAOF_ON_REPLICA));
+    }
+    if numlocal == 1 && ctx.core.aof.is_none() {
+        return Err(Reply::err(
+            "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
+        ));
+    }
+    let waiter = Waiter {
+        woff: ctx.session.woff,
+        replicas: numreplicas,
+        aof: Some((numlocal == 1, ctx.session.aof_woff)),
+    };
+    if ctx.core.wait_satisfied(&waiter) || ctx.in_exec {
+        return Ok(ctx.core.wait_reply(&waiter));
+    }
+    let timeout_reply = ctx.core.wait_reply(&waiter);
+    ctx.core.repl.waiters.insert(ctx.session.id, waiter);
+    ctx.core.repl.get_ack = true;
+    ctx.block(BlockRequest {
+        keys: Vec::new(),
+        deadline_ms: deadline,
+        kind: BlockKind::Replicas,
+        timeout_reply,
+        argv: None,
+        wake_on_delete: false,
+    })
 }

@@ -222,11 +222,11 @@ fn role(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
         return Ok(reply);
     }
     let repl = &ctx.core.repl;
-    // Redis lists the replicas that told their port, online or not.
+    // Redis lists the online replicas.
     let replicas = repl
         .replicas
         .values()
-        .filter(|r| r.conf.listening_port != 0 && !r.conf.rdb_only)
+        .filter(|r| r.state == crate::core::repl::ReplicaState::Online && !r.conf.rdb_only)
         .map(|r| {
             Reply::Array(vec![
                 Reply::Bulk(r.ip.clone().into_bytes()),

@@ -224,6 +224,9 @@ pub struct ReplSettings {
     pub min_replicas_to_write: u64,
     /// `min-replicas-max-lag` (10).
     pub min_replicas_max_lag_s: u64,
+    /// `shutdown-timeout` (10): seconds a shutdown waits for lagging
+    /// replicas to catch up (0: it does not wait).
+    pub shutdown_timeout_s: u64,
 }
 
 /// What `rename-command` did to the names clients use (Redis edits its

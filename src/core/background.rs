@@ -122,10 +122,14 @@ impl Core {
         self.save.abort(&mut self.keyspace);
         let dir = self.data_dir()?;
         let file_name = self.snapshot_file_name();
+        // While replicating, the file records the stream position of the
+        // data it holds, so that a restart from it lets replicas continue.
+        let position = self.repl.position_now();
         let saved = match self.save_format() {
-            crate::persist::saver::Format::Native => crate::persist::snapshot::save_keyspace(
+            crate::persist::saver::Format::Native => crate::persist::snapshot::save_keyspace_at(
                 &self.keyspace,
                 now_ms,
+                position,
                 Arc::clone(&self.io),
                 &dir,
                 &file_name,
@@ -139,8 +143,11 @@ impl Core {
                     Arc::clone(&self.io),
                     &dir,
                     &file_name,
-                    encoder,
-                    checksum,
+                    crate::persist::rdb_file::RdbOptions {
+                        encoder,
+                        checksum,
+                        position: position.as_ref(),
+                    },
                 )
                 .map(drop)
             }
@@ -174,6 +181,7 @@ impl Core {
             dir: &dir,
             file_name: &file_name,
             format,
+            position: self.repl.position_now(),
         };
         self.save
             .start(&mut self.keyspace, target, self.dirty, now_ms);
@@ -304,6 +312,7 @@ impl Core {
                         true,
                     ) {
                         Ok(mut writer) => {
+                            writer.continue_offsets_of(&old);
                             if let Some(cause) = dir_not_synced {
                                 // The new file has the name and takes the
                                 // writes, but a power loss may give the

@@ -25,6 +25,9 @@ pub enum BlockKind {
     ZSet,
     /// XREAD and XREADGROUP with BLOCK.
     Stream,
+    /// WAIT: no keys; woken when enough replicas acknowledged the
+    /// client's writes, and answered with how many did.
+    Replicas,
 }
 
 /// What a command asks for when it blocks (see `Ctx::block`).

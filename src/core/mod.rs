@@ -150,6 +150,21 @@ impl Core {
         self.aof.as_ref().and_then(AofWriter::refusal)
     }
 
+    /// Redis's `checkGoodReplicasStatus`: with `min-replicas-to-write` and
+    /// `min-replicas-max-lag` both set, writes are refused while fewer
+    /// replicas are online with an ACK at most max-lag seconds old.
+    pub(crate) fn noreplicas_refusal(&self) -> Option<&'static str> {
+        let settings = &self.config.repl;
+        if settings.min_replicas_to_write == 0 || settings.min_replicas_max_lag_s == 0 {
+            return None;
+        }
+        (self
+            .repl
+            .good_replicas(now_ms(), settings.min_replicas_max_lag_s)
+            < settings.min_replicas_to_write)
+            .then_some(NOREPLICAS)
+    }
+
     /// Called for every modified key: invalidates WATCHes on it and wakes
     /// clients blocked on it.
     pub(crate) fn signal_modified(&mut self, db: usize, key: &[u8]) {
@@ -195,6 +210,9 @@ impl Core {
         removed_total
     }
 }
+
+/// Redis's refusal of a write without enough good replicas.
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// Redis's refusal while `stop-writes-on-bgsave-error` applies.
 pub(crate) const BGSAVE_ERROR: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use crate::persist::aof::Effect;
 use crate::repl::buffer::{CursorId, ReplBuffer};
-use crate::repl::ids::ReplId;
+use crate::repl::ids::{Position, ReplId};
 use crate::repl::stream::StreamEncoder;
 
 /// Where a replica is in its synchronisation (INFO's `state=`).
@@ -178,6 +178,18 @@ impl Replica {
     }
 }
 
+/// A client blocked in WAIT or WAITAOF (docs/replication.md §3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Waiter {
+    /// The offset just after its last propagated unit (its `woff`).
+    pub(crate) woff: i64,
+    /// How many replicas it waits for.
+    pub(crate) replicas: i64,
+    /// WAITAOF: whether the local AOF must have fsynced the client's
+    /// writes, and its mark in the AOF's logical offsets.
+    pub(crate) aof: Option<(bool, u64)>,
+}
+
 /// INFO stats counters of replication.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ReplStats {
@@ -216,6 +228,15 @@ pub(crate) struct ReplState {
     pub(crate) log: Vec<(bool, String)>,
     /// The second of the last keepalive newlines.
     pub(crate) last_newline_s: i64,
+    /// The position the snapshot loaded at startup recorded.
+    pub(crate) loaded: Option<Position>,
+    /// Since when no replica is connected (`repl-backlog-ttl`).
+    pub(crate) no_replicas_since_ms: Option<i64>,
+    /// Clients blocked in WAIT, by session id.
+    pub(crate) waiters: BTreeMap<u64, Waiter>,
+    /// A WAIT blocked in this turn: `REPLCONF GETACK *` goes into the
+    /// stream with the turn's publication.
+    pub(crate) get_ack: bool,
     /// Why the stream stopped for good (the AOF lost durability): SYNC and
     /// PSYNC are refused with this until restart.
     pub(crate) broken: Option<String>,
@@ -237,6 +258,10 @@ impl ReplState {
             last_ping_ms: 0,
             log: Vec::new(),
             last_newline_s: 0,
+            loaded: None,
+            no_replicas_since_ms: None,
+            waiters: BTreeMap::new(),
+            get_ack: false,
             broken: None,
         }
     }
@@ -252,6 +277,89 @@ impl ReplState {
     /// continues from the offset it applied).
     pub(crate) fn set_offset(&mut self, offset: i64) {
         self.offset = offset;
+    }
+
+    /// The offset just after the last stream byte encoded so far (published
+    /// or pending): a session's `woff` after a command that propagated.
+    pub(crate) fn stream_end(&self) -> i64 {
+        self.master_repl_offset() + self.pending.len() as i64
+    }
+
+    /// The position a batch committed now records (§4.1): the stream's
+    /// end after this turn's pending bytes, when the turn has any. The
+    /// turn's GETACK goes into the stream first, so that it is counted.
+    pub(crate) fn position_to_record(&mut self) -> Option<Position> {
+        self.buffer.as_ref()?;
+        if std::mem::take(&mut self.get_ack) {
+            self.encoder
+                .push_dbless(&[b"REPLCONF", b"GETACK", b"*"], &mut self.pending);
+        }
+        if self.pending.is_empty() {
+            return None;
+        }
+        Some(Position {
+            replid: self.replid,
+            offset: self.stream_end(),
+            stream_db: self.encoder.selected_db().unwrap_or(0) as u32,
+        })
+    }
+
+    /// The position of the data in memory now (a snapshot's capture
+    /// instant): the stream's end including this turn's pending bytes,
+    /// whose writes are applied already. None without a backlog.
+    pub(crate) fn position_now(&self) -> Option<Position> {
+        self.buffer.as_ref()?;
+        Some(Position {
+            replid: self.replid,
+            offset: self.stream_end(),
+            stream_db: self.encoder.selected_db().unwrap_or(0) as u32,
+        })
+    }
+
+    /// A master restarted from files recording `position` (§4.2): the
+    /// recorded history becomes the secondary id under a new id, with an
+    /// empty backlog at its offset, so a replica caught up with it
+    /// continues (`+CONTINUE`) instead of syncing in full.
+    pub(crate) fn resume_from(&mut self, position: &Position, backlog_size: usize) -> String {
+        self.replid2 = position.replid;
+        self.second_replid_offset = position.offset + 1;
+        self.offset = position.offset;
+        self.encoder.forget_db();
+        self.buffer = Some(ReplBuffer::new(position.offset, backlog_size));
+        format!(
+            "Replication position {}:{} loaded: new replication ID {}, the loaded one kept as the secondary ID up to offset {}",
+            position.replid, position.offset, self.replid, self.second_replid_offset
+        )
+    }
+
+    /// Online replicas that reported `offset` fsynced in their AOF
+    /// (`REPLCONF ACK … FACK`, Redis 7.2's `replicationCountAOFAcksByOffset`).
+    pub(crate) fn count_aof_acks(&self, offset: i64) -> i64 {
+        self.replicas
+            .values()
+            .filter(|r| r.state == ReplicaState::Online && !r.pre_psync && r.aof_off >= offset)
+            .count() as i64
+    }
+
+    /// Online replicas that acknowledged `offset` (Redis's
+    /// `replicationCountAcksByOffset`).
+    pub(crate) fn count_acks(&self, offset: i64) -> i64 {
+        self.replicas
+            .values()
+            .filter(|r| r.state == ReplicaState::Online && !r.pre_psync && r.ack_off >= offset)
+            .count() as i64
+    }
+
+    /// Online replicas whose last ACK is at most `max_lag_s` seconds old
+    /// (INFO's `min_slaves_good_slaves`).
+    pub(crate) fn good_replicas(&self, now_ms: i64, max_lag_s: u64) -> u64 {
+        self.replicas
+            .values()
+            .filter(|r| {
+                r.state == ReplicaState::Online
+                    && (now_ms / 1000 - r.ack_time_ms / 1000) <= max_lag_s as i64
+            })
+            .count() as u64
     }
 
     /// True while a backlog exists: units are encoded into the stream.
@@ -273,6 +381,17 @@ impl ReplState {
             "Replication backlog created, my new replication IDs are '{}' and '{}'",
             self.replid, self.replid2
         )
+    }
+
+    /// Frees the backlog: a new id, no secondary one; the offset stays.
+    pub(crate) fn free_backlog(&mut self) {
+        self.offset = self.master_repl_offset();
+        self.buffer = None;
+        self.pending.clear();
+        self.replid = ReplId::random();
+        self.replid2 = ReplId::NONE;
+        self.second_replid_offset = -1;
+        self.no_replicas_since_ms = None;
     }
 
     /// Encodes one unit (the effects of one command execution) into this
@@ -305,6 +424,10 @@ impl ReplState {
             self.pending.clear();
             return false;
         };
+        if std::mem::take(&mut self.get_ack) {
+            self.encoder
+                .push_dbless(&[b"REPLCONF", b"GETACK", b"*"], &mut self.pending);
+        }
         if self.pending.is_empty() {
             return false;
         }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::time::Duration;
 
-use super::repl::{ReplicaState, Transfer};
+use super::repl::{ReplicaState, Transfer, Waiter};
 use super::Core;
 use crate::repl::capture::PayloadCapture;
 use crate::repl::ids::Position;
@@ -66,12 +66,15 @@ impl Core {
     /// waiting for their payload, and `repl-timeout`.
     pub(crate) fn repl_cron(&mut self, now_ms: i64) {
         if self.repl.replicas.is_empty() {
+            self.free_idle_backlog(now_ms);
             return;
         }
+        self.repl.no_replicas_since_ms = None;
         let period_ms = (self.config.repl.ping_replica_period_s.max(1) as i64) * 1000;
         if now_ms - self.repl.last_ping_ms >= period_ms {
             self.repl.last_ping_ms = now_ms;
-            self.repl.log_dbless(&[b"PING"]);
+            // Redis's shared `ping` object: lower case.
+            self.repl.log_dbless(&[b"ping"]);
         }
         let second = now_ms / 1000 != self.repl.last_newline_s;
         self.repl.last_newline_s = now_ms / 1000;
@@ -101,6 +104,27 @@ impl Core {
         for line in lines {
             self.repl_log(true, line);
         }
+    }
+
+    /// `repl-backlog-ttl`: a master without replicas for that long frees
+    /// its backlog and starts a new history (Redis's `replicationCron`):
+    /// without a backlog the offset stops, so the old id would lie about
+    /// later writes. Batches written from now on carry no position, which
+    /// ends the recorded one (§4.2).
+    fn free_idle_backlog(&mut self, now_ms: i64) {
+        if self.repl.buffer.is_none() {
+            return;
+        }
+        let since = *self.repl.no_replicas_since_ms.get_or_insert(now_ms);
+        let ttl_s = self.config.repl.backlog_ttl_s;
+        if ttl_s == 0 || now_ms - since < (ttl_s as i64).saturating_mul(1000) {
+            return;
+        }
+        self.repl.free_backlog();
+        self.repl_log(
+            false,
+            format!("Replication backlog freed after {ttl_s} seconds without connected replicas."),
+        );
     }
 
     /// Starts or advances the replication capture; called by
@@ -365,6 +389,44 @@ impl Core {
         if !used {
             let _ = std::fs::remove_file(path);
         }
+    }
+
+    /// WAIT's and WAITAOF's counts for `waiter` now: (local fsync, replicas).
+    pub(crate) fn wait_counts(&self, waiter: &Waiter) -> (i64, i64) {
+        match waiter.aof {
+            None => (0, self.repl.count_acks(waiter.woff)),
+            Some((_, mark)) => {
+                let local = self.aof.as_ref().is_some_and(|a| a.fsynced_end() >= mark);
+                (i64::from(local), self.repl.count_aof_acks(waiter.woff))
+            }
+        }
+    }
+
+    /// WAIT's reply (the count) or WAITAOF's (`[local, replicas]`).
+    pub(crate) fn wait_reply(&self, waiter: &Waiter) -> crate::reply::Reply {
+        use crate::reply::Reply;
+        let (local, replicas) = self.wait_counts(waiter);
+        match waiter.aof {
+            None => Reply::Int(replicas),
+            Some(_) => Reply::Array(vec![Reply::Int(local), Reply::Int(replicas)]),
+        }
+    }
+
+    /// True when `waiter` has what it waits for.
+    pub(crate) fn wait_satisfied(&self, waiter: &Waiter) -> bool {
+        let (local, replicas) = self.wait_counts(waiter);
+        let local_wanted = waiter.aof.is_some_and(|(local, _)| local);
+        replicas >= waiter.replicas && (local == 1 || !local_wanted)
+    }
+
+    /// The sessions blocked in WAIT or WAITAOF whose wait is over.
+    pub(crate) fn satisfied_waiters(&self) -> Vec<u64> {
+        self.repl
+            .waiters
+            .iter()
+            .filter(|(_, w)| self.wait_satisfied(w))
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// Forgets a replica whose connection closed.

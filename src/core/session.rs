@@ -45,6 +45,12 @@ pub struct Session {
     pub patterns: Vec<Blob>,
     /// Shard channels this session is subscribed to (SSUBSCRIBE).
     pub shard_channels: Vec<Blob>,
+    /// The replication offset just after this client's last propagated
+    /// command (Redis's `woff`): what WAIT waits for.
+    pub woff: i64,
+    /// The AOF's logical offset just after this client's last logged
+    /// command: what WAITAOF's local part waits for.
+    pub aof_woff: u64,
     /// The connection is a replica (it sent SYNC or PSYNC): the host
     /// writes it the replication stream instead of replies.
     pub is_replica: bool,
@@ -89,6 +95,8 @@ impl Session {
             channels: Vec::new(),
             patterns: Vec::new(),
             shard_channels: Vec::new(),
+            woff: 0,
+            aof_woff: 0,
             is_replica: false,
             is_master: false,
             repl_conf: None,

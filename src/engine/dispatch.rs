@@ -118,6 +118,33 @@ impl Engine {
         }
         session.last_command = spec.name;
         self.core.stats.commands_processed += 1;
+        let stream_before = self.core.repl.stream_end();
+        let logged_before = self.log_appended();
+        let reply = self.run_command(session, argv, spec, host, now);
+        if self.log_appended() != logged_before {
+            // WAITAOF's local mark: the AOF's logical end after this unit.
+            if let Some(aof) = &self.core.aof {
+                session.aof_woff = aof.logged_end();
+            }
+        }
+        // Redis's `c->woff`: where the replication stream stood after the
+        // client's last command that propagated (WAIT waits for it).
+        let stream_after = self.core.repl.stream_end();
+        if stream_after != stream_before {
+            session.woff = stream_after;
+        }
+        reply
+    }
+
+    /// Runs an admitted command and logs its effects.
+    fn run_command(
+        &mut self,
+        session: &mut Session,
+        argv: &[&[u8]],
+        spec: &'static CommandSpec,
+        host: &mut dyn Host,
+        now: i64,
+    ) -> Reply {
         let effects_before = self.core.effects.len();
         let mut ctx = Ctx::new(&mut self.core, session, host, now);
         let reply = match (spec.handler)(&mut ctx, argv) {
@@ -208,6 +235,12 @@ impl Engine {
             if spec.is_write() || top.name == "ping" || exec_writes {
                 if let Some(refusal) = self.core.write_refusal() {
                     return Err(Reply::error(refusal));
+                }
+            }
+            // min-replicas applies to a master only (Redis's rule).
+            if (spec.is_write() || exec_writes) && !self.core.replica.is_replica() {
+                if let Some(refusal) = self.core.noreplicas_refusal() {
+                    return Err(Reply::err(refusal));
                 }
             }
             let writes = spec.is_write() || exec_writes;
@@ -377,8 +410,12 @@ impl Engine {
     pub fn unblock(&mut self, session: &mut Session, with_error: bool) -> Option<Reply> {
         let state = session.blocked.take()?;
         self.core.clients.remove_blocked(session.id, &state);
+        let waiter = self.core.repl.waiters.remove(&session.id);
         Some(if with_error {
             Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+        } else if let Some(waiter) = waiter {
+            // WAIT and WAITAOF answer their counts as they are now.
+            self.core.wait_reply(&waiter)
         } else {
             state.request.timeout_reply
         })
@@ -390,6 +427,7 @@ impl Engine {
         if let Some(state) = session.blocked.take() {
             self.core.clients.remove_blocked(session.id, &state);
         }
+        self.core.repl.waiters.remove(&session.id);
         command::multi::discard_transaction(&mut self.core, session);
         command::pubsub::unsubscribe_everything(&mut self.core, session);
         if session.is_replica {

@@ -90,8 +90,13 @@ impl Engine {
     /// applies the fsync policy. Replies to the commands of the batch may
     /// be released only after this returns Ok.
     pub fn flush_log(&mut self) -> Result<(), FlushError> {
+        // While replicating, every batch records the stream position after
+        // it, and a turn with stream bytes only writes the position alone.
+        let position = self.core.repl.position_to_record();
         match self.core.aof.as_mut() {
-            Some(aof) if aof.has_pending() => aof.flush(now_ms()),
+            Some(aof) if aof.has_pending() || position.is_some() => {
+                aof.flush_at(now_ms(), position.as_ref())
+            }
             _ => Ok(()),
         }
     }

@@ -121,6 +121,17 @@ impl Engine {
             },
         };
         engine.open_files(io)?;
+        // The position the loaded files recorded (the AOF's, else the
+        // snapshot's): replicas of the previous run may continue.
+        let position = match &engine.core.aof_load {
+            Some(report) => report.position,
+            None => engine.core.repl.loaded.take(),
+        };
+        if let Some(position) = position {
+            let size = engine.core.config.repl.backlog_size as usize;
+            let line = engine.core.repl.resume_from(&position, size);
+            engine.notices.push(line);
+        }
         if let Some((host, port)) = engine.core.config.replica.replicaof.clone() {
             engine.core.become_replica(host, port);
         }
@@ -260,6 +271,7 @@ impl Engine {
             }
             self.core.save.last_load_keys = summary.keys;
             self.core.save.last_load_expired = summary.expired_skipped;
+            self.core.repl.loaded = summary.position;
             self.notices.push(format!(
                 "DB loaded from disk: {:.3} seconds ({} keys from the RDB file {}, version {}{})",
                 started.elapsed().as_secs_f64(),
@@ -287,6 +299,7 @@ impl Engine {
             corrupt(path, offset, CorruptCause::Snapshot(e), text)
         })?;
         let loaded = summary.stats.keys.saturating_sub(expired);
+        self.core.repl.loaded = summary.position;
         self.core.save.last_load_keys = loaded;
         self.core.save.last_load_expired = expired;
         self.core.save.last_save_ms = summary.created_ms;

@@ -24,6 +24,21 @@ impl Engine {
         self.core.repl.publish()
     }
 
+    /// Sessions blocked in WAIT whose replicas acknowledged enough: end
+    /// their wait with [`Engine::unblock`] (which answers the count).
+    pub(crate) fn satisfied_waiters(&self) -> Vec<u64> {
+        if self.core.repl.waiters.is_empty() {
+            return Vec::new();
+        }
+        self.core.satisfied_waiters()
+    }
+
+    /// True when the turn has stream bytes to commit (a batch recording
+    /// the position is written even without data).
+    pub(crate) fn stream_pending(&self) -> bool {
+        self.core.repl.streaming() && (!self.core.repl.pending.is_empty() || self.core.repl.get_ack)
+    }
+
     /// Log lines replication produced since the last call: (warning, text).
     pub(crate) fn take_repl_log(&mut self) -> Vec<(bool, String)> {
         std::mem::take(&mut self.core.repl.log)

@@ -64,6 +64,17 @@ impl RdbFile {
     }
 }
 
+/// How [`save_keyspace`] encodes the file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RdbOptions<'a> {
+    /// The value encoder (`rdbcompression`, listpack sizes).
+    pub encoder: Encoder,
+    /// Write the CRC-64 (`rdbchecksum`).
+    pub checksum: bool,
+    /// The replication position to record in the AUX fields, if any.
+    pub position: Option<&'a crate::repl::ids::Position>,
+}
+
 /// Writes `keyspace` as an RDB file `dir/file_name` and returns when it is
 /// durable (SAVE with `snapshot-format rdb`). Keys already expired at
 /// `now_ms` are left out. On error nothing is left under the final name
@@ -74,12 +85,16 @@ pub fn save_keyspace(
     io: Arc<dyn Io>,
     dir: &Path,
     file_name: &str,
-    encoder: Encoder,
-    checksum: bool,
+    options: RdbOptions<'_>,
 ) -> Result<(u64, u64), String> {
+    let RdbOptions {
+        encoder,
+        checksum,
+        position,
+    } = options;
     let temp = crate::persist::snapshot::temp_path(dir, file_name);
     let mut file = RdbFile::create(Arc::clone(&io), &temp)?;
-    let mut records = RecordEncoder::with_header(encoder, now_ms, 0, false);
+    let mut records = RecordEncoder::with_header_and_position(encoder, now_ms, 0, false, position);
     for (db_index, db, key, value, expire) in super::live_keys(keyspace, now_ms) {
         records.push(db_index, key, value, expire, |_| {
             (db.len() as u64, db.expires_len() as u64)

@@ -105,6 +105,9 @@ pub struct SaveTarget<'a> {
     pub dir: &'a Path,
     pub file_name: &'a str,
     pub format: Format,
+    /// The replication position of the data at the capture instant (the
+    /// file records it; docs/replication.md §4.1).
+    pub position: Option<crate::repl::ids::Position>,
 }
 
 /// The file a finished writer thread produced: (keys, bytes).
@@ -150,6 +153,7 @@ impl SaveState {
             dir,
             file_name,
             format,
+            position,
         } = target;
         debug_assert!(self.job.is_none(), "one BGSAVE at a time");
         self.last_try_ms = now_ms;
@@ -157,7 +161,10 @@ impl SaveState {
         let (result_tx, result) = mpsc::sync_channel(1);
         let temp = snapshot::temp_path(dir, file_name);
         let target = dir.join(file_name);
-        let header = HeaderInfo::new(now_ms, keyspace.db_count());
+        let header = HeaderInfo {
+            position,
+            ..HeaderInfo::new(now_ms, keyspace.db_count())
+        };
         let spawned = std::thread::Builder::new()
             .name("hozon-bgsave".into())
             .spawn(move || {
@@ -173,7 +180,13 @@ impl SaveState {
         }
         let rdb = match format {
             Format::Rdb { encoder, .. } => Some((
-                crate::rdb::writer::RecordEncoder::with_header(encoder, now_ms, 0, false),
+                crate::rdb::writer::RecordEncoder::with_header_and_position(
+                    encoder,
+                    now_ms,
+                    0,
+                    false,
+                    position.as_ref(),
+                ),
                 keyspace
                     .iter()
                     .map(|db| (db.len() as u64, db.expires_len() as u64))

@@ -1,5 +1,6 @@
 //! The AOF writer: batches, write(2), the fsync policies, and error states.
 
+use crate::repl::ids::Position;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -124,6 +125,12 @@ pub struct AofWriter {
     /// `no-appendfsync-on-rewrite` in force: a background save or rewrite
     /// runs, so this writer skips its fsyncs.
     fsync_suppressed: bool,
+    /// The logical offset of this file's length at open: bytes appended by
+    /// this process to earlier files (WAITAOF's counters, which must not go
+    /// back when a rewrite switches files).
+    logical_base: u64,
+    /// The file's length at open.
+    initial_len: u64,
 }
 
 impl AofWriter {
@@ -177,7 +184,33 @@ impl AofWriter {
             base_size: len,
             delayed_fsync: 0,
             fsync_suppressed: false,
+            logical_base: 0,
+            initial_len: len,
         })
+    }
+
+    /// Continues the logical offsets of `previous` (the file this one
+    /// replaces, whose content it holds): everything logged before counts
+    /// as fsynced here, since the new file was made durable before the
+    /// switch.
+    pub fn continue_offsets_of(&mut self, previous: &AofWriter) {
+        self.logical_base = previous.logged_end();
+    }
+
+    /// The logical offset just after everything logged so far, written or
+    /// not (a session's WAITAOF mark after its command).
+    pub fn logged_end(&self) -> u64 {
+        let failed = self.failed_batch.as_ref().map_or(0, Vec::len);
+        self.logical_base
+            + (self.good_len - self.initial_len)
+            + (failed + self.builder.len()) as u64
+    }
+
+    /// The logical offset an fsync has covered: WAITAOF's local
+    /// acknowledgement for every mark at or below it.
+    pub fn fsynced_end(&self) -> u64 {
+        let synced = self.bg.shared.synced_len.load(Ordering::SeqCst).max(0) as u64;
+        self.logical_base + synced.saturating_sub(self.initial_len)
     }
 
     /// The file's path.
@@ -263,6 +296,15 @@ impl AofWriter {
     /// Writes the pending batch with one write(2) and applies the fsync
     /// policy. On success the batch's replies may be released.
     pub fn flush(&mut self, now_ms: i64) -> Result<(), FlushError> {
+        self.flush_at(now_ms, None)
+    }
+
+    /// [`AofWriter::flush`], the batch ending with the replication
+    /// position `position` when there is one (docs/replication.md §4.1).
+    /// With a position and no data the batch holds the position alone: it
+    /// is written (so that the file's last position is at least what any
+    /// replica received) but not fsynced on its own account.
+    pub fn flush_at(&mut self, now_ms: i64, position: Option<&Position>) -> Result<(), FlushError> {
         self.check_background_error();
         if let Some(p) = &self.poisoned {
             return Err(FlushError::Poisoned(p.clone()));
@@ -271,10 +313,20 @@ impl AofWriter {
         if self.failed_batch.is_some() {
             self.retry(now_ms)?;
         }
-        if self.builder.is_empty() {
+        if self.builder.is_empty() && position.is_none() {
             return Ok(());
         }
+        let data = !self.builder.is_empty();
+        if position.is_some() {
+            self.builder.push_position(position);
+        }
         let batch = self.builder.finish(now_ms);
+        if !data {
+            let suppressed = std::mem::replace(&mut self.fsync_suppressed, true);
+            let written = self.write_batch(batch, now_ms);
+            self.fsync_suppressed = suppressed;
+            return written;
+        }
         self.write_batch(batch, now_ms)
     }
 

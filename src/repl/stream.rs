@@ -53,17 +53,22 @@ impl StreamEncoder {
     /// unit without effects).
     pub fn push_unit(&mut self, effects: &[Effect], out: &mut Vec<u8>) -> usize {
         let before = out.len();
-        let Some(first) = effects.first() else {
+        if effects.is_empty() {
             return 0;
-        };
+        }
         let wrap = effects.len() > 1;
         if wrap {
             // SELECT before MULTI, so the transaction starts in its db.
-            self.select(first.db, out);
+            if let Some(first) = effects.iter().find(|e| !e.is_stream_only()) {
+                self.select(first.db, out);
+            }
             encode_command(out, &[&b"MULTI"[..]]);
         }
         for effect in effects {
-            self.select(effect.db, out);
+            // PUBLISH has no database: no SELECT before it.
+            if !effect.is_stream_only() {
+                self.select(effect.db, out);
+            }
             encode_command(out, &effect.argv);
         }
         if wrap {
@@ -331,6 +336,39 @@ mod tests {
         assert_eq!(
             text(body_of(&batch.finish(0)).to_vec()),
             format!("{select5}{SET_A_1}")
+        );
+    }
+
+    #[test]
+    fn publish_goes_to_the_stream_without_select_and_never_to_the_aof() {
+        use crate::persist::aof::STREAM_ONLY_DB;
+        let publish = Effect {
+            db: STREAM_ONLY_DB,
+            argv: vec![b"PUBLISH".to_vec(), b"ch".to_vec(), b"hi".to_vec()],
+        };
+        const PUBLISH: &str = "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n$2\r\nhi\r\n";
+        let mut enc = StreamEncoder::new();
+        assert_eq!(
+            text(encode(&mut enc, std::slice::from_ref(&publish))),
+            PUBLISH
+        );
+        assert_eq!(enc.selected_db(), None);
+        // In a transaction: wrapped with the writes, SELECT for the first
+        // write before MULTI; the AOF gets the writes alone.
+        let unit = [publish.clone(), effect(3, &["DEL", "b"]), publish.clone()];
+        assert_eq!(
+            text(encode(&mut enc, &unit)),
+            format!("{SELECT3}{MULTI}{PUBLISH}{DEL_B}{PUBLISH}{EXEC}")
+        );
+        let mut batch = BatchBuilder::new();
+        let mut aof_db = None;
+        batch.push_unit(&unit, &mut aof_db);
+        batch.push_unit(std::slice::from_ref(&publish), &mut aof_db);
+        let body = text(batch.finish(0));
+        assert!(body.contains(&format!("{SELECT3}{DEL_B}")), "{body}");
+        assert!(
+            !body.contains("PUBLISH") && !body.contains("MULTI"),
+            "{body}"
         );
     }
 }

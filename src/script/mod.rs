@@ -867,6 +867,9 @@ fn prepare(ctx: &mut Ctx, flags: ScriptFlags, read_only: bool) -> Result<(), Rep
             },
         ));
     }
+    if let Some(refusal) = ctx.core.noreplicas_refusal() {
+        return Err(Reply::err(refusal));
+    }
     if read_only {
         return Err(Reply::err(
             "ERR Can not execute a script with write flag using *_ro command.",
@@ -1064,6 +1067,11 @@ fn call(
     if spec.is_write() && !state.wrote && !ctx.core.loading {
         if let Some(refusal) = ctx.core.write_refusal() {
             return Err(refusal);
+        }
+    }
+    if spec.is_write() && !ctx.core.loading {
+        if let Some(refusal) = ctx.core.noreplicas_refusal() {
+            return Err(refusal.into());
         }
     }
     if spec.is_write() {

@@ -110,6 +110,8 @@ pub struct Server {
     busy_poll: BusyPoll,
     /// The link to our master, on a replica.
     master_link: Option<master_link::MasterLink>,
+    /// A shutdown waits for its replicas until this Unix ms.
+    shutdown_wait_until: Option<i64>,
 }
 
 impl Server {
@@ -145,6 +147,7 @@ impl Server {
             reread: TokenQueue::default(),
             busy_poll: BusyPoll::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
             master_link: None,
+            shutdown_wait_until: None,
         })
     }
 
@@ -224,6 +227,9 @@ impl Server {
             self.publish_stream();
             self.service_replicas();
             self.master_link_cron();
+            if self.shutdown.load(Ordering::SeqCst) && !self.replicas_ready_for_shutdown() {
+                continue;
+            }
             if self.shutdown.load(Ordering::SeqCst) && !self.shutdown_saved() {
                 continue;
             }
@@ -425,6 +431,12 @@ impl Server {
         let Some(mut client) = self.clients.remove(&token) else {
             return;
         };
+        if self.shutdown_wait_until.is_some() && !client.session.is_replica {
+            // A shutdown waits for its replicas: clients are not served
+            // (nothing is written that the replicas would then lack).
+            self.clients.insert(token, client);
+            return;
+        }
         if client.paused {
             // Backpressure: the socket keeps what the client sends (and
             // TCP slows the client down) until its output drains; then
@@ -555,7 +567,7 @@ impl Server {
 
     /// Ends the wait of the blocked session `id` with its timeout reply or
     /// the UNBLOCKED error.
-    fn end_wait(&mut self, id: u64, with_error: bool) {
+    pub(super) fn end_wait(&mut self, id: u64, with_error: bool) {
         let Some(&token) = self.session_tokens.get(&id) else {
             return;
         };
@@ -659,9 +671,12 @@ impl Server {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 Err(e) => {
-                    client.out.push(b'-');
-                    client.out.extend_from_slice(e.reply_text().as_bytes());
-                    client.out.extend_from_slice(b"\r\n");
+                    // A replica's link carries the stream: no reply there.
+                    if !client.session.is_replica {
+                        client.out.push(b'-');
+                        client.out.extend_from_slice(e.reply_text().as_bytes());
+                        client.out.extend_from_slice(b"\r\n");
+                    }
                     log::log(
                         Level::Verbose,
                         &format!("Protocol error ({e}) from client: addr={}", client.addr),
@@ -709,10 +724,25 @@ impl Server {
                 // caller before the command's own reply, as in Redis.
                 self.deliver_messages(client);
             }
+            let out_before = client.out.len();
             if client.session.blocked.is_none()
                 && (!client.session.reply_suppressed() || reply.is_push())
             {
                 reply.encode(client.session.resp, &mut client.out);
+            }
+            if client.session.is_replica && client.out.len() > out_before {
+                // Redis 7.0: a replica's link carries the stream, never a
+                // reply; a replica whose command made one is dropped.
+                client.out.truncate(out_before);
+                log::log(
+                    Level::Warning,
+                    &format!(
+                        "Replica generated a reply to command '{}', disconnecting it: addr={}",
+                        client.session.last_command, client.addr
+                    ),
+                );
+                client.overflowed = true;
+                break;
             }
             if client.session.close_after_reply {
                 client.closing = true;
@@ -796,7 +826,7 @@ impl Server {
     fn commit_log(&mut self) {
         // Only a new batch is written here; a batch that failed is retried
         // by the engine's cron (hz times a second), not on every turn.
-        if self.engine.log_batch_bytes() == 0 {
+        if self.engine.log_batch_bytes() == 0 && !self.engine.stream_pending() {
             return;
         }
         match self.engine.flush_log() {

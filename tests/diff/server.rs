@@ -809,9 +809,19 @@ fn client_reply_off_and_skip_suppress_replies() {
 // COMMAND
 
 /// Names of hozon's commands and subcommands.
+/// Commands hozon takes from Redis versions after the 7.0 reference
+/// (their metadata is 7.2's: docs/replication.md §3.6), left out of the
+/// comparisons with redis-server 7.0.
+const LATER_COMMANDS: &[&str] = &["waitaof"];
+
+/// The commands hozon implements that Redis 7.0 has.
 fn hozon_command_names(p: &mut Pair) -> Vec<String> {
     match parse(&p.hozon(&["COMMAND", "LIST"])) {
-        V::Array(names) => names.iter().map(text).collect(),
+        V::Array(names) => names
+            .iter()
+            .map(text)
+            .filter(|n| !LATER_COMMANDS.contains(&n.as_str()))
+            .collect(),
         other => panic!("COMMAND LIST: {other:?}"),
     }
 }
@@ -862,7 +872,7 @@ fn command_without_names_reports_the_implemented_commands() {
     let names = hozon_command_names(&mut p);
     let top: Vec<&String> = names.iter().filter(|n| !n.contains('|')).collect();
     let (r, h) = p.both(&["COMMAND", "COUNT"]);
-    assert_eq!(parse(&h), V::Int(top.len() as i64));
+    assert_eq!(parse(&h), V::Int((top.len() + LATER_COMMANDS.len()) as i64));
     assert!(matches!(parse(&r), V::Int(n) if n as usize >= top.len()));
     for args in [&["COMMAND"][..], &["COMMAND", "INFO"]] {
         let (r, h) = p.both(args);
@@ -872,7 +882,11 @@ fn command_without_names_reports_the_implemented_commands() {
                 other => panic!("{other:?}"),
             }
         };
-        let (r, h) = (entries(parse(&r)), entries(parse(&h)));
+        let (r, mut h) = (entries(parse(&r)), entries(parse(&h)));
+        h.retain(|entry| {
+            !matches!(entry, V::Array(fields)
+                if fields.first().is_some_and(|n| LATER_COMMANDS.contains(&text(n).as_str())))
+        });
         assert_eq!(h.len(), top.len());
         for entry in &h {
             assert!(
@@ -882,7 +896,8 @@ fn command_without_names_reports_the_implemented_commands() {
         }
     }
     let (r, h) = p.both(&["COMMAND", "DOCS"]);
-    let (r, h) = (pairs(&parse(&r)), pairs(&parse(&h)));
+    let (r, mut h) = (pairs(&parse(&r)), pairs(&parse(&h)));
+    h.retain(|(name, _)| !LATER_COMMANDS.contains(&text(name).as_str()));
     assert_eq!(h.len(), top.len());
     for (name, doc) in h {
         let theirs = r
@@ -923,7 +938,11 @@ fn command_list_filters() {
             .into_iter()
             .filter(|n| names.contains(n))
             .collect();
-        assert_eq!(theirs, list(parse(&h)), "{filter:?}");
+        let ours: Vec<String> = list(parse(&h))
+            .into_iter()
+            .filter(|n| !LATER_COMMANDS.contains(&n.as_str()))
+            .collect();
+        assert_eq!(theirs, ours, "{filter:?}");
     }
     p.script(
         "

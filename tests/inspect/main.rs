@@ -368,8 +368,10 @@ fn info_counts_keys_already_expired() {
         Arc::new(RealIo),
         dir.path(),
         "dump.rdb",
-        hozon::rdb::writer::Encoder::default(),
-        true,
+        hozon::persist::rdb_file::RdbOptions {
+            checksum: true,
+            ..Default::default()
+        },
     )
     .expect("save rdb");
     let rdb = dir.path().join("dump.rdb");

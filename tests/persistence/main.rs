@@ -15,6 +15,7 @@ mod power_cut;
 mod rdb_damage;
 mod rdb_fixtures;
 mod rdb_roundtrip;
+mod repl_durability;
 mod rewrite;
 mod rewrite_faults;
 mod runtime;

@@ -41,19 +41,26 @@ fn shim() -> &'static Path {
 }
 
 /// hozon-server on a data directory, with the shim preloaded.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Server {
-    fn start(dir: &Path, ctl: &Path, log: &Path) -> Server {
+    fn start(dir: &Path, ctl: &Path, log: &Path, extra: &[&str]) -> Server {
+        // `--port P` among the extra arguments: that port (a restart).
+        let fixed = extra
+            .windows(2)
+            .find(|w| w[0] == "--port")
+            .map(|w| w[1].parse::<u16>().expect("a port number"));
         for _ in 0..5 {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
+            let port = fixed.unwrap_or_else(|| {
+                std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port()
+            });
             let mut child = Command::new(env!("CARGO_BIN_EXE_hozon-server"))
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args([
@@ -65,6 +72,7 @@ impl Server {
                     "",
                 ])
                 .args(["--dir", &dir.to_string_lossy()])
+                .args(extra)
                 .env("LD_PRELOAD", shim())
                 .env("HOZON_FAULT_CTL", ctl)
                 .env("HOZON_FAULT_LOG", log)
@@ -87,7 +95,7 @@ impl Server {
         panic!("could not start hozon-server");
     }
 
-    fn kill9(mut self) {
+    pub(crate) fn kill9(mut self) {
         let _ = self.child.kill(); // SIGKILL
         let _ = self.child.wait();
     }
@@ -101,14 +109,14 @@ impl Drop for Server {
 }
 
 /// A data directory with the shim's control and log files.
-struct Setup {
+pub(crate) struct Setup {
     dir: tempfile::TempDir,
     ctl: PathBuf,
     log: PathBuf,
 }
 
 impl Setup {
-    fn new() -> Setup {
+    pub(crate) fn new() -> Setup {
         let dir = tempfile::tempdir().expect("temp dir");
         let ctl = dir.path().join("faults.ctl");
         let log = dir.path().join("faults.log");
@@ -124,12 +132,17 @@ impl Setup {
     }
 
     fn start(&self) -> Server {
-        Server::start(&self.data(), &self.ctl, &self.log)
+        self.start_with(&[])
+    }
+
+    /// [`Setup::start`] with more arguments for the server.
+    pub(crate) fn start_with(&self, extra: &[&str]) -> Server {
+        Server::start(&self.data(), &self.ctl, &self.log, extra)
     }
 
     /// Arms the next `writes` AOF writes, `syncs` AOF fsyncs and `dirs`
     /// directory fsyncs to fail.
-    fn arm(&self, writes: u32, syncs: u32, dirs: u32) {
+    pub(crate) fn arm(&self, writes: u32, syncs: u32, dirs: u32) {
         let tmp = self.ctl.with_extension("new");
         std::fs::write(&tmp, format!("{writes} {syncs} {dirs}\n")).unwrap();
         std::fs::rename(&tmp, &self.ctl).unwrap();
@@ -139,7 +152,7 @@ impl Setup {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn wait_fired(&self, what: &str) {
+    pub(crate) fn wait_fired(&self, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while !self.fired().contains(what) {
             assert!(

@@ -136,6 +136,9 @@ fn client_line(
     dirty_cas: bool,
 ) -> String {
     let mut flags = String::new();
+    if session.is_replica {
+        flags.push('S');
+    }
     if session.subscribed() {
         flags.push('P');
     }
@@ -214,8 +217,10 @@ pub(crate) fn current_line(ctx: &Ctx, argv: &[&[u8]], cmd: &str) -> String {
 enum ClientType {
     Normal,
     Pubsub,
-    /// `master`, `replica`/`slave`: hozon has no such clients.
-    Replication,
+    /// `replica`/`slave`: a connection that sent SYNC or PSYNC.
+    Replica,
+    /// `master`: the link to our master (none while hozon is a master).
+    Master,
 }
 
 impl ClientType {
@@ -224,8 +229,10 @@ impl ClientType {
             Ok(ClientType::Normal)
         } else if is(name, "pubsub") {
             Ok(ClientType::Pubsub)
-        } else if is(name, "slave") || is(name, "replica") || is(name, "master") {
-            Ok(ClientType::Replication)
+        } else if is(name, "slave") || is(name, "replica") {
+            Ok(ClientType::Replica)
+        } else if is(name, "master") {
+            Ok(ClientType::Master)
         } else {
             let mut msg = b"ERR Unknown client type '".to_vec();
             msg.extend_from_slice(name);
@@ -236,7 +243,9 @@ impl ClientType {
 
     /// Redis's getClientType: a subscribed client is `pubsub`.
     fn of(session: &Session) -> ClientType {
-        if session.subscribed() {
+        if session.is_replica {
+            ClientType::Replica
+        } else if session.subscribed() {
             ClientType::Pubsub
         } else {
             ClientType::Normal

@@ -425,6 +425,13 @@ fn info_replication(ctx: &Ctx, out: &mut String) {
     let mut lines = crate::command::replicaof::info_lines(ctx)
         .unwrap_or_else(|| vec!["role:master".to_string()]);
     lines.push(format!("connected_slaves:{}", repl.replicas.len()));
+    let settings = &ctx.core.config.repl;
+    if settings.min_replicas_to_write > 0 && settings.min_replicas_max_lag_s > 0 {
+        lines.push(format!(
+            "min_slaves_good_slaves:{}",
+            repl.good_replicas(ctx.now_ms, settings.min_replicas_max_lag_s)
+        ));
+    }
     for (i, replica) in repl.replicas.values().enumerate() {
         let lag = if replica.state == crate::core::repl::ReplicaState::Online {
             now_s - replica.ack_time_ms / 1000

@@ -17,6 +17,20 @@ pub struct Effect {
     pub argv: Vec<Vec<u8>>,
 }
 
+/// The database of an effect that goes to the replication stream only,
+/// never to the AOF: PUBLISH and SPUBLISH, which Redis propagates to
+/// replicas and not to its AOF (docs/replication.md §3.1). The stream
+/// encodes it without a `SELECT` (channels have no database).
+pub const STREAM_ONLY_DB: usize = usize::MAX;
+
+impl Effect {
+    /// True for an effect that goes to the replication stream only
+    /// ([`STREAM_ONLY_DB`]).
+    pub fn is_stream_only(&self) -> bool {
+        self.db == STREAM_ONLY_DB
+    }
+}
+
 /// First line of every AOF hozon creates. Redis skips it like any `#` line;
 /// the loader uses it to know the file's batches carry checksums.
 pub const FILE_HEADER: &[u8] = b"#hozon-aof 1\r\n";
@@ -80,16 +94,18 @@ impl BatchBuilder {
     /// Adds the effects of one command execution. `selected_db` is the
     /// database the file's reader will be in; it is updated.
     pub fn push_unit(&mut self, effects: &[Effect], selected_db: &mut Option<usize>) {
-        if effects.is_empty() {
+        // Stream-only effects (PUBLISH) are not the AOF's.
+        let logged = effects.iter().filter(|e| !e.is_stream_only()).count();
+        let Some(first) = effects.iter().find(|e| !e.is_stream_only()) else {
             return;
-        }
-        let wrap = effects.len() > 1;
+        };
+        let wrap = logged > 1;
         if wrap {
             // SELECT before MULTI so the transaction starts in the right db.
-            self.select(effects[0].db, selected_db);
+            self.select(first.db, selected_db);
             self.push(&[&b"MULTI"[..]]);
         }
-        for effect in effects {
+        for effect in effects.iter().filter(|e| !e.is_stream_only()) {
             self.select(effect.db, selected_db);
             self.push(&effect.argv);
         }
@@ -190,7 +206,9 @@ pub fn batch_verifies(batch: &[u8]) -> bool {
         None => 0,
     };
     let (body, line) = (&batch[..line_start], &without_crlf[line_start..]);
-    body.first() == Some(&b'*')
+    // A batch holds commands, or only a replication position (a turn
+    // with stream bytes and no data).
+    (body.first() == Some(&b'*') || body.starts_with(POSITION_PREFIX))
         && body.ends_with(b"\r\n")
         && parse_annotation(line).is_some_and(|a| a.verifies(body, line))
 }

@@ -436,7 +436,10 @@ fn position_lines_are_loaded_from_verified_batches_and_never_replayed() {
     let mut only = BatchBuilder::new();
     only.push_position(Some(&position(260, 3)));
     let mut more = data.clone();
-    more.extend(only.finish(3));
+    let only = only.finish(3);
+    // The writer's pair check accepts what the loader accepts.
+    assert!(batch_verifies(&only));
+    more.extend(only);
     let (report, seen) = replay_all(&more).unwrap();
     assert_eq!(seen.len(), 4);
     assert_eq!(report.position, Some(position(260, 3)));

@@ -44,7 +44,7 @@ pub use options::ReadOptions;
 pub use salvage::{load_salvaging, readable_keys, salvage_streaming, Damage, Salvaged};
 pub use scan::{scan_keys, KeyRecord};
 pub use stats::{BlockInfo, DbStats, HeaderInfo, Largest, Stats, Summary, TypeStats};
-pub use writer::{commit, save_keyspace, temp_path, FileWriter};
+pub use writer::{commit, save_keyspace, save_keyspace_at, temp_path, FileWriter};
 
 #[cfg(test)]
 mod tests;

@@ -214,6 +214,23 @@ pub fn save_keyspace(
     save_keyspace_with_block_size(keyspace, now_ms, io, dir, file_name, BLOCK_TARGET_BYTES)
 }
 
+/// [`save_keyspace`] recording the replication position `position` in
+/// the header (SAVE while replicating: a restart continues from it).
+pub fn save_keyspace_at(
+    keyspace: &Keyspace,
+    now_ms: i64,
+    position: Option<crate::repl::ids::Position>,
+    io: Arc<dyn Io>,
+    dir: &Path,
+    file_name: &str,
+) -> Result<Summary, SnapshotError> {
+    let header = HeaderInfo {
+        position,
+        ..HeaderInfo::new(now_ms, keyspace.db_count())
+    };
+    save_keyspace_with_header(keyspace, header, io, dir, file_name, BLOCK_TARGET_BYTES)
+}
+
 pub(super) fn save_keyspace_with_block_size(
     keyspace: &Keyspace,
     now_ms: i64,
