@@ -31,7 +31,7 @@ use crate::resp;
 mod payload;
 mod stream;
 
-use stream::queue_ack;
+use stream::{encode_ack, queue_ack};
 
 /// The link's token: below the clients', above any listener's index.
 pub(super) const MASTER_TOKEN: usize = super::FIRST_CLIENT_TOKEN - 1;
@@ -83,6 +83,14 @@ pub(super) struct MasterLink {
     psync_master: bool,
     /// The master's id and offset from `+FULLRESYNC`.
     full_sync: Option<(Option<ReplId>, i64)>,
+    /// (our AOF's logical end after a turn's units, the offset applied
+    /// then), oldest first: an offset is durable once an fsync covers its
+    /// mark (`FACK`, §5.5).
+    fack_marks: std::collections::VecDeque<(u64, i64)>,
+    /// The last offset known durable in our AOF.
+    fack_off: i64,
+    /// An ACK is to be sent at the end of the turn.
+    ack_due: bool,
 }
 
 impl MasterLink {
@@ -102,6 +110,9 @@ impl MasterLink {
             last_tick_s: 0,
             psync_master: false,
             full_sync: None,
+            fack_marks: std::collections::VecDeque::new(),
+            fack_off: 0,
+            ack_due: false,
         }
     }
 }
@@ -160,7 +171,11 @@ impl Server {
         }
         // An ACK never runs ahead of our AOF: while a batch waits for a
         // retry, it waits too.
-        if !(matches!(link.phase, Phase::Stream) && self.engine.log_pending()) {
+        let stream = matches!(link.phase, Phase::Stream);
+        if !(stream && self.engine.log_pending()) {
+            if link.ack_due && stream {
+                encode_ack(&mut link, self.engine.core());
+            }
             flush_out(&mut link);
         }
         self.sync_upstream_facts(&link);

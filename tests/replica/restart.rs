@@ -44,3 +44,44 @@ fn a_killed_replica_continues_from_the_position_in_its_aof() {
         Some("1")
     );
 }
+
+#[test]
+fn waitaof_counts_a_hozon_replica_once_its_aof_is_fsynced() {
+    use crate::Value;
+    for (fsync, counted) in [("always", 1), ("everysec", 1)] {
+        let master = start_hozon(&["--repl-diskless-sync", "no"]);
+        let mut m = Conn::connect(master.port);
+        let port = master.port.to_string();
+        let replica = start_hozon(&[
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            fsync,
+            "--replicaof",
+            "127.0.0.1",
+            &port,
+        ]);
+        let mut h = Conn::connect(replica.port);
+        call(&mut m, &["SET", "k", "v"]);
+        wait_caught_up(&mut m, &mut h);
+        call(&mut m, &["SET", "k", "w"]);
+        assert_eq!(
+            call(&mut m, &["WAITAOF", "0", "1", "5000"]),
+            Value::Array(vec![Value::Int(0), Value::Int(counted)]),
+            "appendfsync {fsync}"
+        );
+    }
+    // Without an AOF the replica reports nothing durable.
+    let master = start_hozon(&["--repl-diskless-sync", "no"]);
+    let mut m = Conn::connect(master.port);
+    let port = master.port.to_string();
+    let replica = start_hozon(&["--replicaof", "127.0.0.1", &port]);
+    let mut h = Conn::connect(replica.port);
+    call(&mut m, &["SET", "k", "v"]);
+    wait_caught_up(&mut m, &mut h);
+    assert_eq!(
+        call(&mut m, &["WAITAOF", "0", "1", "300"]),
+        Value::Array(vec![Value::Int(0), Value::Int(0)])
+    );
+    assert_eq!(call(&mut m, &["WAIT", "1", "5000"]), Value::Int(1));
+}
