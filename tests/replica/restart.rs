@@ -79,6 +79,8 @@ fn waitaof_counts_a_hozon_replica_once_its_aof_is_fsynced() {
     let mut h = Conn::connect(replica.port);
     call(&mut m, &["SET", "k", "v"]);
     wait_caught_up(&mut m, &mut h);
+    // A write after the sync (one before it has nothing to wait for).
+    call(&mut m, &["SET", "k", "w"]);
     assert_eq!(
         call(&mut m, &["WAITAOF", "0", "1", "300"]),
         Value::Array(vec![Value::Int(0), Value::Int(0)])
