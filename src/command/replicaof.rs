@@ -9,15 +9,6 @@ use crate::reply::Reply;
 
 const SERVER: &str = "server";
 
-/// Redis 7.0's WAIT on a replica.
-pub(crate) const WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please \
-     also note that since Redis 4.0 if a replica is configured to be writable (which is not the \
-     default) writes to replicas are just local and are not propagated.";
-
-/// Redis 7.2's WAITAOF on a replica.
-pub(crate) const WAITAOF_ON_REPLICA: &str = "ERR WAITAOF cannot be used with replica instances. \
-     Please also note that writes to replicas are just local and are not propagated.";
-
 /// The commands (arity, flags and key positions from the generated
 /// metadata).
 pub static COMMANDS: &[CommandSpec] = &[

@@ -149,6 +149,18 @@ fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             "ERR SYNC and PSYNC are invalid with pending output",
         ));
     }
+    if ctx.core.replica.link_down() {
+        return Err(Reply::err(
+            "NOMASTERLINK Can't SYNC while not connected with my master",
+        ));
+    }
+    if ctx.core.replica.is_replica() {
+        // Chained replication (docs/replication.md §5.6) is not built yet:
+        // refused plainly rather than served a history of our own.
+        return Err(Reply::err(
+            "ERR this hozon server is a replica and does not serve replicas of its own yet",
+        ));
+    }
     if psync && argv.len() > 3 && argv[3].eq_ignore_ascii_case(b"failover") {
         return Err(Reply::err("ERR PSYNC FAILOVER can't be sent to a master."));
     }
@@ -266,7 +278,7 @@ fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 /// writes, waiting up to `timeout` ms (0: forever) for `numreplicas`.
 fn wait(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if ctx.core.replica.is_replica() {
-        return Err(Reply::err(crate::command::replicaof::WAIT_ON_REPLICA));
+        return Err(Reply::err("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."));
     }
     let numreplicas = crate::types::num::parse_i64(argv[1])
         .ok_or_else(|| Reply::err("ERR value is not an integer or out of range"))?;
@@ -316,7 +328,7 @@ fn waitaof(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     };
     let deadline = ctx.parse_block_timeout(argv[3], false)?;
     if ctx.core.replica.is_replica() {
-        return Err(Reply::err(crate::command::replicaof::WAITAOF_ON_REPLICA));
+        return Err(Reply::err("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated."));
     }
     if numlocal == 1 && ctx.core.aof.is_none() {
         return Err(Reply::err(

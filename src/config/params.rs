@@ -342,6 +342,7 @@ pub static PARAMS: &[Param] = &[
     int_param!("repl-backlog-size", None, 0, "1048576", 1, LONG_MAX, true, false, |c| c.repl.backlog_size, |c, v| c.repl.backlog_size = v as u64),
     int_param!("repl-backlog-ttl", None, 0, "3600", 0, LONG_MAX, false, false, |c| c.repl.backlog_ttl_s, |c, v| c.repl.backlog_ttl_s = v as u64),
     int_param!("repl-ping-replica-period", Some("repl-ping-slave-period"), 0, "10", 1, INT_MAX, false, false, |c| c.repl.ping_replica_period_s, |c, v| c.repl.ping_replica_period_s = v as u64),
+    int_param!("shutdown-timeout", None, 0, "10", 0, INT_MAX, false, false, |c| c.repl.shutdown_timeout_s, |c, v| c.repl.shutdown_timeout_s = v as u64),
     Param {
         name: "masterauth",
         alias: None,
@@ -417,7 +418,6 @@ pub static PARAMS: &[Param] = &[
         unsupported: None,
     },
     int_param!("replica-priority", Some("slave-priority"), 0, "100", 0, INT_MAX, false, false, |c| c.replica.priority, |c, v| c.replica.priority = v as u64),
-    int_param!("shutdown-timeout", None, 0, "10", 0, INT_MAX, false, false, |c| c.repl.shutdown_timeout_s, |c, v| c.repl.shutdown_timeout_s = v as u64),
     int_param!("repl-timeout", None, 0, "60", 1, INT_MAX, false, false, |c| c.repl.timeout_s, |c, v| c.repl.timeout_s = v as u64),
     int_param!("min-replicas-to-write", Some("min-slaves-to-write"), 0, "0", 0, INT_MAX, false, false, |c| c.repl.min_replicas_to_write, |c, v| c.repl.min_replicas_to_write = v as u64),
     int_param!("min-replicas-max-lag", Some("min-slaves-max-lag"), 0, "10", 0, INT_MAX, false, false, |c| c.repl.min_replicas_max_lag_s, |c, v| c.repl.min_replicas_max_lag_s = v as u64),

@@ -155,7 +155,10 @@ impl Core {
     /// replicas are online with an ACK at most max-lag seconds old.
     pub(crate) fn noreplicas_refusal(&self) -> Option<&'static str> {
         let settings = &self.config.repl;
-        if settings.min_replicas_to_write == 0 || settings.min_replicas_max_lag_s == 0 {
+        if self.replica.is_replica()
+            || settings.min_replicas_to_write == 0
+            || settings.min_replicas_max_lag_s == 0
+        {
             return None;
         }
         (self

@@ -273,12 +273,6 @@ impl ReplState {
             .map_or(self.offset, ReplBuffer::master_repl_offset)
     }
 
-    /// Sets the offset while there is no backlog (a promoted replica
-    /// continues from the offset it applied).
-    pub(crate) fn set_offset(&mut self, offset: i64) {
-        self.offset = offset;
-    }
-
     /// The offset just after the last stream byte encoded so far (published
     /// or pending): a session's `woff` after a command that propagated.
     pub(crate) fn stream_end(&self) -> i64 {
@@ -360,6 +354,12 @@ impl ReplState {
                     && (now_ms / 1000 - r.ack_time_ms / 1000) <= max_lag_s as i64
             })
             .count() as u64
+    }
+
+    /// Sets the offset while there is no backlog (a promoted replica
+    /// continues from the offset it applied).
+    pub(crate) fn set_offset(&mut self, offset: i64) {
+        self.offset = offset;
     }
 
     /// True while a backlog exists: units are encoded into the stream.

@@ -6,11 +6,12 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::time::Duration;
 
 use super::repl::{ReplicaState, Transfer, Waiter};
 use super::Core;
+use crate::persist::saver::hand_over;
 use crate::repl::capture::PayloadCapture;
 use crate::repl::ids::Position;
 use crate::repl::payload::{length_header, EofMark};
@@ -495,23 +496,6 @@ fn write_payload(path: &std::path::Path, chunks: &Receiver<ToWriter>) -> Result<
             }
             Ok(ToWriter::Finish) => return Ok(len),
             Err(_) => return Err("replication payload aborted".into()),
-        }
-    }
-}
-
-/// Moves queued messages to the writer's bounded channel without waiting.
-fn hand_over(queued: &mut VecDeque<ToWriter>, tx: &SyncSender<ToWriter>) {
-    while let Some(message) = queued.pop_front() {
-        match tx.try_send(message) {
-            Ok(()) => {}
-            Err(TrySendError::Full(message)) => {
-                queued.push_front(message);
-                return;
-            }
-            Err(TrySendError::Disconnected(_)) => {
-                queued.clear();
-                return;
-            }
         }
     }
 }

@@ -154,8 +154,8 @@ impl Core {
     /// own history. Returns Redis's log line about the ids.
     pub(crate) fn become_master(&mut self) -> Option<String> {
         let master = self.replica.stop()?;
+        let backlog_size = self.config.repl.backlog_size as usize;
         let repl = &mut self.repl;
-        repl.buffer = None;
         let reploff = master.reploff;
         if let Some(id) = master.replid {
             repl.replid2 = id;
@@ -164,6 +164,9 @@ impl Core {
         repl.replid = ReplId::random();
         repl.set_offset(reploff);
         repl.encoder.forget_db();
+        // An empty backlog at the offset applied: the old master's other
+        // replicas that had as much continue with us (`+CONTINUE`).
+        repl.buffer = Some(crate::repl::buffer::ReplBuffer::new(reploff, backlog_size));
         Some(format!(
             "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
             repl.replid2,

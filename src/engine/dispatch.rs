@@ -237,13 +237,12 @@ impl Engine {
                     return Err(Reply::error(refusal));
                 }
             }
-            // min-replicas applies to a master only (Redis's rule).
-            if (spec.is_write() || exec_writes) && !self.core.replica.is_replica() {
+            let writes = spec.is_write() || exec_writes;
+            if writes {
                 if let Some(refusal) = self.core.noreplicas_refusal() {
                     return Err(Reply::err(refusal));
                 }
             }
-            let writes = spec.is_write() || exec_writes;
             let stale = spec.has(flags::STALE);
             if let Some(refusal) = self.core.replica_refusal(writes, stale, session.is_master) {
                 return Err(Reply::err(refusal));

@@ -331,7 +331,7 @@ impl SaveState {
 /// without waiting: what does not fit stays queued, in order. When the
 /// thread is gone the queue is dropped (its error arrives on its result
 /// channel). Shared by BGSAVE and the AOF rewrite.
-pub(super) fn hand_over<T>(queued: &mut VecDeque<T>, tx: &SyncSender<T>) {
+pub(crate) fn hand_over<T>(queued: &mut VecDeque<T>, tx: &SyncSender<T>) {
     while let Some(message) = queued.pop_front() {
         match tx.try_send(message) {
             Ok(()) => {}

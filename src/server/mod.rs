@@ -108,10 +108,10 @@ pub struct Server {
     reread: TokenQueue,
     /// Whether to poll a little before sleeping (`busy-poll-us`).
     busy_poll: BusyPoll,
-    /// The link to our master, on a replica.
-    master_link: Option<master_link::MasterLink>,
     /// A shutdown waits for its replicas until this Unix ms.
     shutdown_wait_until: Option<i64>,
+    /// The link to our master, on a replica.
+    master_link: Option<master_link::MasterLink>,
 }
 
 impl Server {
@@ -146,8 +146,8 @@ impl Server {
             paused: TokenQueue::default(),
             reread: TokenQueue::default(),
             busy_poll: BusyPoll::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
-            master_link: None,
             shutdown_wait_until: None,
+            master_link: None,
         })
     }
 
@@ -226,10 +226,10 @@ impl Server {
             }
             self.publish_stream();
             self.service_replicas();
-            self.master_link_cron();
             if self.shutdown.load(Ordering::SeqCst) && !self.replicas_ready_for_shutdown() {
                 continue;
             }
+            self.master_link_cron();
             if self.shutdown.load(Ordering::SeqCst) && !self.shutdown_saved() {
                 continue;
             }

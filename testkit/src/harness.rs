@@ -629,3 +629,13 @@ pub fn check_owned(p: &mut Pair, args: &[String]) -> Vec<u8> {
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     p.check(&refs)
 }
+
+/// Sends `sig` (`-STOP`, `-CONT`, `-TERM`, …) to process `pid` with
+/// kill(1); panics when that fails.
+pub fn signal(pid: u32, sig: &str) {
+    let status = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {sig} {pid}");
+}

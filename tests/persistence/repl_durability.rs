@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::harness::{encode_command, Conn};
+use crate::harness::{encode_command, signal, Conn};
 use crate::outside_faults::Setup;
 
 /// A fake replica: does a full sync, then collects the stream.
@@ -258,6 +258,27 @@ fn a_replica_continues_after_the_master_is_killed_and_restarted() {
     server.kill9();
 }
 
+/// A hozon master and a redis-server replica that has synced, with a
+/// connection to the replica.
+fn hozon_master_with_redis_replica() -> (
+    testkit::harness::ServerProcess,
+    testkit::harness::ServerProcess,
+    Conn,
+) {
+    let master = crate::harness::start_hozon(&["--repl-diskless-sync-delay", "0"]);
+    let replica =
+        crate::harness::start_redis(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let mut probe = Conn::connect(replica.port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&probe.call(&[b"INFO", b"replication"]))
+        .contains("master_link_status:up")
+    {
+        assert!(Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (master, replica, probe)
+}
+
 /// How long the WAIT writer runs before the master is killed: seeded, so a
 /// failure can be replayed with `HOZON_SEED`.
 fn kill_after(round: u64) -> Duration {
@@ -268,17 +289,7 @@ fn kill_after(round: u64) -> Duration {
 #[test]
 fn every_write_wait_acknowledged_is_on_the_promoted_replica_after_the_master_is_killed() {
     for round in 0..3 {
-        let master = crate::harness::start_hozon(&["--repl-diskless-sync-delay", "0"]);
-        let replica =
-            crate::harness::start_redis(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
-        let mut probe = Conn::connect(replica.port);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !String::from_utf8_lossy(&probe.call(&[b"INFO", b"replication"]))
-            .contains("master_link_status:up")
-        {
-            assert!(Instant::now() < deadline, "the replica never synced");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let (master, _replica, mut probe) = hozon_master_with_redis_replica();
         let port = master.port;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let writer = {
@@ -343,27 +354,9 @@ fn every_write_wait_acknowledged_is_on_the_promoted_replica_after_the_master_is_
     }
 }
 
-fn signal(pid: u32, sig: &str) {
-    let status = std::process::Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill {sig} {pid}");
-}
-
 #[test]
 fn wait_does_not_count_a_replica_that_has_not_received_the_write() {
-    let master = crate::harness::start_hozon(&["--repl-diskless-sync-delay", "0"]);
-    let replica =
-        crate::harness::start_redis(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
-    let mut probe = Conn::connect(replica.port);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !String::from_utf8_lossy(&probe.call(&[b"INFO", b"replication"]))
-        .contains("master_link_status:up")
-    {
-        assert!(Instant::now() < deadline, "the replica never synced");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (master, replica, mut probe) = hozon_master_with_redis_replica();
     let mut client = Conn::connect(master.port);
     assert_eq!(client.call(&[b"SET", b"before", b"1"]), b"+OK\r\n");
     assert_eq!(client.call(&[b"WAIT", b"1", b"0"]), b":1\r\n");

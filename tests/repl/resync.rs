@@ -6,14 +6,7 @@ use crate::dataset::{assert_same, populate};
 use crate::harness::{
     info_int, ok, script, start_replica, wait_synced, wait_until, Master, SyncMode, PATIENCE,
 };
-
-fn signal(pid: u32, sig: &str) {
-    let status = std::process::Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill {sig} {pid}");
-}
+use testkit::harness::signal;
 
 /// `CLIENT KILL TYPE replica` on the master: the replica reconnects and
 /// continues (`sync_partial_ok` +1, still one full sync).

@@ -295,6 +295,7 @@ fn redis_master_diskless_payload_then_stream() {
     ]);
 }
 
+mod promotion;
 mod refusals;
 mod restart;
 
