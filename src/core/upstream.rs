@@ -32,6 +32,8 @@ pub(crate) struct Upstream {
     pub(crate) down_since_ms: Option<i64>,
     /// The database the stream had selected (for the cached master).
     pub(crate) stream_db: u32,
+    /// The offset the AOF's last `#repl` line recorded (-1: none yet).
+    pub(crate) recorded_off: i64,
 }
 
 impl Upstream {
@@ -48,6 +50,7 @@ impl Upstream {
             transfer: None,
             down_since_ms: None,
             stream_db: 0,
+            recorded_off: -1,
         }
     }
 
@@ -170,6 +173,35 @@ impl Core {
             reploff + 1,
             repl.replid
         ))
+    }
+}
+
+impl Core {
+    /// The position a batch committed now records on a replica (the
+    /// master's id, the offset of the last complete unit applied, the
+    /// stream's database), when it moved since the last one recorded; so
+    /// a restarted replica PSYNCs from what its AOF holds (D7).
+    pub(crate) fn replica_position_to_record(&mut self) -> Option<Position> {
+        let master = self.replica.master.as_mut()?;
+        let position = master.position()?;
+        if master.recorded_off == master.reploff || master.state != "connected" {
+            return None;
+        }
+        master.recorded_off = master.reploff;
+        Some(position)
+    }
+
+    /// A replica restarted from files recording `position`: it is the
+    /// cached master, the first PSYNC asks to continue from it.
+    pub(crate) fn resume_as_replica(&mut self, position: Position) {
+        self.replica.cached = Some(position);
+        if let Some(master) = self.replica.master.as_mut() {
+            master.replid = Some(position.replid);
+            master.reploff = position.offset;
+            master.read_reploff = position.offset;
+            master.stream_db = position.stream_db;
+            master.recorded_off = position.offset;
+        }
     }
 }
 

@@ -92,7 +92,11 @@ impl Engine {
     pub fn flush_log(&mut self) -> Result<(), FlushError> {
         // While replicating, every batch records the stream position after
         // it, and a turn with stream bytes only writes the position alone.
-        let position = self.core.repl.position_to_record();
+        let position = self
+            .core
+            .repl
+            .position_to_record()
+            .or_else(|| self.core.replica_position_to_record());
         match self.core.aof.as_mut() {
             Some(aof) if aof.has_pending() || position.is_some() => {
                 aof.flush_at(now_ms(), position.as_ref())

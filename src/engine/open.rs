@@ -127,13 +127,21 @@ impl Engine {
             Some(report) => report.position,
             None => engine.core.repl.loaded.take(),
         };
-        if let Some(position) = position {
-            let size = engine.core.config.repl.backlog_size as usize;
-            let line = engine.core.repl.resume_from(&position, size);
-            engine.notices.push(line);
-        }
-        if let Some((host, port)) = engine.core.config.replica.replicaof.clone() {
-            engine.core.become_replica(host, port);
+        let replicaof = engine.core.config.replica.replicaof.clone();
+        match (position, replicaof) {
+            (position, Some((host, port))) => {
+                engine.core.become_replica(host, port);
+                if let Some(position) = position {
+                    // A replica continues from what its files hold (D7).
+                    engine.core.resume_as_replica(position);
+                }
+            }
+            (Some(position), None) => {
+                let size = engine.core.config.repl.backlog_size as usize;
+                let line = engine.core.repl.resume_from(&position, size);
+                engine.notices.push(line);
+            }
+            (None, None) => {}
         }
         Ok(engine)
     }

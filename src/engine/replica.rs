@@ -129,8 +129,12 @@ impl Engine {
         }
         crate::persist::snapshot::commit(io.as_ref(), &temp, &path)
             .map_err(|e| format!("committing the new append only file: {e}"))?;
-        let writer = AofWriter::open(io, &path, self.core.config.appendfsync, true)
+        let mut writer = AofWriter::open(io, &path, self.core.config.appendfsync, true)
             .map_err(|e| format!("opening the new append only file: {e}"))?;
+        if let Some(old) = self.core.aof.as_ref() {
+            // Logical offsets keep growing (WAITAOF marks, FACK).
+            writer.continue_offsets_of(old);
+        }
         self.core.aof = Some(writer);
         Ok(())
     }

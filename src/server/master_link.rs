@@ -12,11 +12,9 @@
 //! AOF write for the same turn.
 
 use std::io::{self, Read, Write};
-use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 
 use mio::net::TcpStream;
-use mio::{Interest, Token};
 
 use super::log::{self, Level};
 use super::Server;
@@ -29,9 +27,10 @@ use crate::repl::payload::{Preamble, PreambleReader, Receiver};
 use crate::resp;
 
 mod payload;
+mod socket;
 mod stream;
 
-use stream::queue_ack;
+use stream::{encode_ack, queue_ack};
 
 /// The link's token: below the clients', above any listener's index.
 pub(super) const MASTER_TOKEN: usize = super::FIRST_CLIENT_TOKEN - 1;
@@ -83,6 +82,14 @@ pub(super) struct MasterLink {
     psync_master: bool,
     /// The master's id and offset from `+FULLRESYNC`.
     full_sync: Option<(Option<ReplId>, i64)>,
+    /// (our AOF's logical end after a turn's units, the offset applied
+    /// then), oldest first: an offset is durable once an fsync covers its
+    /// mark (`FACK`, §5.5).
+    fack_marks: std::collections::VecDeque<(u64, i64)>,
+    /// The last offset known durable in our AOF.
+    fack_off: i64,
+    /// An ACK is to be sent at the end of the turn.
+    ack_due: bool,
 }
 
 impl MasterLink {
@@ -102,6 +109,9 @@ impl MasterLink {
             last_tick_s: 0,
             psync_master: false,
             full_sync: None,
+            fack_marks: std::collections::VecDeque::new(),
+            fack_off: 0,
+            ack_due: false,
         }
     }
 }
@@ -160,35 +170,15 @@ impl Server {
         }
         // An ACK never runs ahead of our AOF: while a batch waits for a
         // retry, it waits too.
-        if !(matches!(link.phase, Phase::Stream) && self.engine.log_pending()) {
+        let stream = matches!(link.phase, Phase::Stream);
+        if !(stream && self.engine.log_pending()) {
+            if link.ack_due && stream {
+                encode_ack(&mut link, self.engine.core());
+            }
             flush_out(&mut link);
         }
         self.sync_upstream_facts(&link);
         self.master_link = Some(link);
-    }
-
-    /// Clients blocked while we were a master (or followed another one)
-    /// get Redis's UNBLOCKED error and are closed after it.
-    fn disconnect_blocked_clients(&mut self) {
-        let tokens: Vec<usize> = self
-            .clients
-            .iter()
-            .filter(|(_, c)| c.session.blocked.is_some())
-            .map(|(t, _)| *t)
-            .collect();
-        for token in tokens {
-            let Some(client) = self.clients.get_mut(&token) else {
-                continue;
-            };
-            if self.engine.unblock(&mut client.session, false).is_some() {
-                client.out.extend_from_slice(
-                    b"-UNBLOCKED force unblock from blocking operation, instance state changed \
-                      (master -> replica?)\r\n",
-                );
-                client.closing = true;
-                self.pending.push(token);
-            }
-        }
     }
 
     /// The handshake's settings, from the configuration, while a master
@@ -325,66 +315,6 @@ impl Server {
             self.connect_link(link);
         }
         link.out.extend_from_slice(&step.send);
-    }
-
-    /// Starts the non-blocking connect.
-    fn connect_link(&mut self, link: &mut MasterLink) {
-        self.close_link_socket(link);
-        link.progress_ms = now_ms();
-        let config = link.handshake.config();
-        let address = (config.host.as_str(), config.port)
-            .to_socket_addrs()
-            .map_err(|e| e.to_string())
-            .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()));
-        let started = address.and_then(|a| TcpStream::connect(a).map_err(|e| e.to_string()));
-        match started {
-            Ok(mut socket) => {
-                let registered = self.poll.registry().register(
-                    &mut socket,
-                    Token(MASTER_TOKEN),
-                    Interest::READABLE | Interest::WRITABLE,
-                );
-                match registered {
-                    Ok(()) => link.socket = Some(socket),
-                    Err(e) => {
-                        let step = link.handshake.handle(Event::SocketError(&e.to_string()));
-                        self.apply_step(link, step);
-                    }
-                }
-            }
-            Err(e) => {
-                log::log(Level::Warning, &format!("Unable to connect to MASTER: {e}"));
-                let step = link.handshake.handle(Event::SocketError(&e));
-                self.apply_step(link, step);
-            }
-        }
-    }
-
-    /// Closes the socket and abandons what it was receiving (a payload's
-    /// temporary file goes; the old data stays).
-    fn close_link_socket(&mut self, link: &mut MasterLink) {
-        if let Some(mut socket) = link.socket.take() {
-            let _ = self.poll.registry().deregister(&mut socket);
-        }
-        if let Phase::Payload { path, .. } = &link.phase {
-            let _ = std::fs::remove_file(path);
-        }
-        link.phase = Phase::Handshake;
-        link.out.clear();
-        link.inbuf.clear();
-        link.parser = resp::Parser::new(MASTER_LIMITS);
-        if let Some(mut session) = link.session.take() {
-            self.engine.end_session(&mut session);
-        }
-        link.full_sync = None;
-    }
-
-    /// Drops a link (REPLICAOF changed the master).
-    fn drop_link(&mut self, mut link: MasterLink) {
-        self.close_link_socket(&mut link);
-        if self.engine.core().replica.master.is_none() {
-            log::set_role(b'M');
-        }
     }
 
     /// Bytes from the master, by phase.

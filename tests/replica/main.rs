@@ -297,6 +297,7 @@ fn redis_master_diskless_payload_then_stream() {
 
 mod promotion;
 mod refusals;
+mod restart;
 
 #[test]
 fn a_lost_link_continues_with_a_partial_resync() {

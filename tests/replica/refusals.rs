@@ -54,6 +54,8 @@ fn refusals_and_promotion_match_a_redis_replica() {
             &["REPLICAOF", "127.0.0.1", "-1"],
             &["REPLICAOF", "127.0.0.1", "port"],
             &["SLAVEOF", "127.0.0.1"],
+            &["WAIT", "0", "0"],
+            &["WAIT", "x", "0"],
         ],
     );
     // A key past its TTL reads as absent on the replica, but stays until

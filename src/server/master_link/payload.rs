@@ -111,6 +111,21 @@ impl Server {
                 let step = link.handshake.handle(Event::Loaded);
                 self.apply_step(link, step);
                 self.start_stream(link);
+                // The new AOF was fsynced with the whole payload in it.
+                link.fack_marks.clear();
+                link.fack_off = offset.max(0);
+                // The new AOF records where the stream starts, so a restart
+                // continues from it (written at once, before any ACK).
+                if let Some(master) = self.engine.core().replica.master.as_mut() {
+                    master.state = "connected";
+                    master.recorded_off = -1;
+                }
+                if let Err(e) = self.engine.flush_log() {
+                    log::log(
+                        Level::Warning,
+                        &format!("Writing the replication position to the AOF: {e:?}"),
+                    );
+                }
                 if mark_form && link.psync_master {
                     queue_ack(link, self.engine.core());
                 }

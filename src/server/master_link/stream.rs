@@ -82,6 +82,7 @@ impl Server {
                 }
             }
         }
+        mark_applied(link, self.engine.core());
         let consumed = link.parser.consumed();
         link.inbuf.drain(..consumed);
         link.parser.consume(consumed);
@@ -106,10 +107,48 @@ impl Server {
     }
 }
 
-/// Queues `REPLCONF ACK <reploff>` for the master.
-pub(super) fn queue_ack(link: &mut MasterLink, core: &mut crate::core::Core) {
-    if let Some(master) = core.replica.master.as_ref() {
-        let offset = master.reploff.to_string();
-        crate::persist::aof::encode_command(&mut link.out, &["REPLCONF", "ACK", &offset]);
+/// Asks for `REPLCONF ACK <reploff>` to the master at the end of the turn,
+/// with `FACK <offset>` (the last offset an fsync of our AOF covers) while
+/// the AOF is on; a Redis 7.0 master stops reading after the ACK's offset.
+pub(super) fn queue_ack(link: &mut MasterLink, _core: &mut crate::core::Core) {
+    link.ack_due = true;
+}
+
+/// Encodes the ACK [`queue_ack`] asked for, at the end of the turn (after
+/// our AOF write, so `FACK` sees this turn's fsync under `always`).
+pub(super) fn encode_ack(link: &mut MasterLink, core: &mut crate::core::Core) {
+    link.ack_due = false;
+    let Some(master) = core.replica.master.as_ref() else {
+        return;
+    };
+    let offset = master.reploff.to_string();
+    match core.aof.as_ref().map(|aof| aof.fsynced_end()) {
+        Some(synced) => {
+            while let Some(&(mark, off)) = link.fack_marks.front() {
+                if mark > synced {
+                    break;
+                }
+                link.fack_off = link.fack_off.max(off);
+                link.fack_marks.pop_front();
+            }
+            let fack = link.fack_off.to_string();
+            crate::persist::aof::encode_command(
+                &mut link.out,
+                &["REPLCONF", "ACK", &offset, "FACK", &fack],
+            );
+        }
+        None => crate::persist::aof::encode_command(&mut link.out, &["REPLCONF", "ACK", &offset]),
+    }
+}
+
+/// Records where the units applied so far end in our AOF (for `FACK`).
+pub(super) fn mark_applied(link: &mut MasterLink, core: &mut crate::core::Core) {
+    let (Some(aof), Some(master)) = (core.aof.as_ref(), core.replica.master.as_ref()) else {
+        return;
+    };
+    let mark = (aof.logged_end(), master.reploff);
+    match link.fack_marks.back_mut() {
+        Some(last) if last.0 == mark.0 => last.1 = mark.1,
+        _ => link.fack_marks.push_back(mark),
     }
 }

@@ -1,0 +1,101 @@
+//! The link's socket: the non-blocking connect, closing it (a payload's
+//! temporary file goes with it), dropping a link of an older REPLICAOF, and
+//! the clients a change of master unblocks.
+
+use std::net::ToSocketAddrs;
+
+use mio::net::TcpStream;
+use mio::{Interest, Token};
+
+use super::{MasterLink, Phase, MASTER_LIMITS, MASTER_TOKEN};
+use crate::engine::now_ms;
+use crate::repl::handshake::Event;
+use crate::resp;
+use crate::server::log::{self, Level};
+use crate::server::Server;
+
+impl Server {
+    /// Clients blocked while we were a master (or followed another one)
+    /// get Redis's UNBLOCKED error and are closed after it.
+    pub(super) fn disconnect_blocked_clients(&mut self) {
+        let tokens: Vec<usize> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| c.session.blocked.is_some())
+            .map(|(t, _)| *t)
+            .collect();
+        for token in tokens {
+            let Some(client) = self.clients.get_mut(&token) else {
+                continue;
+            };
+            if self.engine.unblock(&mut client.session, false).is_some() {
+                client.out.extend_from_slice(
+                    b"-UNBLOCKED force unblock from blocking operation, instance state changed \
+                      (master -> replica?)\r\n",
+                );
+                client.closing = true;
+                self.pending.push(token);
+            }
+        }
+    }
+
+    /// Starts the non-blocking connect.
+    pub(super) fn connect_link(&mut self, link: &mut MasterLink) {
+        self.close_link_socket(link);
+        link.progress_ms = now_ms();
+        let config = link.handshake.config();
+        let address = (config.host.as_str(), config.port)
+            .to_socket_addrs()
+            .map_err(|e| e.to_string())
+            .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()));
+        let started = address.and_then(|a| TcpStream::connect(a).map_err(|e| e.to_string()));
+        match started {
+            Ok(mut socket) => {
+                let registered = self.poll.registry().register(
+                    &mut socket,
+                    Token(MASTER_TOKEN),
+                    Interest::READABLE | Interest::WRITABLE,
+                );
+                match registered {
+                    Ok(()) => link.socket = Some(socket),
+                    Err(e) => {
+                        let step = link.handshake.handle(Event::SocketError(&e.to_string()));
+                        self.apply_step(link, step);
+                    }
+                }
+            }
+            Err(e) => {
+                log::log(Level::Warning, &format!("Unable to connect to MASTER: {e}"));
+                let step = link.handshake.handle(Event::SocketError(&e));
+                self.apply_step(link, step);
+            }
+        }
+    }
+
+    /// Closes the socket and abandons what it was receiving (a payload's
+    /// temporary file goes; the old data stays).
+    pub(super) fn close_link_socket(&mut self, link: &mut MasterLink) {
+        if let Some(mut socket) = link.socket.take() {
+            let _ = self.poll.registry().deregister(&mut socket);
+        }
+        if let Phase::Payload { path, .. } = &link.phase {
+            let _ = std::fs::remove_file(path);
+        }
+        link.phase = Phase::Handshake;
+        link.out.clear();
+        link.inbuf.clear();
+        link.parser = resp::Parser::new(MASTER_LIMITS);
+        if let Some(mut session) = link.session.take() {
+            self.engine.end_session(&mut session);
+        }
+        link.full_sync = None;
+    }
+
+    /// Drops a link (REPLICAOF changed the master).
+    pub(super) fn drop_link(&mut self, mut link: MasterLink) {
+        self.close_link_socket(&mut link);
+        if self.engine.core().replica.master.is_none() {
+            log::set_role(b'M');
+        }
+    }
+}
