@@ -191,7 +191,16 @@ impl Core {
         Some(position)
     }
 
-    /// A replica restarted from files recording `position`: it is the
+    /// A replica started from files without a position: no cached master,
+    /// the first PSYNC is `PSYNC ? -1`.
+    pub(crate) fn forget_cached_master(&mut self) {
+        self.replica.cached = None;
+        if let Some(master) = self.replica.master.as_mut() {
+            master.replid = None;
+        }
+    }
+
+    /// A replica restarted from files recording `position` (D7): it is the
     /// cached master, the first PSYNC asks to continue from it.
     pub(crate) fn resume_as_replica(&mut self, position: Position) {
         self.replica.cached = Some(position);

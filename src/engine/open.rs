@@ -131,9 +131,12 @@ impl Engine {
         match (position, replicaof) {
             (position, Some((host, port))) => {
                 engine.core.become_replica(host, port);
-                if let Some(position) = position {
+                match position {
                     // A replica continues from what its files hold (D7).
-                    engine.core.resume_as_replica(position);
+                    Some(position) => engine.core.resume_as_replica(position),
+                    // Files without a position (or none): nothing to
+                    // continue, `PSYNC ? -1` as a fresh Redis replica sends.
+                    None => engine.core.forget_cached_master(),
                 }
             }
             (Some(position), None) => {
