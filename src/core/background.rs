@@ -88,32 +88,16 @@ impl Core {
         let dir = self.config.dir.clone();
         let path = dir.join(&self.config.appendfilename);
         let temp = dir.join(format!("temp-appendonly-{}.aof", std::process::id()));
-        let written = (|| -> std::io::Result<()> {
-            let mut file = self.io.open_append(&temp)?;
-            file.set_len(0)?;
-            crate::persist::rewrite::write_keyspace(&self.keyspace, now_ms, &mut |chunk| {
-                let mut done = 0;
-                while done < chunk.len() {
-                    match file.write(&chunk[done..])? {
-                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                        n => done += n,
-                    }
-                }
-                Ok(())
-            })?;
-            file.syncer()?.sync_data()
-        })();
-        if let Err(e) = written {
-            let _ = self.io.remove(&temp);
-            return Err(format!(
-                "writing the initial append only file: {}",
-                crate::persist::writer::error_text(&e)
-            ));
-        }
         // A failed directory fsync refuses the start like any other error:
         // the complete file is then in place, and the next start loads it.
-        crate::persist::snapshot::commit(self.io.as_ref(), &temp, &path)
-            .map_err(|e| format!("writing the initial append only file: {e}"))
+        crate::persist::rewrite::write_aof_file(
+            self.io.as_ref(),
+            &self.keyspace,
+            now_ms,
+            &temp,
+            &path,
+        )
+        .map_err(|e| format!("writing the initial append only file: {e}"))
     }
 
     /// SAVE: writes `dump.hoz` now, on this thread (a running BGSAVE is

@@ -105,30 +105,8 @@ impl Engine {
         let dir = self.core.config.dir.clone();
         let path = dir.join(&self.core.config.appendfilename);
         let temp = dir.join(format!("temp-sync-aof-{}.aof", std::process::id()));
-        let written = (|| -> std::io::Result<()> {
-            let mut file = io.open_append(&temp)?;
-            file.set_len(0)?;
-            crate::persist::rewrite::write_keyspace(keyspace, now, &mut |chunk| {
-                let mut done = 0;
-                while done < chunk.len() {
-                    match file.write(&chunk[done..])? {
-                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                        n => done += n,
-                    }
-                }
-                Ok(())
-            })?;
-            file.syncer()?.sync_data()
-        })();
-        if let Err(e) = written {
-            let _ = io.remove(&temp);
-            return Err(format!(
-                "writing the new append only file: {}",
-                crate::persist::writer::error_text(&e)
-            ));
-        }
-        crate::persist::snapshot::commit(io.as_ref(), &temp, &path)
-            .map_err(|e| format!("committing the new append only file: {e}"))?;
+        crate::persist::rewrite::write_aof_file(io.as_ref(), keyspace, now, &temp, &path)
+            .map_err(|e| format!("writing the new append only file: {e}"))?;
         let mut writer = AofWriter::open(io, &path, self.core.config.appendfsync, true)
             .map_err(|e| format!("opening the new append only file: {e}"))?;
         if let Some(old) = self.core.aof.as_ref() {

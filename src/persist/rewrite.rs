@@ -16,6 +16,39 @@ const ITEMS_PER_COMMAND: usize = 64;
 /// A batch is closed once it holds this many bytes.
 const BATCH_BYTES: usize = 1 << 20;
 
+/// Writes `keyspace` as a complete AOF at `path` and returns when it is
+/// durable there: `temp` is written and fsynced, then renamed over `path`
+/// and the directory fsynced (`snapshot::commit`). A failed write removes
+/// `temp`; the error is the cause, for the caller to say what it was doing.
+pub fn write_aof_file(
+    io: &dyn super::io::Io,
+    keyspace: &Keyspace,
+    now_ms: i64,
+    temp: &std::path::Path,
+    path: &std::path::Path,
+) -> Result<(), String> {
+    let written = (|| -> io::Result<()> {
+        let mut file = io.open_append(temp)?;
+        file.set_len(0)?;
+        write_keyspace(keyspace, now_ms, &mut |chunk| {
+            let mut done = 0;
+            while done < chunk.len() {
+                match file.write(&chunk[done..])? {
+                    0 => return Err(io::ErrorKind::WriteZero.into()),
+                    n => done += n,
+                }
+            }
+            Ok(())
+        })?;
+        file.syncer()?.sync_data()
+    })();
+    if let Err(e) = written {
+        let _ = io.remove(temp);
+        return Err(super::writer::error_text(&e));
+    }
+    super::snapshot::commit(io, temp, path).map_err(|e| e.to_string())
+}
+
 /// Writes `keyspace` as an AOF image through `sink` (called with the header
 /// and then one chunk per batch). Keys already expired at `now_ms` are
 /// skipped. Returns the number of keys written.
