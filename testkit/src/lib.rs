@@ -7,6 +7,8 @@
 //!   `robustness` suites); behind the `harness` feature, on by default.
 //! - [`rdb_files`]: hand-made RDB files, hostile and refused ones (the
 //!   `persistence` and `inspect` suites).
+//! - [`value`]: RESP2 replies decoded into values (the `repl` and
+//!   `replica` suites).
 //! - [`checks`]: the property check of every fuzz target, which the
 //!   `fuzz_corpus` suite runs over the committed corpus (docs/fuzzing.md).
 
@@ -14,3 +16,5 @@ pub mod checks;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod rdb_files;
+#[cfg(feature = "harness")]
+pub mod value;

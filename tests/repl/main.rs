@@ -15,7 +15,7 @@
 //! one file per scenario group; `selfcheck.rs` checks the comparison.
 
 mod harness;
-mod value;
+pub use testkit::value;
 
 mod bad_input;
 mod dataset;

@@ -12,56 +12,13 @@ use testkit::harness::{start_hozon, start_redis, Conn, ServerProcess};
 
 mod fake_master;
 
-/// A decoded RESP2 reply.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Value {
-    Bulk(Vec<u8>),
-    Int(i64),
-    Simple(String),
-    Error(String),
-    Nil,
-    Array(Vec<Value>),
-}
-
-fn decode(buf: &[u8], pos: &mut usize) -> Value {
-    let end = buf[*pos..]
-        .windows(2)
-        .position(|w| w == b"\r\n")
-        .expect("a line")
-        + *pos;
-    let line = String::from_utf8_lossy(&buf[*pos + 1..end]).into_owned();
-    let kind = buf[*pos];
-    *pos = end + 2;
-    match kind {
-        b'+' => Value::Simple(line),
-        b'-' => Value::Error(line),
-        b':' => Value::Int(line.parse().expect("integer")),
-        b'$' => {
-            let n: i64 = line.parse().expect("length");
-            if n < 0 {
-                return Value::Nil;
-            }
-            let n = n as usize;
-            let v = buf[*pos..*pos + n].to_vec();
-            *pos += n + 2;
-            Value::Bulk(v)
-        }
-        b'*' => {
-            let n: i64 = line.parse().expect("count");
-            if n < 0 {
-                return Value::Nil;
-            }
-            Value::Array((0..n).map(|_| decode(buf, pos)).collect())
-        }
-        other => panic!("unexpected reply type {}", other as char),
-    }
-}
+pub use testkit::value::Value;
 
 /// Sends a command and decodes its reply.
 pub fn call(conn: &mut Conn, args: &[&str]) -> Value {
     let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
     let raw = conn.call(&args);
-    decode(&raw, &mut 0)
+    testkit::value::decode(&raw)
 }
 
 /// One INFO field.

@@ -1,6 +1,7 @@
-//! RESP2 replies decoded into values, shown readably in failures.
+//! RESP2 replies decoded into values, shown readably in failures (the
+//! `repl` and `replica` suites).
 
-use testkit::harness::show;
+use crate::harness::show;
 
 /// A decoded RESP2 reply.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
