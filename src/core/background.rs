@@ -309,6 +309,12 @@ impl Core {
                                     "Background AOF rewrite switched files, but {why}; writes are refused until restart"
                                 );
                             }
+                            // The new file records the position at once
+                            // (its image has none): a restart right after
+                            // the switch still lets replicas continue.
+                            if let Some(position) = self.repl.position_now() {
+                                let _ = writer.flush_at(now_ms, Some(&position));
+                            }
                             self.aof = Some(writer);
                             if let Some(temp) = temporary {
                                 // Unlinking a name is cheap; the blocks are

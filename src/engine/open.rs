@@ -125,7 +125,19 @@ impl Engine {
         // snapshot's): replicas of the previous run may continue.
         let position = match &engine.core.aof_load {
             Some(report) => report.position,
-            None => engine.core.repl.loaded.take(),
+            None => engine.core.repl.loaded.take().filter(|_| {
+                // A snapshot load leaves out keys past their TTL; a replica
+                // continuing from the snapshot's position would keep them
+                // (their DELs cannot be sent), so it syncs in full instead.
+                let expired = engine.core.save.last_load_expired;
+                if expired > 0 {
+                    engine.notices.push(format!(
+                        "Replication position of the snapshot not kept: {expired} of its keys had \
+                         expired at load, so replicas sync in full"
+                    ));
+                }
+                expired == 0
+            }),
         };
         let replicaof = engine.core.config.replica.replicaof.clone();
         match (position, replicaof) {

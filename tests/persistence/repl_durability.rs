@@ -481,3 +481,98 @@ fn a_replica_continues_after_a_restart_from_a_snapshot() {
         );
     }
 }
+
+/// Starts hozon on `dir` and `port` (a restart) with `args`.
+fn restart_on(port: u16, args: &[&str]) -> testkit::harness::ServerProcess {
+    crate::harness::start_on_port(
+        crate::harness::hozon_server_path(),
+        "hozon-server",
+        port,
+        args,
+    )
+    .expect("restart on the same port")
+}
+
+/// The reply to `PSYNC <replid> <offset + 1>` from the server on `port`.
+fn psync_reply(port: u16, replica: &FakeReplica) -> String {
+    let mut stream = FakeReplica::connect(port);
+    let next = (replica.offset + 1).to_string();
+    stream
+        .write_all(&encode_command(&[
+            b"PSYNC",
+            replica.replid.as_bytes(),
+            next.as_bytes(),
+        ]))
+        .unwrap();
+    FakeReplica::line(&mut stream, &mut Vec::new())
+}
+
+#[test]
+fn a_snapshot_whose_keys_expired_before_the_restart_makes_replicas_sync_in_full() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dir_arg = dir.path().to_string_lossy().into_owned();
+    let args = [
+        "--appendonly",
+        "no",
+        "--repl-diskless-sync",
+        "no",
+        "--repl-ping-replica-period",
+        "3600",
+        "--dir",
+        &dir_arg,
+    ];
+    let master = crate::harness::start_hozon(&args);
+    let mut replica = FakeReplica::full_sync(master.port);
+    let mut client = Conn::connect(master.port);
+    assert_eq!(
+        client.call(&[b"SET", b"short", b"v", b"PX", b"300"]),
+        b"+OK\r\n"
+    );
+    replica.collect_until(b"short");
+    assert_eq!(client.call(&[b"SAVE"]), b"+OK\r\n");
+    std::thread::sleep(Duration::from_millis(500));
+    let port = master.port;
+    drop(master);
+    // The load leaves the expired key out: a replica continuing would keep
+    // it forever (no DEL can reach it), so the position is not kept.
+    let restarted = restart_on(port, &args);
+    let reply = psync_reply(restarted.port, &replica);
+    assert!(reply.starts_with("+FULLRESYNC "), "{reply}");
+}
+
+#[test]
+fn a_rewritten_aof_records_the_position_so_a_restart_continues() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dir_arg = dir.path().to_string_lossy().into_owned();
+    let args = [
+        "--appendonly",
+        "yes",
+        "--repl-diskless-sync",
+        "no",
+        "--repl-ping-replica-period",
+        "3600",
+        "--dir",
+        &dir_arg,
+    ];
+    let master = crate::harness::start_hozon(&args);
+    let mut replica = FakeReplica::full_sync(master.port);
+    let mut client = Conn::connect(master.port);
+    for i in 0..20 {
+        let key = format!("k{i}");
+        assert_eq!(client.call(&[b"SET", key.as_bytes(), b"v"]), b"+OK\r\n");
+    }
+    replica.collect_until(b"k19");
+    client.call(&[b"BGREWRITEAOF"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&client.call(&[b"INFO", b"persistence"]))
+        .contains("aof_rewrite_in_progress:0")
+    {
+        assert!(Instant::now() < deadline, "the rewrite did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let port = master.port;
+    drop(master); // SIGKILL right after the switch: nothing written since
+    let restarted = restart_on(port, &args);
+    let reply = psync_reply(restarted.port, &replica);
+    assert_eq!(reply, "+CONTINUE", "the rewritten AOF lost the position");
+}
