@@ -187,14 +187,26 @@ impl Server {
         };
         let mut written_total = 0u64;
         let result = (|| -> io::Result<bool> {
-            while !replica.outbox.is_empty() {
-                match write_some(&mut client.stream, &replica.outbox)? {
-                    None => return Ok(false),
-                    Some(n) => {
-                        replica.outbox.drain(..n);
-                        written_total += n as u64;
+            // Written from an index and drained once: draining after each
+            // write would move a large diskless payload over and over.
+            let mut sent = 0;
+            let blocked = loop {
+                if sent == replica.outbox.len() {
+                    break false;
+                }
+                match write_some(&mut client.stream, &replica.outbox[sent..]) {
+                    Ok(None) => break true,
+                    Ok(Some(n)) => sent += n,
+                    Err(e) => {
+                        replica.outbox.drain(..sent);
+                        return Err(e);
                     }
                 }
+            };
+            replica.outbox.drain(..sent);
+            written_total += sent as u64;
+            if blocked {
+                return Ok(false);
             }
             if let Transfer::Disk { path, len } = &replica.transfer {
                 if client.bulk.is_none() {
