@@ -482,15 +482,35 @@ fn a_replica_continues_after_a_restart_from_a_snapshot() {
     }
 }
 
-/// Starts hozon on `dir` and `port` (a restart) with `args`.
-fn restart_on(port: u16, args: &[&str]) -> testkit::harness::ServerProcess {
-    crate::harness::start_on_port(
-        crate::harness::hozon_server_path(),
-        "hozon-server",
-        port,
-        args,
-    )
-    .expect("restart on the same port")
+/// Arguments for a master restarted on the same data directory (returned
+/// with it; removed on drop): `appendonly` as given, disk payloads, no
+/// keepalive PING to move the offsets during the test.
+fn restartable_args(appendonly: &str) -> (tempfile::TempDir, Vec<String>) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args = [
+        "--appendonly",
+        appendonly,
+        "--repl-diskless-sync",
+        "no",
+        "--repl-ping-replica-period",
+        "3600",
+        "--dir",
+        &dir.path().to_string_lossy(),
+    ]
+    .map(String::from)
+    .to_vec();
+    (dir, args)
+}
+
+fn refs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// Starts hozon on `port` (a restart) with `args`.
+fn restart_on(port: u16, args: &[String]) -> testkit::harness::ServerProcess {
+    let hozon = crate::harness::hozon_server_path();
+    crate::harness::start_on_port(hozon, "hozon-server", port, &refs(args))
+        .expect("restart on the same port")
 }
 
 /// The reply to `PSYNC <replid> <offset + 1>` from the server on `port`.
@@ -509,19 +529,8 @@ fn psync_reply(port: u16, replica: &FakeReplica) -> String {
 
 #[test]
 fn a_snapshot_whose_keys_expired_before_the_restart_makes_replicas_sync_in_full() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let dir_arg = dir.path().to_string_lossy().into_owned();
-    let args = [
-        "--appendonly",
-        "no",
-        "--repl-diskless-sync",
-        "no",
-        "--repl-ping-replica-period",
-        "3600",
-        "--dir",
-        &dir_arg,
-    ];
-    let master = crate::harness::start_hozon(&args);
+    let (_dir, args) = restartable_args("no");
+    let master = crate::harness::start_hozon(&refs(&args));
     let mut replica = FakeReplica::full_sync(master.port);
     let mut client = Conn::connect(master.port);
     assert_eq!(
@@ -542,19 +551,8 @@ fn a_snapshot_whose_keys_expired_before_the_restart_makes_replicas_sync_in_full(
 
 #[test]
 fn a_rewritten_aof_records_the_position_so_a_restart_continues() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let dir_arg = dir.path().to_string_lossy().into_owned();
-    let args = [
-        "--appendonly",
-        "yes",
-        "--repl-diskless-sync",
-        "no",
-        "--repl-ping-replica-period",
-        "3600",
-        "--dir",
-        &dir_arg,
-    ];
-    let master = crate::harness::start_hozon(&args);
+    let (_dir, args) = restartable_args("yes");
+    let master = crate::harness::start_hozon(&refs(&args));
     let mut replica = FakeReplica::full_sync(master.port);
     let mut client = Conn::connect(master.port);
     for i in 0..20 {
