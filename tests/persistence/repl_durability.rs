@@ -431,21 +431,9 @@ fn waitaof_reports_the_local_fsync_under_each_policy() {
 #[test]
 fn a_replica_continues_after_a_restart_from_a_snapshot() {
     for format in ["native", "rdb"] {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let dir_arg = dir.path().to_string_lossy().into_owned();
-        let args = [
-            "--appendonly",
-            "no",
-            "--snapshot-format",
-            format,
-            "--repl-diskless-sync",
-            "no",
-            "--repl-ping-replica-period",
-            "3600",
-            "--dir",
-            &dir_arg,
-        ];
-        let master = crate::harness::start_hozon(&args);
+        let (_dir, mut args) = restartable_args("no");
+        args.extend(["--snapshot-format".to_string(), format.to_string()]);
+        let master = crate::harness::start_hozon(&refs(&args));
         let mut replica = FakeReplica::full_sync(master.port);
         let mut client = Conn::connect(master.port);
         for i in 0..20 {
@@ -457,24 +445,8 @@ fn a_replica_continues_after_a_restart_from_a_snapshot() {
         assert_eq!(client.call(&[b"SAVE"]), b"+OK\r\n");
         let port = master.port;
         drop(master); // SIGKILL
-        let restarted = crate::harness::start_on_port(
-            crate::harness::hozon_server_path(),
-            "hozon-server",
-            port,
-            &args,
-        )
-        .expect("restart on the same port");
-        let mut stream = FakeReplica::connect(restarted.port);
-        let next = (replica.offset + 1).to_string();
-        stream
-            .write_all(&encode_command(&[
-                b"PSYNC",
-                replica.replid.as_bytes(),
-                next.as_bytes(),
-            ]))
-            .unwrap();
-        let mut buf = Vec::new();
-        let reply = FakeReplica::line(&mut stream, &mut buf);
+        let restarted = restart_on(port, &args);
+        let reply = psync_reply(restarted.port, &replica);
         assert_eq!(
             reply, "+CONTINUE",
             "{format}: a partial resync after the restart"
