@@ -42,9 +42,16 @@ pub trait Host {
         1
     }
 
-    /// Asks the host to stop after this command (SHUTDOWN). Returns false
-    /// when there is no process to stop (an embedded engine).
-    fn request_shutdown(&mut self) -> bool {
+    /// Asks the host to stop after this command (SHUTDOWN with
+    /// `options`); the caller gets no reply unless the shutdown fails.
+    /// Returns false when there is no process to stop (an embedded
+    /// engine).
+    fn request_shutdown(&mut self, _options: super::ShutdownOptions) -> bool {
+        false
+    }
+
+    /// SHUTDOWN ABORT: cancels a shutdown in progress. False when none is.
+    fn abort_shutdown(&mut self) -> bool {
         false
     }
 
@@ -298,9 +305,10 @@ impl<'a> Ctx<'a> {
             // when keys were deleted, and replay must not depend on the clock.
             return false;
         }
-        if self.core.replica.is_replica() {
-            // A replica never expires keys itself: the master's DEL comes
-            // (reads by clients skip them, `lookup_read`).
+        if self.core.expiry_held() {
+            // A replica never expires keys itself: the master's DEL comes;
+            // nor does a server whose writes are paused (reads by clients
+            // skip such keys, `lookup_read`).
             return false;
         }
         let database = self.core.keyspace.db_mut(db);

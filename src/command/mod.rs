@@ -44,6 +44,7 @@ pub use crate::core::clients;
 pub use clients::{BlockKind, BlockRequest, BlockState};
 pub use ctx::{Ctx, Effect, Host, NullHost, Session};
 pub use getkeys::keys_of;
+pub use server::ShutdownOptions;
 
 use crate::reply::Reply;
 

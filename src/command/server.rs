@@ -14,7 +14,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{is, CmdResult, CommandSpec, Ctx, Session};
-use crate::config::{self, Config};
+use crate::config::Config;
 use crate::reply::Reply;
 
 pub(crate) mod client;
@@ -386,30 +386,39 @@ fn reset(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
 // ---------------------------------------------------------------------------
 // SHUTDOWN
 
-/// SHUTDOWN's options.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ShutdownOptions {
-    /// NOSAVE.
+/// SHUTDOWN's options (also what a signal's shutdown uses: none set).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShutdownOptions {
+    /// NOSAVE: no snapshot, even with save points.
     pub nosave: bool,
-    /// SAVE.
+    /// SAVE: a snapshot, even without save points.
     pub save: bool,
-    /// FORCE.
+    /// NOW: no waiting for lagging replicas.
+    pub now: bool,
+    /// FORCE: exit even if the snapshot or the first AOF cannot be written.
     pub force: bool,
 }
 
+/// What a SHUTDOWN asks for.
+pub(crate) enum ShutdownRequest {
+    /// Shut down with these options.
+    Shutdown(ShutdownOptions),
+    /// ABORT: cancel a shutdown in progress.
+    Abort,
+}
+
 /// SHUTDOWN's arguments as Redis checks them (`shutdownCommand`): the
-/// options, or the syntax error, or ABORT's reply (no shutdown is ever
-/// pending: there are no replicas to wait for, so it happens at once).
-pub(crate) fn parse_shutdown(argv: &[&[u8]]) -> Result<ShutdownOptions, Reply> {
+/// request, or the syntax error.
+pub(crate) fn parse_shutdown(argv: &[&[u8]]) -> Result<ShutdownRequest, Reply> {
     let mut options = ShutdownOptions::default();
-    let (mut now, mut abort) = (false, false);
+    let mut abort = false;
     for arg in &argv[1..] {
         if is(arg, "nosave") {
             options.nosave = true;
         } else if is(arg, "save") {
             options.save = true;
         } else if is(arg, "now") {
-            now = true;
+            options.now = true;
         } else if is(arg, "force") {
             options.force = true;
         } else if is(arg, "abort") {
@@ -418,81 +427,28 @@ pub(crate) fn parse_shutdown(argv: &[&[u8]]) -> Result<ShutdownOptions, Reply> {
             return super::syntax_error();
         }
     }
-    let any = options.nosave || options.save || now || options.force;
-    if (abort && any) || (options.nosave && options.save) {
+    if (abort && options != ShutdownOptions::default()) || (options.nosave && options.save) {
         return super::syntax_error();
     }
-    if abort {
-        return Err(Reply::err("ERR No shutdown in progress."));
-    }
-    Ok(options)
+    Ok(if abort {
+        ShutdownRequest::Abort
+    } else {
+        ShutdownRequest::Shutdown(options)
+    })
 }
 
+/// SHUTDOWN: the host carries it out (server/shutdown.rs) after the
+/// command; the caller gets no reply unless it fails.
 fn shutdown(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let ShutdownOptions {
-        nosave,
-        save,
-        force,
-    } = parse_shutdown(argv)?;
-    let warn = |ctx: &mut Ctx, msg: &str| ctx.host.log(config::LogLevel::Warning, msg);
-    warn(ctx, "User requested shutdown...");
-    if ctx.core.aof_waiting_for_rewrite() {
-        // The first AOF of CONFIG SET appendonly yes is not in place yet:
-        // exiting now would leave the data in no AOF (Redis 7.0 refuses too).
-        if force {
-            warn(ctx, "Writing initial AOF. Exit anyway.");
-        } else {
-            warn(ctx, "Writing initial AOF, can't exit.");
-            warn(
-                ctx,
-                "Errors trying to shut down the server. Check the logs for more information.",
-            );
-            return Err(Reply::err("ERR Errors trying to SHUTDOWN. Check logs."));
+    match parse_shutdown(argv)? {
+        ShutdownRequest::Abort if ctx.host.abort_shutdown() => Ok(Reply::ok()),
+        ShutdownRequest::Abort => Err(Reply::err("ERR No shutdown in progress.")),
+        ShutdownRequest::Shutdown(options) if ctx.host.request_shutdown(options) => {
+            // Not sent: the server exits, or answers with the failure.
+            Ok(Reply::ok())
         }
-    }
-    if save || (!nosave && !ctx.core.config.save.is_empty()) {
-        ctx.host.log(
-            config::LogLevel::Notice,
-            "Saving the final snapshot before exiting.",
-        );
-        match ctx.core.save_now(ctx.now_ms) {
-            Ok(()) => ctx.host.log(config::LogLevel::Notice, "DB saved on disk"),
-            Err(cause) if force => {
-                warn(
-                    ctx,
-                    &format!("Error trying to save the DB ({cause}). Exit anyway."),
-                );
-            }
-            Err(cause) => {
-                warn(
-                    ctx,
-                    &format!("Error trying to save the DB, can't exit: {cause}"),
-                );
-                warn(
-                    ctx,
-                    "Errors trying to shut down the server. Check the logs for more information.",
-                );
-                return Err(Reply::err("ERR Errors trying to SHUTDOWN. Check logs."));
-            }
-        }
-    } else {
-        // A running BGSAVE is abandoned (its temporary file is removed).
-        let core = &mut *ctx.core;
-        core.save.abort(&mut core.keyspace);
-    }
-    {
-        // So is a running AOF rewrite: the old file stays the AOF.
-        let core = &mut *ctx.core;
-        core.rewrite.abort(&mut core.keyspace);
-        // And a replication capture (its replicas are closed).
-        core.abort_repl_sync();
-    }
-    if ctx.host.request_shutdown() {
-        // The server exits without sending this reply, as Redis does.
-        Ok(Reply::ok())
-    } else {
-        Err(Reply::err(
+        ShutdownRequest::Shutdown(_) => Err(Reply::err(
             "ERR SHUTDOWN is not available in an embedded engine",
-        ))
+        )),
     }
 }

@@ -47,7 +47,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// The live value under `key` for reading, with one table lookup (the GET
 /// hot path) and keyspace hit/miss statistics like Redis's `lookupKeyRead`.
 fn lookup_value<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Option<&'c Value> {
-    if ctx.core.replica.is_replica() {
+    if ctx.core.expiry_held() {
         // Keys past their TTL read as absent there (`Ctx::lookup_read`).
         return ctx.lookup_read(key);
     }

@@ -7,6 +7,7 @@
 
 mod background;
 pub mod clients;
+pub(crate) mod pause;
 pub(crate) mod repl;
 mod repl_sync;
 mod session;
@@ -97,6 +98,11 @@ pub struct Core {
     pub(crate) last_cron_ms: i64,
     /// The master this server follows, when a replica.
     pub(crate) replica: upstream::ReplicaRole,
+    /// Client pauses in force (a shutdown waiting for its replicas).
+    pub(crate) pauses: pause::Pauses,
+    /// While a shutdown waits for its replicas: until when (Unix ms; INFO
+    /// `shutdown_in_milliseconds`).
+    pub(crate) shutdown_deadline_ms: Option<i64>,
 }
 impl Core {
     /// The RDB value encoder the configuration asks for (`rdbcompression`,

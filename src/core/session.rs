@@ -71,6 +71,9 @@ pub struct MultiState {
     pub failed: bool,
     /// A queued command writes (EXEC is then refused like a write).
     pub has_write: bool,
+    /// A queued command may replicate (PUBLISH, EVAL): EXEC waits during
+    /// a write pause.
+    pub may_replicate: bool,
 }
 
 impl Session {

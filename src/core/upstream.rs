@@ -256,7 +256,8 @@ impl Core {
         key: &[u8],
         now_ms: i64,
     ) -> bool {
-        self.replica.is_replica() && !is_master && self.keyspace.db(db).is_expired(key, now_ms)
+        let held = (self.replica.is_replica() && !is_master) || self.pauses.writes_paused();
+        held && self.keyspace.db(db).is_expired(key, now_ms)
     }
 }
 

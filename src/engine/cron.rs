@@ -44,8 +44,9 @@ impl Engine {
                 .rehash_for(std::time::Duration::from_millis(1));
         }
         let before = self.core.effects.len();
-        if !self.core.replica.is_replica() {
-            // A replica's keys expire by its master's DELs only.
+        if !self.core.expiry_held() {
+            // A replica's keys expire by its master's DELs only; nothing
+            // expires while writes are paused.
             self.core.active_expire_cycle(now);
         }
         // Each expired key is its own unit (no MULTI wrapping).

@@ -107,6 +107,7 @@ impl Engine {
             ) {
                 session.last_command = spec.name;
                 multi.has_write |= spec.is_write();
+                multi.may_replicate |= spec.has(flags::MAY_REPLICATE);
                 // Nothing is kept for a transaction that will not run.
                 if !multi.failed && !self.core.clients.is_dirty(session.id) {
                     multi
@@ -309,6 +310,30 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// True when the command `argv` of `session` has to wait for the
+    /// pause to end (Redis's `processCommand`: replicas are never paused;
+    /// in write mode, commands flagged `write` or `may-replicate`, and
+    /// EXEC of a transaction holding one). Unknown commands and clients
+    /// that must authenticate first do not wait: their error comes at once.
+    pub(crate) fn must_wait_for_pause(&self, session: &Session, argv: &[&[u8]]) -> bool {
+        if !self.core.pauses.writes_paused() || session.is_replica || session.is_master {
+            return false;
+        }
+        if !session.authenticated && self.core.config.requirepass.is_some() {
+            return false;
+        }
+        let Ok((top, spec)) = crate::command::resolve(argv) else {
+            return false;
+        };
+        if top.name == "exec" {
+            return session
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.has_write || m.may_replicate);
+        }
+        spec.is_write() || spec.has(flags::MAY_REPLICATE)
     }
 
     /// True when keys that blocked clients wait on received data: the host

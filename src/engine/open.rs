@@ -118,6 +118,8 @@ impl Engine {
                 repl_sync: None,
                 last_cron_ms: now,
                 replica: Default::default(),
+                pauses: Default::default(),
+                shutdown_deadline_ms: None,
             },
         };
         engine.open_files(io)?;

@@ -142,6 +142,19 @@ impl Parser {
         }
     }
 
+    /// Gives back the request that ended at the current consumed position
+    /// and began at `start` (a [`Parser::consumed`] value taken before the
+    /// [`Parser::next`] that returned it): the next call parses it again.
+    /// The server uses it for a command that must wait (a client pause).
+    pub fn unread(&mut self, start: usize) {
+        assert!(
+            start <= self.start && self.pos == self.start && self.remaining == 0,
+            "unread only right after a complete request"
+        );
+        self.start = start;
+        self.pos = start;
+    }
+
     /// True when a request has been partly received.
     pub fn in_request(&self) -> bool {
         self.pos > self.start

@@ -86,6 +86,10 @@ pub struct Client {
     pub(super) paused: bool,
     /// A replica's disk payload being sent.
     pub(super) bulk: Option<super::replica::BulkSend>,
+    /// Its next command waits for a client pause to end (its input kept).
+    pub(super) postponed: bool,
+    /// Its SHUTDOWN waits for the outcome (nothing more is executed).
+    pub(super) shutdown_caller: bool,
 }
 
 impl Client {
@@ -115,6 +119,8 @@ impl Client {
             soft_limit_since_ms: None,
             paused: false,
             bulk: None,
+            postponed: false,
+            shutdown_caller: false,
         }
     }
 

@@ -15,7 +15,7 @@ use super::Client;
 use std::io::{Read, Write};
 
 use crate::command::ctx::{BusyAction, BusyScript, Connection, MemoryUse};
-use crate::command::{self, flags, Ctx, Host, Session};
+use crate::command::{self, flags, Ctx, Host, Session, ShutdownOptions};
 use crate::config::{CommandName, Config, LogLevel};
 use crate::core::Core;
 use crate::reply::Reply;
@@ -26,12 +26,17 @@ use crate::script;
 /// its connection.
 pub struct ServerHost<'a> {
     others: &'a mut super::ClientMap,
-    shutdown: &'a AtomicBool,
+    shutdown_in_progress: bool,
     current: ConnFacts,
     killed: &'a mut Vec<usize>,
     listeners: &'a mut Vec<TcpListener>,
     registry: &'a Registry,
-    shutdown_requested: bool,
+    /// The calling client's SHUTDOWN, for the server to carry out.
+    pub shutdown_request: Option<ShutdownOptions>,
+    /// A SHUTDOWN NOSAVE another client sent while a script was busy.
+    pub busy_shutdown: Option<ShutdownOptions>,
+    /// SHUTDOWN ABORT of a shutdown in progress.
+    pub abort_request: bool,
     /// Blocked clients to unblock after the command (CLIENT UNBLOCK):
     /// (token, with the UNBLOCKED error).
     pub unblock_requests: Vec<(usize, bool)>,
@@ -50,7 +55,7 @@ impl<'a> ServerHost<'a> {
     /// `listeners` (registered in `registry`).
     pub fn new(
         others: &'a mut super::ClientMap,
-        shutdown: &'a AtomicBool,
+        shutdown_in_progress: bool,
         current: ConnFacts,
         killed: &'a mut Vec<usize>,
         listeners: &'a mut Vec<TcpListener>,
@@ -58,12 +63,14 @@ impl<'a> ServerHost<'a> {
     ) -> Self {
         ServerHost {
             others,
-            shutdown,
+            shutdown_in_progress,
             current,
             killed,
             listeners,
             registry,
-            shutdown_requested: false,
+            shutdown_request: None,
+            busy_shutdown: None,
+            abort_request: false,
             unblock_requests: Vec::new(),
             busy_touched: Vec::new(),
             parking: None,
@@ -93,12 +100,6 @@ impl<'a> ServerHost<'a> {
             }
         }
     }
-
-    /// True once a command asked the server to exit (SHUTDOWN): its reply
-    /// is not sent and the client's further requests are not executed.
-    pub fn shutdown_requested(&self) -> bool {
-        self.shutdown_requested
-    }
 }
 
 impl Host for ServerHost<'_> {
@@ -106,9 +107,17 @@ impl Host for ServerHost<'_> {
         self.others.len() + 1
     }
 
-    fn request_shutdown(&mut self) -> bool {
-        self.shutdown_requested = true;
-        self.shutdown.store(true, Ordering::SeqCst);
+    fn request_shutdown(&mut self, options: ShutdownOptions) -> bool {
+        self.shutdown_request = Some(options);
+        true
+    }
+
+    fn abort_shutdown(&mut self) -> bool {
+        if !self.shutdown_in_progress {
+            return false;
+        }
+        self.shutdown_in_progress = false;
+        self.abort_request = true;
         true
     }
 
@@ -217,8 +226,10 @@ impl Host for ServerHost<'_> {
             }
         }
         if action == BusyAction::ShutdownNoSave {
-            self.shutdown_requested = true;
-            self.shutdown.store(true, Ordering::SeqCst);
+            self.busy_shutdown = Some(ShutdownOptions {
+                nosave: true,
+                ..ShutdownOptions::default()
+            });
         }
         action
     }
@@ -357,8 +368,14 @@ impl Host for NullHostForBusy {}
 /// Redis's SHUTDOWN argument checks while a script is busy: Ok for a
 /// valid SHUTDOWN NOSAVE (the server stops), the reply otherwise.
 fn shutdown_while_busy(argv: &[&[u8]]) -> Result<(), Reply> {
-    let options = command::server::parse_shutdown(argv)?;
-    if !options.nosave {
+    let nosave = match command::server::parse_shutdown(argv)? {
+        command::server::ShutdownRequest::Shutdown(options) => options.nosave,
+        command::server::ShutdownRequest::Abort => {
+            // Nothing can be under way while a script runs.
+            return Err(Reply::err("ERR No shutdown in progress."));
+        }
+    };
+    if !nosave {
         return Err(Reply::err(script::BUSY_ERR));
     }
     Ok(())

@@ -20,11 +20,12 @@ pub mod host;
 pub mod log;
 mod master_link;
 mod replica;
+mod shutdown;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -97,8 +98,6 @@ pub struct Server {
     unblocked: TokenQueue,
     /// Clients over their output buffer limit, closed at the end of the turn.
     overflowed: Vec<usize>,
-    /// The shutdown was asked by SHUTDOWN, which handled saving itself.
-    shutdown_by_command: bool,
     /// Connections accepted while a script was busy, taken in after it.
     parked: Vec<Client>,
     /// Clients whose input is paused until their output drains.
@@ -108,8 +107,10 @@ pub struct Server {
     reread: TokenQueue,
     /// Whether to poll a little before sleeping (`busy-poll-us`).
     busy_poll: BusyPoll,
-    /// A shutdown waits for its replicas until this Unix ms.
-    shutdown_wait_until: Option<i64>,
+    /// The shutdown asked for (SHUTDOWN or a signal) and not finished.
+    shutdown_state: Option<shutdown::Shutdown>,
+    /// Clients whose next command waits for a client pause to end.
+    postponed: TokenQueue,
     /// The link to our master, on a replica.
     master_link: Option<master_link::MasterLink>,
 }
@@ -141,12 +142,12 @@ impl Server {
             session_tokens: HashMap::default(),
             unblocked: TokenQueue::default(),
             overflowed: Vec::new(),
-            shutdown_by_command: false,
             parked: Vec::new(),
             paused: TokenQueue::default(),
             reread: TokenQueue::default(),
             busy_poll: BusyPoll::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
-            shutdown_wait_until: None,
+            shutdown_state: None,
+            postponed: TokenQueue::default(),
             master_link: None,
         })
     }
@@ -226,36 +227,8 @@ impl Server {
             }
             self.publish_stream();
             self.service_replicas();
-            if self.shutdown.load(Ordering::SeqCst) && !self.replicas_ready_for_shutdown() {
-                continue;
-            }
             self.master_link_cron();
-            if self.shutdown.load(Ordering::SeqCst) && !self.shutdown_saved() {
-                continue;
-            }
-            if self.shutdown.load(Ordering::SeqCst) {
-                if !self.shutdown_by_command {
-                    log::log(Level::Warning, "User requested shutdown...");
-                }
-                if self.engine.core().aof.is_some() {
-                    log::log(Level::Notice, "Calling fsync() on the AOF file.");
-                    if let Err(e) = self.engine.sync() {
-                        log::log(
-                            Level::Warning,
-                            &format!("Error syncing the AOF file at shutdown: {e:?}"),
-                        );
-                    }
-                }
-                let held = self.held.take().len();
-                if held > 0 {
-                    // Their writes' batch could not be made durable: they
-                    // are closed without a reply when the process exits.
-                    log::log(
-                        Level::Warning,
-                        &format!("{held} clients waiting for their writes to reach the AOF are closed without a reply"),
-                    );
-                }
-                log::log(Level::Warning, "Redis is now ready to exit, bye bye...");
+            if self.shutdown_step() {
                 return Ok(());
             }
         }
@@ -301,45 +274,6 @@ impl Server {
                 Ok(())
             }
             Err(e) => Err(io_error("waiting for events", e)),
-        }
-    }
-
-    /// Before exiting on a signal (SIGTERM, SIGINT) with save points
-    /// configured: saves the dataset. If that fails the server keeps
-    /// running (as Redis does) and false is returned. SHUTDOWN has saved
-    /// already in its command.
-    fn shutdown_saved(&mut self) -> bool {
-        if !self.shutdown_by_command && self.engine.core().aof_waiting_for_rewrite() {
-            // As SHUTDOWN: the first AOF is not written yet.
-            log::log(Level::Warning, "Writing initial AOF, can't exit.");
-            log::log(
-                Level::Warning,
-                "SIGTERM received but errors trying to shut down the server, check the logs for more information",
-            );
-            self.shutdown.store(false, Ordering::SeqCst);
-            return false;
-        }
-        if self.shutdown_by_command || self.engine.config().save.is_empty() {
-            return true;
-        }
-        log::log(Level::Notice, "Saving the final snapshot before exiting.");
-        match self.engine.core().save_now(now_ms()) {
-            Ok(()) => {
-                log::log(Level::Notice, "DB saved on disk");
-                true
-            }
-            Err(cause) => {
-                log::log(
-                    Level::Warning,
-                    &format!("Error trying to save the DB, can't exit: {cause}"),
-                );
-                log::log(
-                    Level::Warning,
-                    "SIGTERM received but errors trying to shut down the server, check the logs for more information",
-                );
-                self.shutdown.store(false, Ordering::SeqCst);
-                false
-            }
         }
     }
 
@@ -431,12 +365,6 @@ impl Server {
         let Some(mut client) = self.clients.remove(&token) else {
             return;
         };
-        if self.shutdown_wait_until.is_some() && !client.session.is_replica {
-            // A shutdown waits for its replicas: clients are not served
-            // (nothing is written that the replicas would then lack).
-            self.clients.insert(token, client);
-            return;
-        }
         if client.paused {
             // Backpressure: the socket keeps what the client sends (and
             // TCP slows the client down) until its output drains; then
@@ -521,6 +449,10 @@ impl Server {
         }
         if client.paused {
             self.paused.push(token);
+        }
+        if client.postponed {
+            self.postponed.push(token);
+            self.count_waiting_clients();
         }
         if client.awaiting_log {
             self.held.push(token);
@@ -656,7 +588,12 @@ impl Server {
     fn process_input(&mut self, client: &mut Client) {
         client.compact_output();
         let pause_bytes = output_pause_bytes(self.engine.config());
-        while !client.closing && !client.overflowed && client.session.blocked.is_none() {
+        client.postponed = false;
+        while !client.closing
+            && !client.overflowed
+            && !client.shutdown_caller
+            && client.session.blocked.is_none()
+        {
             if client.output_len() as u64 >= pause_bytes {
                 // The client is not reading its replies: execute nothing
                 // more for it until they drain (memory stays bounded by
@@ -664,6 +601,7 @@ impl Server {
                 client.paused = true;
                 break;
             }
+            let start = client.parser.consumed();
             let request = match client
                 .parser
                 .next(&client.inbuf, client.session.authenticated)
@@ -686,10 +624,17 @@ impl Server {
                 }
             };
             let argv = request.argv(&client.inbuf);
+            if self.engine.must_wait_for_pause(&client.session, &argv) {
+                // Writes are paused: the command runs when the pause ends.
+                client.parser.unread(start);
+                client.postponed = true;
+                break;
+            }
             let logged_before = self.engine.log_appended();
+            let shutdown_in_progress = self.shutdown_in_progress();
             let mut host = host::ServerHost::new(
                 &mut self.clients,
-                &self.shutdown,
+                shutdown_in_progress,
                 client.facts(),
                 &mut self.killed,
                 &mut self.listeners,
@@ -699,7 +644,9 @@ impl Server {
             let reply = self
                 .engine
                 .execute_with_host(&mut client.session, &argv, &mut host);
-            let shutdown = host.shutdown_requested();
+            let shutdown = host.shutdown_request.take();
+            let busy_shutdown = host.busy_shutdown.take();
+            let abort = std::mem::take(&mut host.abort_request);
             let unblock_requests = std::mem::take(&mut host.unblock_requests);
             // Clients a busy script's poll read from: their input is
             // processed now (the socket will not signal it again), their
@@ -714,10 +661,22 @@ impl Server {
             if self.engine.log_appended() != logged_before {
                 client.awaiting_log = true;
             }
-            if shutdown {
-                // SHUTDOWN: Redis exits without replying or reading on.
-                self.shutdown_by_command = true;
+            if let Some(options) = shutdown {
+                // SHUTDOWN: no reply and nothing more executed until the
+                // outcome (the process exits, or the shutdown fails).
+                let token = self.session_tokens.get(&client.session.id).copied();
+                client.shutdown_caller = true;
+                self.shutdown_requested_by(token, options);
                 break;
+            }
+            if let Some(options) = busy_shutdown {
+                // SHUTDOWN NOSAVE from a client polled while the script
+                // ran: the script's caller gets no reply either.
+                self.shutdown_requested_by(None, options);
+                break;
+            }
+            if abort {
+                self.abort_shutdown();
             }
             if self.engine.has_messages() {
                 // Messages published by this command reach a subscribed

@@ -122,51 +122,6 @@ impl Server {
         queued
     }
 
-    /// Redis 7.0's shutdown rule (docs/replication.md §3.8): with
-    /// `shutdown-timeout` > 0 and a replica that has not acknowledged the
-    /// whole stream, the shutdown waits (clients not served, a GETACK
-    /// sent) until every replica caught up or the timeout passed. True
-    /// when the shutdown may go on.
-    pub(super) fn replicas_ready_for_shutdown(&mut self) -> bool {
-        let now = now_ms();
-        let core = self.engine.core();
-        let offset = core.repl.master_repl_offset();
-        let lagging: Vec<String> = core
-            .repl
-            .replicas
-            .values()
-            .filter(|r| r.ack_off != offset)
-            .map(|r| {
-                format!(
-                    "Lagging replica {} reported offset {} behind master, lag={}, state={}.",
-                    r.name,
-                    offset - r.ack_off,
-                    (now - r.ack_time_ms) / 1000,
-                    r.state.name()
-                )
-            })
-            .collect();
-        let timeout_s = core.config.repl.shutdown_timeout_s;
-        if lagging.is_empty() || timeout_s == 0 {
-            return true;
-        }
-        match self.shutdown_wait_until {
-            None => {
-                self.shutdown_wait_until = Some(now + (timeout_s as i64).saturating_mul(1000));
-                core.repl.get_ack = true;
-                log::log(Level::Warning, "Waiting for replicas before shutting down.");
-                false
-            }
-            Some(deadline) if now < deadline => false,
-            Some(_) => {
-                for line in lagging {
-                    log::log(Level::Warning, &line);
-                }
-                true
-            }
-        }
-    }
-
     /// Writes what a replica has to be sent, as far as its socket takes
     /// it; Ok(true) when everything was written.
     pub(super) fn write_replica(&mut self, client: &mut Client) -> io::Result<bool> {

@@ -27,6 +27,7 @@ mod protocol;
 mod rdb_cli;
 mod resync;
 mod selfcheck;
+mod shutdown;
 mod stream;
 mod transfer;
 mod wait;

@@ -144,8 +144,16 @@ fn info_server(ctx: &Ctx, out: &mut String) {
         format!("executable:{executable}"),
         format!("config_file:{config_file}"),
         "io_threads_active:0".to_string(),
-        format!("hozon_version:{}", env!("CARGO_PKG_VERSION")),
     ];
+    let mut lines = lines.to_vec();
+    if let Some(deadline) = ctx.core.shutdown_deadline_ms {
+        // Redis's conditional field while a shutdown waits for replicas.
+        lines.push(format!(
+            "shutdown_in_milliseconds:{}",
+            (deadline - ctx.now_ms).max(0)
+        ));
+    }
+    lines.push(format!("hozon_version:{}", env!("CARGO_PKG_VERSION")));
     section(out, "Server", &lines);
 }
 
@@ -162,7 +170,10 @@ fn info_clients(ctx: &Ctx, out: &mut String) {
         format!("maxclients:{}", ctx.core.config.maxclients),
         format!("client_recent_max_input_buffer:{max_in}"),
         format!("client_recent_max_output_buffer:{max_out}"),
-        format!("blocked_clients:{}", ctx.core.clients.blocked_count()),
+        format!(
+            "blocked_clients:{}",
+            ctx.core.clients.blocked_count() + ctx.core.pauses.waiting_clients
+        ),
         "tracking_clients:0".to_string(),
         format!(
             "clients_in_timeout_table:{}",
