@@ -10,6 +10,7 @@ pub mod clients;
 pub(crate) mod repl;
 mod repl_sync;
 mod session;
+pub(crate) mod sync_load;
 pub(crate) mod upstream;
 
 use std::any::Any;

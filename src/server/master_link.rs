@@ -41,6 +41,10 @@ pub(super) const MASTER_LIMITS: resp::Limits = resp::Limits {
     max_bulk_len: i64::MAX,
 };
 
+/// Stream bytes held while a payload loads, beyond which the socket is
+/// not read until the load ends.
+const LOAD_INBUF_LIMIT: usize = 64 << 20;
+
 /// How many payload files this process received (their names).
 static SYNC_FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -50,15 +54,34 @@ enum Phase {
     Handshake,
     /// Lines before the payload (`\n` keepalives, then `$…`).
     Preamble(PreambleReader),
-    /// The payload, to its temporary file.
+    /// The payload, to its temporary file or to memory.
     Payload {
         receiver: Receiver,
-        file: std::fs::File,
-        path: PathBuf,
+        sink: PayloadSink,
         total: u64,
+    },
+    /// The payload loads on its thread (the old data is served); stream
+    /// bytes that follow it wait in `inbuf`.
+    Loading {
+        load: crate::engine::PayloadLoad,
+        /// The payload's temporary file (removed when the load ends).
+        path: Option<PathBuf>,
+        /// The payload came in the mark form (an ACK follows the load).
+        mark_form: bool,
+        /// Loaded beside the old data (`swapdb`): Redis's log lines.
+        swapdb: bool,
     },
     /// The command stream.
     Stream,
+}
+
+/// Where the payload's bytes go.
+enum PayloadSink {
+    /// `repl-diskless-load disabled` (or `on-empty-db` with keys): a
+    /// temporary file in `dir`.
+    File { file: std::fs::File, path: PathBuf },
+    /// `swapdb`, or `on-empty-db` with no keys: memory.
+    Memory { bytes: Vec<u8>, swapdb: bool },
 }
 
 /// The link to the master of one REPLICAOF generation.
@@ -155,6 +178,15 @@ impl Server {
         };
         let now = now_ms();
         let second = now / 1000;
+        if matches!(link.phase, Phase::Loading { .. }) {
+            self.poll_load(&mut link);
+        }
+        if second != link.last_tick_s && matches!(link.phase, Phase::Loading { .. }) {
+            // Redis's replicationSendNewlineToMaster: the master counts
+            // it as liveness while we load; our own transfer timer waits.
+            link.out.push(b'\n');
+            link.progress_ms = now;
+        }
         if second != link.last_tick_s {
             link.last_tick_s = second;
             let step = link.handshake.handle(Event::Cron);
@@ -227,18 +259,7 @@ impl Server {
             }
         }
         if link.socket.is_some() && (event.is_readable() || event.is_read_closed()) {
-            let (bytes, failure) = read_all(link.socket.as_mut().expect("checked"));
-            if !bytes.is_empty() {
-                link.progress_ms = now_ms();
-                if let Some(master) = self.engine.core().replica.master.as_mut() {
-                    master.last_io_ms = link.progress_ms;
-                }
-                self.engine.core().repl.stats.net_repl_input_bytes += bytes.len() as u64;
-                self.link_input(&mut link, &bytes);
-            }
-            if let (Some(e), true) = (failure, link.socket.is_some()) {
-                self.link_lost(&mut link, &e);
-            }
+            self.read_link(&mut link);
         }
         if !matches!(link.phase, Phase::Stream) {
             // Handshake bytes go at once; ACKs wait for the turn's AOF
@@ -247,6 +268,30 @@ impl Server {
         }
         self.sync_upstream_facts(&link);
         self.master_link = Some(link);
+    }
+
+    /// Reads what the socket has and hands it on by phase. During a
+    /// load, once [`LOAD_INBUF_LIMIT`] stream bytes wait, the socket is
+    /// left unread until the load ends (which reads it again).
+    fn read_link(&mut self, link: &mut MasterLink) {
+        if matches!(link.phase, Phase::Loading { .. }) && link.inbuf.len() >= LOAD_INBUF_LIMIT {
+            return;
+        }
+        let Some(socket) = link.socket.as_mut() else {
+            return;
+        };
+        let (bytes, failure) = read_all(socket);
+        if !bytes.is_empty() {
+            link.progress_ms = now_ms();
+            if let Some(master) = self.engine.core().replica.master.as_mut() {
+                master.last_io_ms = link.progress_ms;
+            }
+            self.engine.core().repl.stats.net_repl_input_bytes += bytes.len() as u64;
+            self.link_input(link, &bytes);
+        }
+        if let (Some(e), true) = (failure, link.socket.is_some()) {
+            self.link_lost(link, &e);
+        }
     }
 
     /// The socket failed or the master closed it.
@@ -348,16 +393,22 @@ impl Server {
                 }
                 Phase::Payload {
                     receiver,
-                    file,
+                    sink,
                     total,
-                    ..
                 } => {
                     let mut payload = Vec::with_capacity(data.len());
                     let rest = receiver.feed(data, &mut payload);
                     let passed = receiver.passed();
                     let total = *total;
                     data = rest.unwrap_or(&[]);
-                    if let Err(e) = file.write_all(&payload) {
+                    let written = match sink {
+                        PayloadSink::File { file, .. } => file.write_all(&payload),
+                        PayloadSink::Memory { bytes, .. } => {
+                            bytes.extend_from_slice(&payload);
+                            Ok(())
+                        }
+                    };
+                    if let Err(e) = written {
                         log::log(
                             Level::Warning,
                             &format!(
@@ -374,6 +425,11 @@ impl Server {
                     if rest.is_some() {
                         self.finish_payload(link);
                     }
+                }
+                Phase::Loading { .. } => {
+                    // The stream after the payload waits for the load.
+                    link.inbuf.extend_from_slice(data);
+                    data = &[];
                 }
                 Phase::Stream => {
                     link.inbuf.extend_from_slice(data);
