@@ -226,7 +226,8 @@ fn a_damaged_payload_keeps_the_old_data_in_every_mode() {
 
 /// A redis-server master (disk transfers, `extra`) holding `keys` keys.
 fn big_master(keys: u64, extra: &[&str]) -> ServerProcess {
-    let master = start_redis(&[&["--repl-diskless-sync", "no"][..], extra].concat());
+    let base = ["--repl-diskless-sync", "no", "--enable-debug-command", "yes"];
+    let master = start_redis(&[&base[..], extra].concat());
     let mut m = Conn::connect(master.port);
     let populated = call(
         &mut m,
