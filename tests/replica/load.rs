@@ -284,6 +284,12 @@ fn timed_load(port: u16) -> (Replica, i64) {
         };
         let text = String::from_utf8_lossy(&text).into_owned();
         if !text.contains("async_loading:1\r\n") {
+            let log = replica.log();
+            // A master that drops us mid-load ends the load early.
+            assert!(
+                !log.contains("the load in progress is abandoned"),
+                "the link was lost during the load (after {longest}s):\n{log}"
+            );
             return (replica, longest);
         }
         let field = |name: &str| {
