@@ -124,9 +124,7 @@ mod tests {
         use super::DisklessLoad;
         let mut config = Config::default();
         assert_eq!(config.replica.diskless_load, DisklessLoad::Disabled);
-        config
-            .apply_text(b"repl-diskless-load swapdb\n")
-            .unwrap();
+        config.apply_text(b"repl-diskless-load swapdb\n").unwrap();
         assert_eq!(config.replica.diskless_load, DisklessLoad::Swapdb);
         config
             .apply_text(b"repl-diskless-load ON-EMPTY-DB\n")
@@ -138,7 +136,9 @@ mod tests {
             .apply_text(b"repl-diskless-load sometimes\n")
             .unwrap_err();
         assert!(
-            err.message.contains("argument(s) must be one of the following: disabled, on-empty-db, swapdb"),
+            err.message.contains(
+                "argument(s) must be one of the following: disabled, on-empty-db, swapdb"
+            ),
             "{err}"
         );
         assert!(DisklessLoad::OnEmptyDb.in_memory(true));

@@ -39,7 +39,10 @@ impl Engine {
     /// blocked clients see the new contents, and the old keyspace is
     /// freed on a thread. On error nothing changed (the temporary AOF is
     /// removed, the new keyspace freed).
-    pub(crate) fn commit_payload(&mut self, loaded: LoadedPayload) -> Result<PayloadLoaded, String> {
+    pub(crate) fn commit_payload(
+        &mut self,
+        loaded: LoadedPayload,
+    ) -> Result<PayloadLoaded, String> {
         let LoadedPayload {
             keyspace,
             version,

@@ -24,7 +24,11 @@ impl Replica {
     fn start(extra: &[&str]) -> Replica {
         let dir = tempfile::tempdir().expect("temp dir");
         let dir_arg = dir.path().to_string_lossy().into_owned();
-        let log_arg = dir.path().join("replica.log").to_string_lossy().into_owned();
+        let log_arg = dir
+            .path()
+            .join("replica.log")
+            .to_string_lossy()
+            .into_owned();
         let args = [&["--dir", &dir_arg, "--logfile", &log_arg][..], extra].concat();
         Replica {
             server: start_hozon(&args),
@@ -226,7 +230,12 @@ fn a_damaged_payload_keeps_the_old_data_in_every_mode() {
 
 /// A redis-server master (disk transfers, `extra`) holding `keys` keys.
 fn big_master(keys: u64, extra: &[&str]) -> ServerProcess {
-    let base = ["--repl-diskless-sync", "no", "--enable-debug-command", "yes"];
+    let base = [
+        "--repl-diskless-sync",
+        "no",
+        "--enable-debug-command",
+        "yes",
+    ];
     let master = start_redis(&[&base[..], extra].concat());
     let mut m = Conn::connect(master.port);
     let populated = call(
@@ -332,7 +341,10 @@ fn the_master_keeps_a_replica_whose_load_outlasts_its_repl_timeout() {
         );
         drop(replica);
         keys *= 2;
-        let populated = call(&mut m, &["DEBUG", "POPULATE", &keys.to_string(), "key", "20"]);
+        let populated = call(
+            &mut m,
+            &["DEBUG", "POPULATE", &keys.to_string(), "key", "20"],
+        );
         assert_eq!(populated, Value::Simple("OK".into()));
     };
     let mut r = replica.conn();

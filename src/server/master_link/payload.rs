@@ -201,8 +201,7 @@ impl Server {
     /// A full sync replaces the history: the cached master goes
     /// (Redis's `replicationDiscardCachedMaster`).
     fn discard_cached_master(&mut self, link: &mut MasterLink) {
-        if link.handshake.cached_master().is_some() || self.engine.core().replica.cached.is_some()
-        {
+        if link.handshake.cached_master().is_some() || self.engine.core().replica.cached.is_some() {
             log::log(Level::Notice, "Discarding previously cached master state.");
         }
         link.handshake.set_cached_master(None);
