@@ -93,6 +93,7 @@ mod tests {
         let lines = load.info_lines(12_000);
         assert_eq!(lines[0], "loading_start_time:10");
         assert!(lines.contains(&"loading_loaded_perc:50.00".to_string()));
-        assert!(lines.contains(&"loading_eta_seconds:3".to_string()));
+        // Redis's estimate: elapsed * remaining / (loaded + 1) = 2 * 500 / 501.
+        assert!(lines.contains(&"loading_eta_seconds:1".to_string()));
     }
 }
