@@ -41,6 +41,11 @@ pub(super) const MASTER_LIMITS: resp::Limits = resp::Limits {
     max_bulk_len: i64::MAX,
 };
 
+/// Bytes read from the master per event-loop turn at most (a payload
+/// arriving faster than that is read over several turns, so clients are
+/// served between them).
+const READ_SLICE: usize = 4 << 20;
+
 /// Stream bytes held while a payload loads, beyond which the socket is
 /// not read until the load ends.
 const LOAD_INBUF_LIMIT: usize = 64 << 20;
@@ -113,6 +118,9 @@ pub(super) struct MasterLink {
     fack_off: i64,
     /// An ACK is to be sent at the end of the turn.
     ack_due: bool,
+    /// The last read stopped at [`READ_SLICE`]: the next turn reads on
+    /// without waiting for an event.
+    pub(super) more_to_read: bool,
 }
 
 impl MasterLink {
@@ -135,6 +143,7 @@ impl MasterLink {
             fack_marks: std::collections::VecDeque::new(),
             fack_off: 0,
             ack_due: false,
+            more_to_read: false,
         }
     }
 }
@@ -178,6 +187,9 @@ impl Server {
         };
         let now = now_ms();
         let second = now / 1000;
+        if link.more_to_read {
+            self.read_link(&mut link);
+        }
         if matches!(link.phase, Phase::Loading { .. }) {
             self.poll_load(&mut link);
         }
@@ -211,6 +223,12 @@ impl Server {
         }
         self.sync_upstream_facts(&link);
         self.master_link = Some(link);
+    }
+
+    /// True when the master's socket holds bytes not read yet (the loop
+    /// should not sleep).
+    pub(super) fn master_link_has_more(&self) -> bool {
+        self.master_link.as_ref().is_some_and(|l| l.more_to_read)
     }
 
     /// The handshake's settings, from the configuration, while a master
@@ -275,12 +293,14 @@ impl Server {
     /// left unread until the load ends (which reads it again).
     fn read_link(&mut self, link: &mut MasterLink) {
         if matches!(link.phase, Phase::Loading { .. }) && link.inbuf.len() >= LOAD_INBUF_LIMIT {
+            link.more_to_read = false;
             return;
         }
         let Some(socket) = link.socket.as_mut() else {
             return;
         };
-        let (bytes, failure) = read_all(socket);
+        let (bytes, failure, more) = read_some(socket);
+        link.more_to_read = more;
         if !bytes.is_empty() {
             link.progress_ms = now_ms();
             if let Some(master) = self.engine.core().replica.master.as_mut() {
@@ -477,18 +497,20 @@ fn flush_out(link: &mut MasterLink) {
     }
 }
 
-/// Reads until the socket has nothing more: the bytes, and the error or
-/// end of file that ended the reading, if any.
-fn read_all(socket: &mut TcpStream) -> (Vec<u8>, Option<String>) {
+/// Reads until the socket has nothing more or [`READ_SLICE`] bytes came:
+/// the bytes, the error or end of file that ended the reading, if any,
+/// and whether the socket may hold more.
+fn read_some(socket: &mut TcpStream) -> (Vec<u8>, Option<String>, bool) {
     let mut bytes = Vec::new();
     let mut chunk = [0u8; 64 * 1024];
-    loop {
+    while bytes.len() < READ_SLICE {
         match socket.read(&mut chunk) {
-            Ok(0) => return (bytes, Some("connection lost".to_string())),
+            Ok(0) => return (bytes, Some("connection lost".to_string()), false),
             Ok(n) => bytes.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (bytes, None),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (bytes, None, false),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return (bytes, Some(e.to_string())),
+            Err(e) => return (bytes, Some(e.to_string()), false),
         }
     }
+    (bytes, None, true)
 }

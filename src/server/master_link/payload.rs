@@ -89,20 +89,9 @@ impl Server {
         let total = receiver.passed();
         let (source, path, swapdb) = match sink {
             PayloadSink::File { file, path } => {
-                let synced = file.sync_all();
+                // Not fsynced: a transfer buffer, removed after the load
+                // (the new AOF written from the loaded keyspace is).
                 drop(file);
-                if let Err(e) = synced {
-                    log::log(
-                        Level::Warning,
-                        &format!(
-                            "Failed trying to sync the temp DB to disk in MASTER <-> REPLICA \
-                             synchronization: {e}"
-                        ),
-                    );
-                    let _ = std::fs::remove_file(&path);
-                    self.transfer_failed(link);
-                    return;
-                }
                 (PayloadSource::File(path.clone()), Some(path), false)
             }
             PayloadSink::Memory { bytes, swapdb } => (PayloadSource::Memory(bytes), None, swapdb),
