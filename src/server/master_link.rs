@@ -1,9 +1,9 @@
 //! The replica's link to its master (docs/replication.md §5.2–§5.4): the
 //! non-blocking connect, the handshake (`repl::handshake` carries Redis's
 //! steps, bytes and log lines; this file does its I/O), the payload
-//! received to `temp-sync-<pid>-<n>.rdb` and loaded once verified whole
-//! (`Engine::load_payload`), then the stream applied through the normal
-//! dispatch by a session flagged as the master.
+//! received to a file or to memory and loaded on a thread while the old
+//! data is served (`payload.rs`), then the stream applied through the
+//! normal dispatch by a session flagged as the master.
 //!
 //! The link is one socket outside the client table, on its own token.
 //! Cron (each turn, after the AOF write) starts attempts once a second,
