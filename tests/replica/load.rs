@@ -275,6 +275,22 @@ fn clients_are_served_the_old_data_during_a_large_load() {
             call(&mut m, &["GET", "key:4242"])
         );
     }
+    // Without stale data, clients get MASTERDOWN during the load, as
+    // during the rest of the sync.
+    let replica = Replica::start(&["--replica-serve-stale-data", "no"]);
+    let mut r = replica.conn();
+    call(&mut r, &["SET", "old", "kept"]);
+    follow(&mut r, master.port);
+    wait_for_load(&mut r);
+    assert_eq!(
+        call(&mut r, &["GET", "old"]),
+        Value::Error(
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+                .into()
+        )
+    );
+    wait_caught_up(&mut m, &mut r);
+    assert_eq!(call(&mut r, &["DBSIZE"]), Value::Int(300_000));
 }
 
 /// Follows the master behind `m` from a new replica (`appendonly yes`)

@@ -176,7 +176,7 @@ impl Server {
                         "Failed trying to load the MASTER synchronization DB from {from}: {reason}"
                     ),
                 );
-                if path.is_none() {
+                if swapdb {
                     log::log(
                         Level::Notice,
                         "MASTER <-> REPLICA sync: Discarding temporary DB in background",
