@@ -3,7 +3,7 @@
 //! diskless transfers), which path each took, damaged payloads from the
 //! fake master in each mode, clients served during a large load, the
 //! master keeping a replica whose load outlasts its `repl-timeout`, and a
-//! load cancelled by REPLICAOF NO ONE.
+//! load cancelled by REPLICAOF NO ONE or by the master going away.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -415,4 +415,44 @@ fn replicaof_no_one_during_a_load_cancels_it_and_keeps_the_old_data() {
     let mut again = Conn::connect(restarted.port);
     assert_eq!(call(&mut again, &["DBSIZE"]), Value::Int(1));
     drop(keep);
+}
+
+#[test]
+fn a_lost_link_during_a_load_cancels_it_and_keeps_the_old_data() {
+    let master = big_master(1_000_000, &[]);
+    let replica = Replica::start(&["--appendonly", "yes"]);
+    let mut r = replica.conn();
+    call(&mut r, &["SET", "old", "kept"]);
+    follow(&mut r, master.port);
+    wait_for_load(&mut r);
+    // The payload's file is there while it loads (`disabled`).
+    assert!(
+        temp_sync_files(replica.dir.path())
+            .iter()
+            .any(|f| f.ends_with(".rdb")),
+        "no payload file during the load"
+    );
+    drop(master);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !replica
+        .log()
+        .contains("MASTER <-> REPLICA sync: the load in progress is abandoned")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the load was not abandoned:\n{}",
+            replica.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        info_field(&mut r, "persistence", "async_loading").as_deref(),
+        Some("0")
+    );
+    while !temp_sync_files(replica.dir.path()).is_empty() {
+        assert!(Instant::now() < deadline, "temporary files left behind");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(call(&mut r, &["DBSIZE"]), Value::Int(1));
+    assert_eq!(call(&mut r, &["GET", "old"]), Value::Bulk(b"kept".to_vec()));
 }
