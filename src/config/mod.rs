@@ -36,7 +36,7 @@ pub use params::{
     lookup, Kind, LoadState, Param, SpecialSetter, Unsupported, IMMUTABLE, MAXMEMORY_POLICIES,
     MULTI_ARG, PARAMS, PROTECTED,
 };
-pub use replica::ReplicaSettings;
+pub use replica::{DisklessLoad, ReplicaSettings};
 
 /// Severity threshold of the log (`loglevel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -409,11 +409,10 @@ pub static PARAMS: &[Param] = &[
         alias: None,
         flags: 0,
         default: "disabled",
-        // Only the verified file path exists (docs/replication.md §5.3).
         kind: Kind::Enum {
-            values: &["disabled"],
-            get: |_| 0,
-            set: |_, _| {},
+            values: replica::DisklessLoad::WORDS,
+            get: |c| c.replica.diskless_load.index(),
+            set: |c, i| c.replica.diskless_load = replica::DisklessLoad::from_index(i),
         },
         unsupported: None,
     },

@@ -22,6 +22,52 @@ pub struct ReplicaSettings {
     pub priority: u64,
     /// `replica-announced` (yes): reported in INFO for Sentinel.
     pub announced: bool,
+    /// `repl-diskless-load` (disabled): where a full sync's payload goes
+    /// before it is loaded (docs/replication.md §5.3).
+    pub diskless_load: DisklessLoad,
+}
+
+/// `repl-diskless-load`: Redis's three values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DisklessLoad {
+    /// `disabled`: the payload goes to a temporary file, verified whole,
+    /// then loaded.
+    #[default]
+    Disabled,
+    /// `on-empty-db`: into memory when the dataset is empty, else as
+    /// `disabled`.
+    OnEmptyDb,
+    /// `swapdb`: always into memory, loaded beside the old dataset.
+    Swapdb,
+}
+
+impl DisklessLoad {
+    /// The words, in the order of the index CONFIG uses.
+    pub const WORDS: &'static [&'static str] = &["disabled", "on-empty-db", "swapdb"];
+
+    /// The index of the value in [`DisklessLoad::WORDS`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The value at `index` of [`DisklessLoad::WORDS`].
+    pub fn from_index(index: usize) -> DisklessLoad {
+        match index {
+            1 => DisklessLoad::OnEmptyDb,
+            2 => DisklessLoad::Swapdb,
+            _ => DisklessLoad::Disabled,
+        }
+    }
+
+    /// Whether the payload goes to memory, given whether the dataset is
+    /// empty (Redis's `useDisklessLoad`).
+    pub fn in_memory(self, dataset_empty: bool) -> bool {
+        match self {
+            DisklessLoad::Disabled => false,
+            DisklessLoad::OnEmptyDb => dataset_empty,
+            DisklessLoad::Swapdb => true,
+        }
+    }
 }
 
 impl Default for ReplicaSettings {
@@ -34,6 +80,7 @@ impl Default for ReplicaSettings {
             serve_stale_data: true,
             priority: 100,
             announced: true,
+            diskless_load: DisklessLoad::Disabled,
         }
     }
 }
@@ -69,6 +116,34 @@ mod tests {
         assert_eq!(config.replica.masterauth.as_deref(), Some(&b"pw"[..]));
         assert!(!config.replica.read_only);
         assert_eq!(config.replica.priority, 7);
-        assert!(config.apply_text(b"repl-diskless-load swapdb\n").is_err());
+        assert!(config.apply_text(b"repl-diskless-load nope\n").is_err());
+    }
+
+    #[test]
+    fn repl_diskless_load_takes_redis_three_values() {
+        use super::DisklessLoad;
+        let mut config = Config::default();
+        assert_eq!(config.replica.diskless_load, DisklessLoad::Disabled);
+        config.apply_text(b"repl-diskless-load swapdb\n").unwrap();
+        assert_eq!(config.replica.diskless_load, DisklessLoad::Swapdb);
+        config
+            .apply_text(b"repl-diskless-load ON-EMPTY-DB\n")
+            .unwrap();
+        assert_eq!(config.replica.diskless_load, DisklessLoad::OnEmptyDb);
+        let param = crate::config::params::lookup(b"repl-diskless-load").unwrap();
+        assert_eq!(param.get(&config), b"on-empty-db".to_vec());
+        let err = config
+            .apply_text(b"repl-diskless-load sometimes\n")
+            .unwrap_err();
+        assert!(
+            err.message.contains(
+                "argument(s) must be one of the following: disabled, on-empty-db, swapdb"
+            ),
+            "{err}"
+        );
+        assert!(DisklessLoad::OnEmptyDb.in_memory(true));
+        assert!(!DisklessLoad::OnEmptyDb.in_memory(false));
+        assert!(DisklessLoad::Swapdb.in_memory(false));
+        assert!(!DisklessLoad::Disabled.in_memory(true));
     }
 }

@@ -11,6 +11,7 @@ pub(crate) mod pause;
 pub(crate) mod repl;
 mod repl_sync;
 mod session;
+pub(crate) mod sync_load;
 pub(crate) mod upstream;
 
 use std::any::Any;

@@ -34,6 +34,8 @@ pub(crate) struct Upstream {
     pub(crate) stream_db: u32,
     /// The offset the AOF's last `#repl` line recorded (-1: none yet).
     pub(crate) recorded_off: i64,
+    /// A full sync's payload loading in the background (INFO).
+    pub(crate) loading: Option<super::sync_load::SyncLoad>,
 }
 
 impl Upstream {
@@ -51,6 +53,7 @@ impl Upstream {
             down_since_ms: None,
             stream_db: 0,
             recorded_off: -1,
+            loading: None,
         }
     }
 

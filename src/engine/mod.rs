@@ -23,6 +23,9 @@ mod open;
 #[cfg(feature = "server")]
 mod repl;
 mod replica;
+mod replica_load;
+
+pub(crate) use replica_load::{PayloadLoad, PayloadSource};
 
 use crate::command::{Effect, Session};
 use crate::config::Config;

@@ -1,112 +1,149 @@
-//! The engine as a replica (docs/replication.md §5): following a master or
-//! not, and a full sync's payload taking the place of the dataset.
+//! The engine as a replica (docs/replication.md §5): a full sync's
+//! payload taking the place of the dataset.
 //!
-//! The payload file is verified whole and loaded into a new keyspace
-//! before anything of the old dataset goes (D10): a bad payload leaves the
-//! old data and the old files as they were. With `appendonly yes` the new
-//! dataset is written as a complete AOF (temporary file, fsync, rename,
-//! directory fsync) before it replaces the old one in memory: a crash
-//! before the rename restarts from the old AOF, after it from the new one.
+//! The payload is loaded into a new keyspace on a thread of its own
+//! (`replica_load.rs`); the old dataset stays and is served until the new
+//! one is complete (D10: a bad payload leaves the old data and the old
+//! files as they were). The commit runs on the event loop: with
+//! `appendonly yes` the new dataset, already written as a complete AOF to
+//! a fsynced temporary file, is renamed into place and the directory
+//! fsynced before it replaces the old one in memory: a crash before the
+//! rename restarts from the old AOF, after it from the new one.
 
-use std::path::Path;
 use std::sync::Arc;
 
+use super::replica_load::{drop_in_background, write_aof_image, LoadedPayload};
 use super::Engine;
 use crate::clock::now_ms;
 use crate::keyspace::Keyspace;
+use crate::persist::io::CommitError;
 use crate::persist::writer::AofWriter;
 
-/// What a loaded payload held.
-#[derive(Debug, Clone, Copy)]
+/// What a committed payload held.
+#[derive(Debug, Clone)]
 pub(crate) struct PayloadLoaded {
     /// Keys loaded.
     pub(crate) keys: u64,
     /// The RDB version of the payload.
     pub(crate) version: u16,
+    /// Warnings for the log (a directory fsync that failed after the
+    /// new AOF was renamed into place).
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Engine {
-    /// Loads the payload in `path` (an RDB file) as the new dataset, as
-    /// the module documentation describes. On error nothing changed.
-    pub(crate) fn load_payload(&mut self, path: &Path) -> Result<PayloadLoaded, String> {
+    /// Makes a loaded payload the dataset: the old AOF's pending batch is
+    /// written, a rewrite, BGSAVE or replication capture of the old data
+    /// is abandoned, the new AOF is committed (rename, directory fsync)
+    /// and its writer opened, then the keyspace is swapped, WATCHes and
+    /// blocked clients see the new contents, and the old keyspace is
+    /// freed on a thread. On error nothing changed (the temporary AOF is
+    /// removed, the new keyspace freed).
+    pub(crate) fn commit_payload(
+        &mut self,
+        loaded: LoadedPayload,
+    ) -> Result<PayloadLoaded, String> {
+        let LoadedPayload {
+            keyspace,
+            version,
+            aof_temp,
+        } = loaded;
         let io = Arc::clone(&self.core.io);
-        let data = io
-            .map(path)
-            .map_err(|e| format!("reading {}: {e}", path.display()))?;
-        let now = now_ms();
-        let options = crate::rdb::reader::Options {
-            limits: self.core.config.limits,
-            databases: self.core.keyspace.db_count(),
-            // A replica keeps keys past their TTL: the master's DELs go.
-            skip_expired_before_ms: None,
-            now_ms: now,
-        };
-        crate::rdb::reader::check_file(&data, &options).map_err(|e| e.to_string())?;
-        let mut keyspace = Keyspace::new(self.core.keyspace.db_count());
-        let cell = std::cell::RefCell::new(&mut keyspace);
-        let summary = crate::rdb::reader::load_with_hints(
-            &data,
-            &options,
-            &mut |k| {
-                cell.borrow_mut()
-                    .db_mut(k.db)
-                    .insert_loaded(k.key, k.value, k.expire_ms)
-                    .map_err(|_| "the key appears twice in the file".to_string())
-            },
-            &mut |db, keys, expiring| {
-                let mut keyspace = cell.borrow_mut();
-                let db = keyspace.db_mut(db);
-                if db.is_empty() {
-                    db.reserve(keys as usize, expiring as usize);
-                }
-            },
-        )
-        .map_err(|e| e.to_string())?;
-        if summary.len != data.len() {
-            return Err(format!(
-                "{} bytes follow the RDB checksum",
-                data.len() - summary.len
-            ));
-        }
-        drop(data);
+        let mut warnings = Vec::new();
         if self.core.aof.is_some() {
-            self.replace_aof(&keyspace, now)?;
-        }
-        // A BGSAVE captures the old data: it must not be saved as ours.
-        self.core.save.abort(&mut self.core.keyspace);
-        let old = std::mem::replace(&mut self.core.keyspace, keyspace);
-        for db in 0..old.db_count() {
-            let keys: Vec<Vec<u8>> = old.db(db).iter().map(|(k, _)| k.to_vec()).collect();
-            for key in keys {
-                self.core.signal_modified(db, &key);
+            match self.replace_aof(&keyspace, aof_temp) {
+                Ok(warning) => warnings.extend(warning),
+                Err(e) => {
+                    drop_in_background(keyspace);
+                    return Err(e);
+                }
             }
+        } else if let Some(temp) = aof_temp {
+            // The AOF was switched off during the load.
+            let _ = io.remove(&temp);
         }
-        drop(old);
+        // A BGSAVE or a replication capture captures the old data: it must
+        // not be saved or sent as ours.
+        self.core.save.abort(&mut self.core.keyspace);
+        self.core.abort_repl_sync();
+        let old = std::mem::replace(&mut self.core.keyspace, keyspace);
+        self.signal_replaced(&old);
+        drop_in_background(old);
         let keys = self.core.keyspace.total_keys() as u64;
         // Save points see a changed dataset.
         self.core.dirty += keys.max(1);
         Ok(PayloadLoaded {
             keys,
-            version: summary.version,
+            version,
+            warnings,
         })
     }
 
-    /// Writes `keyspace` as the new AOF and appends to it from now on: the
-    /// old writer's batch is written first, a rewrite in progress (of the
-    /// old data) is abandoned, the new file is committed (fsync, rename,
-    /// directory fsync) before it replaces the old one.
-    fn replace_aof(&mut self, keyspace: &Keyspace, now: i64) -> Result<(), String> {
+    /// WATCHes and blocked clients after the dataset was replaced
+    /// (`old` is what was there), as SWAPDB does for one database.
+    fn signal_replaced(&mut self, old: &Keyspace) {
+        let now = now_ms();
+        let core = &mut self.core;
+        for db in 0..core.keyspace.db_count() {
+            for key in core.clients.watched_keys_in(db) {
+                let was_there = old.db(db).get(&key).is_some();
+                let is_there = core.keyspace.db(db).get(&key).is_some();
+                let now_expired = is_there && core.keyspace.db(db).is_expired(&key, now);
+                core.clients
+                    .touch_watched_replaced(db, &key, was_there, is_there, now_expired);
+            }
+            for key in core.clients.blocked_keys_in(db) {
+                if core.keyspace.db(db).get(&key).is_some() {
+                    core.clients.mark_ready(db, &key);
+                }
+            }
+        }
+    }
+
+    /// Puts the new AOF in place and appends to it from now on: the old
+    /// writer's batch is written first, a rewrite in progress (of the old
+    /// data) is abandoned, the new file (`temp`, written by the loading
+    /// thread; written here when the AOF was switched on during the load)
+    /// is renamed over the AOF and the directory fsynced. Ok carries a
+    /// warning when only the directory fsync failed (the file is in place).
+    fn replace_aof(
+        &mut self,
+        keyspace: &Keyspace,
+        temp: Option<std::path::PathBuf>,
+    ) -> Result<Option<String>, String> {
+        let io = Arc::clone(&self.core.io);
+        let now = now_ms();
         if let Some(aof) = self.core.aof.as_mut() {
-            aof.flush(now)
-                .map_err(|e| format!("writing the AOF before the sync: {e:?}"))?;
+            if let Err(e) = aof.flush(now) {
+                if let Some(temp) = &temp {
+                    let _ = io.remove(temp);
+                }
+                return Err(format!("writing the AOF before the sync: {e:?}"));
+            }
         }
         self.core.rewrite.abort(&mut self.core.keyspace);
-        let io = Arc::clone(&self.core.io);
         let dir = self.core.config.dir.clone();
         let path = dir.join(&self.core.config.appendfilename);
-        let temp = dir.join(format!("temp-sync-aof-{}.aof", std::process::id()));
-        crate::persist::rewrite::write_aof_file(io.as_ref(), keyspace, now, &temp, &path)
-            .map_err(|e| format!("writing the new append only file: {e}"))?;
+        let temp = match temp {
+            Some(temp) => temp,
+            None => {
+                let temp = dir.join(format!("temp-sync-aof-{}.aof", std::process::id()));
+                write_aof_image(io.as_ref(), keyspace, &temp)
+                    .map_err(|e| format!("writing the new append only file: {e}"))?;
+                temp
+            }
+        };
+        let warning = match crate::persist::io::commit(io.as_ref(), &temp, &path) {
+            Ok(()) => None,
+            // Renamed: the new file is in place whatever the directory
+            // fsync said (never back to the old file).
+            Err(CommitError::DirNotSynced { source, .. }) => Some(format!(
+                "Syncing the directory of the new append only file: {source}"
+            )),
+            Err(CommitError::Rename(e)) => {
+                return Err(format!("renaming the new append only file: {e}"))
+            }
+        };
         let mut writer = AofWriter::open(io, &path, self.core.config.appendfsync, true)
             .map_err(|e| format!("opening the new append only file: {e}"))?;
         if let Some(old) = self.core.aof.as_ref() {
@@ -114,6 +151,6 @@ impl Engine {
             writer.continue_offsets_of(old);
         }
         self.core.aof = Some(writer);
-        Ok(())
+        Ok(warning)
     }
 }

@@ -1,9 +1,9 @@
 //! The replica's link to its master (docs/replication.md §5.2–§5.4): the
 //! non-blocking connect, the handshake (`repl::handshake` carries Redis's
 //! steps, bytes and log lines; this file does its I/O), the payload
-//! received to `temp-sync-<pid>-<n>.rdb` and loaded once verified whole
-//! (`Engine::load_payload`), then the stream applied through the normal
-//! dispatch by a session flagged as the master.
+//! received to a file or to memory and loaded on a thread while the old
+//! data is served (`payload.rs`), then the stream applied through the
+//! normal dispatch by a session flagged as the master.
 //!
 //! The link is one socket outside the client table, on its own token.
 //! Cron (each turn, after the AOF write) starts attempts once a second,
@@ -41,6 +41,15 @@ pub(super) const MASTER_LIMITS: resp::Limits = resp::Limits {
     max_bulk_len: i64::MAX,
 };
 
+/// Bytes read from the master per event-loop turn at most (a payload
+/// arriving faster than that is read over several turns, so clients are
+/// served between them).
+const READ_SLICE: usize = 4 << 20;
+
+/// Stream bytes held while a payload loads, beyond which the socket is
+/// not read until the load ends.
+const LOAD_INBUF_LIMIT: usize = 64 << 20;
+
 /// How many payload files this process received (their names).
 static SYNC_FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -50,15 +59,34 @@ enum Phase {
     Handshake,
     /// Lines before the payload (`\n` keepalives, then `$…`).
     Preamble(PreambleReader),
-    /// The payload, to its temporary file.
+    /// The payload, to its temporary file or to memory.
     Payload {
         receiver: Receiver,
-        file: std::fs::File,
-        path: PathBuf,
+        sink: PayloadSink,
         total: u64,
+    },
+    /// The payload loads on its thread (the old data is served); stream
+    /// bytes that follow it wait in `inbuf`.
+    Loading {
+        load: crate::engine::PayloadLoad,
+        /// The payload's temporary file (removed when the load ends).
+        path: Option<PathBuf>,
+        /// The payload came in the mark form (an ACK follows the load).
+        mark_form: bool,
+        /// Loaded beside the old data (`swapdb`): Redis's log lines.
+        swapdb: bool,
     },
     /// The command stream.
     Stream,
+}
+
+/// Where the payload's bytes go.
+enum PayloadSink {
+    /// `repl-diskless-load disabled` (or `on-empty-db` with keys): a
+    /// temporary file in `dir`.
+    File { file: std::fs::File, path: PathBuf },
+    /// `swapdb`, or `on-empty-db` with no keys: memory.
+    Memory { bytes: Vec<u8>, swapdb: bool },
 }
 
 /// The link to the master of one REPLICAOF generation.
@@ -90,6 +118,9 @@ pub(super) struct MasterLink {
     fack_off: i64,
     /// An ACK is to be sent at the end of the turn.
     ack_due: bool,
+    /// The last read stopped at [`READ_SLICE`]: the next turn reads on
+    /// without waiting for an event.
+    pub(super) more_to_read: bool,
 }
 
 impl MasterLink {
@@ -112,6 +143,7 @@ impl MasterLink {
             fack_marks: std::collections::VecDeque::new(),
             fack_off: 0,
             ack_due: false,
+            more_to_read: false,
         }
     }
 }
@@ -155,6 +187,18 @@ impl Server {
         };
         let now = now_ms();
         let second = now / 1000;
+        if link.more_to_read {
+            self.read_link(&mut link);
+        }
+        if matches!(link.phase, Phase::Loading { .. }) {
+            self.poll_load(&mut link);
+        }
+        if second != link.last_tick_s && matches!(link.phase, Phase::Loading { .. }) {
+            // Redis's replicationSendNewlineToMaster: the master counts
+            // it as liveness while we load; our own transfer timer waits.
+            link.out.push(b'\n');
+            link.progress_ms = now;
+        }
         if second != link.last_tick_s {
             link.last_tick_s = second;
             let step = link.handshake.handle(Event::Cron);
@@ -179,6 +223,12 @@ impl Server {
         }
         self.sync_upstream_facts(&link);
         self.master_link = Some(link);
+    }
+
+    /// True when the master's socket holds bytes not read yet (the loop
+    /// should not sleep).
+    pub(super) fn master_link_has_more(&self) -> bool {
+        self.master_link.as_ref().is_some_and(|l| l.more_to_read)
     }
 
     /// The handshake's settings, from the configuration, while a master
@@ -227,18 +277,7 @@ impl Server {
             }
         }
         if link.socket.is_some() && (event.is_readable() || event.is_read_closed()) {
-            let (bytes, failure) = read_all(link.socket.as_mut().expect("checked"));
-            if !bytes.is_empty() {
-                link.progress_ms = now_ms();
-                if let Some(master) = self.engine.core().replica.master.as_mut() {
-                    master.last_io_ms = link.progress_ms;
-                }
-                self.engine.core().repl.stats.net_repl_input_bytes += bytes.len() as u64;
-                self.link_input(&mut link, &bytes);
-            }
-            if let (Some(e), true) = (failure, link.socket.is_some()) {
-                self.link_lost(&mut link, &e);
-            }
+            self.read_link(&mut link);
         }
         if !matches!(link.phase, Phase::Stream) {
             // Handshake bytes go at once; ACKs wait for the turn's AOF
@@ -247,6 +286,32 @@ impl Server {
         }
         self.sync_upstream_facts(&link);
         self.master_link = Some(link);
+    }
+
+    /// Reads what the socket has and hands it on by phase. During a
+    /// load, once [`LOAD_INBUF_LIMIT`] stream bytes wait, the socket is
+    /// left unread until the load ends (which reads it again).
+    fn read_link(&mut self, link: &mut MasterLink) {
+        if matches!(link.phase, Phase::Loading { .. }) && link.inbuf.len() >= LOAD_INBUF_LIMIT {
+            link.more_to_read = false;
+            return;
+        }
+        let Some(socket) = link.socket.as_mut() else {
+            return;
+        };
+        let (bytes, failure, more) = read_some(socket);
+        link.more_to_read = more;
+        if !bytes.is_empty() {
+            link.progress_ms = now_ms();
+            if let Some(master) = self.engine.core().replica.master.as_mut() {
+                master.last_io_ms = link.progress_ms;
+            }
+            self.engine.core().repl.stats.net_repl_input_bytes += bytes.len() as u64;
+            self.link_input(link, &bytes);
+        }
+        if let (Some(e), true) = (failure, link.socket.is_some()) {
+            self.link_lost(link, &e);
+        }
     }
 
     /// The socket failed or the master closed it.
@@ -348,16 +413,22 @@ impl Server {
                 }
                 Phase::Payload {
                     receiver,
-                    file,
+                    sink,
                     total,
-                    ..
                 } => {
                     let mut payload = Vec::with_capacity(data.len());
                     let rest = receiver.feed(data, &mut payload);
                     let passed = receiver.passed();
                     let total = *total;
                     data = rest.unwrap_or(&[]);
-                    if let Err(e) = file.write_all(&payload) {
+                    let written = match sink {
+                        PayloadSink::File { file, .. } => file.write_all(&payload),
+                        PayloadSink::Memory { bytes, .. } => {
+                            bytes.extend_from_slice(&payload);
+                            Ok(())
+                        }
+                    };
+                    if let Err(e) = written {
                         log::log(
                             Level::Warning,
                             &format!(
@@ -374,6 +445,11 @@ impl Server {
                     if rest.is_some() {
                         self.finish_payload(link);
                     }
+                }
+                Phase::Loading { .. } => {
+                    // The stream after the payload waits for the load.
+                    link.inbuf.extend_from_slice(data);
+                    data = &[];
                 }
                 Phase::Stream => {
                     link.inbuf.extend_from_slice(data);
@@ -421,18 +497,20 @@ fn flush_out(link: &mut MasterLink) {
     }
 }
 
-/// Reads until the socket has nothing more: the bytes, and the error or
-/// end of file that ended the reading, if any.
-fn read_all(socket: &mut TcpStream) -> (Vec<u8>, Option<String>) {
+/// Reads until the socket has nothing more or [`READ_SLICE`] bytes came:
+/// the bytes, the error or end of file that ended the reading, if any,
+/// and whether the socket may hold more.
+fn read_some(socket: &mut TcpStream) -> (Vec<u8>, Option<String>, bool) {
     let mut bytes = Vec::new();
     let mut chunk = [0u8; 64 * 1024];
-    loop {
+    while bytes.len() < READ_SLICE {
         match socket.read(&mut chunk) {
-            Ok(0) => return (bytes, Some("connection lost".to_string())),
+            Ok(0) => return (bytes, Some("connection lost".to_string()), false),
             Ok(n) => bytes.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (bytes, None),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return (bytes, None, false),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return (bytes, Some(e.to_string())),
+            Err(e) => return (bytes, Some(e.to_string()), false),
         }
     }
+    (bytes, None, true)
 }

@@ -186,7 +186,7 @@ impl Server {
                 let wait_ms = (deadline - now_ms()).max(0) as u64;
                 tick = tick.min(Duration::from_millis(wait_ms));
             }
-            if !self.reread.order.is_empty() {
+            if !self.reread.order.is_empty() || self.master_link_has_more() {
                 // Input already waiting: look for events without sleeping.
                 tick = Duration::ZERO;
             }

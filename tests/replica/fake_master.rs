@@ -11,7 +11,7 @@ use testkit::harness::{start_hozon, start_redis, Conn};
 use crate::{call, Value};
 
 /// A valid RDB file with a few keys, as redis-server saves it.
-fn redis_rdb() -> Vec<u8> {
+pub(crate) fn redis_rdb() -> Vec<u8> {
     let dir = tempfile::tempdir().expect("temp dir");
     let dir_arg = dir.path().to_string_lossy().into_owned();
     let redis = start_redis(&["--dir", &dir_arg]);
@@ -48,7 +48,7 @@ fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, needle: &[u8]) {
 
 /// Serves one sync attempt: the handshake's replies, then `payload`
 /// (framed by the caller). Returns the attempt's connection.
-fn serve_attempt(listener: &TcpListener, payload: &[u8]) -> TcpStream {
+pub(crate) fn serve_attempt(listener: &TcpListener, payload: &[u8]) -> TcpStream {
     let (mut stream, _) = listener.accept().expect("the replica connects");
     stream
         .set_read_timeout(Some(Duration::from_millis(200)))

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use testkit::harness::{start_hozon, start_redis, Conn, ServerProcess};
 
 mod fake_master;
+mod load;
 
 pub use testkit::value::Value;
 

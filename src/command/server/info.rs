@@ -290,9 +290,16 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
     let write_ok = aof
         .as_ref()
         .is_none_or(|a| a.write_error.is_none() && a.poisoned.is_none());
+    let sync_load = ctx
+        .core
+        .replica
+        .master
+        .as_ref()
+        .and_then(|m| m.loading.as_ref());
     let mut lines = vec![
         "loading:0".to_string(),
-        "async_loading:0".to_string(),
+        // A replica's full sync loads beside the old data it serves.
+        format!("async_loading:{}", u8::from(sync_load.is_some())),
         "current_cow_peak:0".to_string(),
         "current_cow_size:0".to_string(),
         "current_cow_size_age:0".to_string(),
@@ -365,6 +372,9 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
             format!("aof_pending_bio_fsync:{}", u8::from(aof.pending_bio_fsync)),
             format!("aof_delayed_fsync:{}", aof.delayed_fsync),
         ]);
+    }
+    if let Some(load) = sync_load {
+        lines.extend(load.info_lines(ctx.now_ms));
     }
     section(out, "Persistence", &lines);
 }

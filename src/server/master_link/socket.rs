@@ -1,5 +1,5 @@
 //! The link's socket: the non-blocking connect, closing it (a payload's
-//! temporary file goes with it), dropping a link of an older REPLICAOF, and
+//! temporary file goes with it, a load in progress is cancelled), dropping a link of an older REPLICAOF, and
 //! the clients a change of master unblocks.
 
 use std::net::ToSocketAddrs;
@@ -7,7 +7,7 @@ use std::net::ToSocketAddrs;
 use mio::net::TcpStream;
 use mio::{Interest, Token};
 
-use super::{MasterLink, Phase, MASTER_LIMITS, MASTER_TOKEN};
+use super::{MasterLink, PayloadSink, Phase, MASTER_LIMITS, MASTER_TOKEN};
 use crate::engine::now_ms;
 use crate::repl::handshake::Event;
 use crate::resp;
@@ -78,10 +78,29 @@ impl Server {
         if let Some(mut socket) = link.socket.take() {
             let _ = self.poll.registry().deregister(&mut socket);
         }
-        if let Phase::Payload { path, .. } = &link.phase {
-            let _ = std::fs::remove_file(path);
+        match std::mem::replace(&mut link.phase, Phase::Handshake) {
+            Phase::Payload {
+                sink: PayloadSink::File { path, .. },
+                ..
+            } => {
+                let _ = std::fs::remove_file(path);
+            }
+            Phase::Loading { load, path, .. } => {
+                // The thread's result is discarded; the old data stays.
+                load.cancel();
+                if let Some(path) = path {
+                    let _ = std::fs::remove_file(path);
+                }
+                if let Some(master) = self.engine.core().replica.master.as_mut() {
+                    master.loading = None;
+                }
+                log::log(
+                    Level::Notice,
+                    "MASTER <-> REPLICA sync: the load in progress is abandoned",
+                );
+            }
+            _ => {}
         }
-        link.phase = Phase::Handshake;
         link.out.clear();
         link.inbuf.clear();
         link.parser = resp::Parser::new(MASTER_LIMITS);

@@ -1,0 +1,261 @@
+//! A full sync's payload loaded off the event loop (docs/replication.md
+//! §5.3): a thread owns the new keyspace while it verifies and loads the
+//! payload (from its temporary file or from memory) and, with
+//! `appendonly yes`, writes the new dataset as an AOF to a temporary file
+//! and fsyncs it. The event loop meanwhile serves the old data, and when
+//! the thread is done it commits the result (`Engine::commit_payload`).
+//!
+//! Cancelling (a change of master, a lost link) drops the receiving end:
+//! the thread stops at its next key, and whatever it made (the keyspace,
+//! the temporary AOF) is dropped and removed on its own thread.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use super::Engine;
+use crate::clock::now_ms;
+use crate::core::sync_load::{LoadCounters, SyncLoad};
+use crate::keyspace::Keyspace;
+use crate::persist::io::Io;
+
+/// How many temporary AOFs this process wrote (their names).
+static TEMP_AOFS: AtomicU64 = AtomicU64::new(0);
+
+/// Where the payload's bytes are.
+pub(crate) enum PayloadSource {
+    /// A temporary file, verified whole (`rdb::reader::check_file`) before
+    /// it is loaded.
+    File(PathBuf),
+    /// Memory (`repl-diskless-load on-empty-db`/`swapdb`): loaded at once,
+    /// into a keyspace that replaces the old one only when complete.
+    Memory(Vec<u8>),
+}
+
+/// What a finished load hands to the event loop.
+pub(crate) struct LoadedPayload {
+    /// The new dataset.
+    pub(crate) keyspace: Keyspace,
+    /// The payload's RDB version.
+    pub(crate) version: u16,
+    /// The new AOF, written and fsynced, not yet renamed into place
+    /// (`appendonly yes` when the load started).
+    pub(crate) aof_temp: Option<PathBuf>,
+}
+
+/// A load running on its thread.
+pub(crate) struct PayloadLoad {
+    result: mpsc::Receiver<Result<LoadedPayload, String>>,
+    cancel: Arc<AtomicBool>,
+    io: Arc<dyn Io>,
+    /// What INFO reports about it.
+    pub(crate) progress: SyncLoad,
+}
+
+impl PayloadLoad {
+    /// The thread's result once it is done.
+    pub(crate) fn poll(&mut self) -> Option<Result<LoadedPayload, String>> {
+        match self.result.try_recv() {
+            Ok(result) => Some(result),
+            Err(mpsc::TryRecvError::Empty) => None,
+            Err(mpsc::TryRecvError::Disconnected) => {
+                Some(Err("the loading thread stopped without a result".into()))
+            }
+        }
+    }
+
+    /// Abandons the load: the thread stops at its next key; a result
+    /// already sent is discarded here (its temporary AOF removed, its
+    /// keyspace freed on a thread).
+    pub(crate) fn cancel(self) {
+        self.cancel.store(true, Ordering::SeqCst);
+        if let Ok(Ok(loaded)) = self.result.try_recv() {
+            discard(self.io.as_ref(), loaded);
+        }
+    }
+}
+
+/// Drops a result nobody will commit: its temporary AOF is removed and
+/// its keyspace freed on a thread of its own.
+pub(crate) fn discard(io: &dyn Io, loaded: LoadedPayload) {
+    if let Some(temp) = &loaded.aof_temp {
+        let _ = io.remove(temp);
+    }
+    drop_in_background(loaded.keyspace);
+}
+
+/// Frees a keyspace on a thread of its own (a large dataset takes a
+/// while to free).
+pub(crate) fn drop_in_background(keyspace: Keyspace) {
+    let spawned = std::thread::Builder::new()
+        .name("hozon-free".into())
+        .spawn(move || drop(keyspace));
+    // Without a thread the keyspace was dropped with the closure.
+    drop(spawned);
+}
+
+/// What the thread needs from the engine, copied when it starts.
+struct Job {
+    source: PayloadSource,
+    io: Arc<dyn Io>,
+    options: crate::rdb::reader::Options,
+    databases: usize,
+    /// The temporary AOF to write (`appendonly yes`).
+    aof_temp: Option<PathBuf>,
+    counters: Arc<LoadCounters>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Engine {
+    /// Starts loading a payload of `total_bytes` on a thread of its own.
+    pub(crate) fn start_payload_load(
+        &mut self,
+        source: PayloadSource,
+        total_bytes: u64,
+    ) -> PayloadLoad {
+        let now = now_ms();
+        let progress = SyncLoad::new(now, total_bytes);
+        let io = Arc::clone(&self.core.io);
+        let databases = self.core.keyspace.db_count();
+        let aof_temp = self.core.aof.is_some().then(|| {
+            let n = TEMP_AOFS.fetch_add(1, Ordering::Relaxed);
+            self.core
+                .config
+                .dir
+                .join(format!("temp-sync-aof-{}-{n}.aof", std::process::id()))
+        });
+        let cancel = Arc::new(AtomicBool::new(false));
+        let job = Job {
+            source,
+            io: Arc::clone(&io),
+            options: crate::rdb::reader::Options {
+                limits: self.core.config.limits,
+                databases,
+                // A replica keeps keys past their TTL: the master's DELs go.
+                skip_expired_before_ms: None,
+                now_ms: now,
+            },
+            databases,
+            aof_temp,
+            counters: Arc::clone(&progress.counters),
+            cancel: Arc::clone(&cancel),
+        };
+        let (tx, rx) = mpsc::sync_channel(1);
+        let spawned = std::thread::Builder::new()
+            .name("hozon-sync-load".into())
+            .spawn(move || {
+                let io = Arc::clone(&job.io);
+                let result = run(job);
+                if let Err(mpsc::SendError(Ok(loaded))) = tx.send(result) {
+                    // Cancelled: nobody commits it.
+                    discard(io.as_ref(), loaded);
+                }
+            });
+        // Without a thread the sender went with the closure: `poll`
+        // reports the failure.
+        drop(spawned);
+        PayloadLoad {
+            result: rx,
+            cancel,
+            io,
+            progress,
+        }
+    }
+}
+
+/// The thread's work: verify (file source), load, write the AOF image.
+fn run(job: Job) -> Result<LoadedPayload, String> {
+    let cancelled = || job.cancel.load(Ordering::Relaxed);
+    let stopped = || "the load was cancelled".to_string();
+    let mapped;
+    let data: &[u8] = match &job.source {
+        PayloadSource::File(path) => {
+            mapped = job
+                .io
+                .map(path)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?;
+            let data: &[u8] = &mapped;
+            crate::rdb::reader::check_file(data, &job.options).map_err(|e| e.to_string())?;
+            data
+        }
+        PayloadSource::Memory(bytes) => bytes,
+    };
+    if cancelled() {
+        return Err(stopped());
+    }
+    let mut keyspace = Keyspace::new(job.databases);
+    let counters = &job.counters;
+    let cell = std::cell::RefCell::new(&mut keyspace);
+    let summary = crate::rdb::reader::load_with_hints(
+        data,
+        &job.options,
+        &mut |k| {
+            if cancelled() {
+                return Err(stopped());
+            }
+            counters.keys_loaded.fetch_add(1, Ordering::Relaxed);
+            cell.borrow_mut()
+                .db_mut(k.db)
+                .insert_loaded(k.key, k.value, k.expire_ms)
+                .map_err(|_| "the key appears twice in the file".to_string())
+        },
+        &mut |db, keys, expiring| {
+            counters.keys_expected.fetch_add(keys, Ordering::Relaxed);
+            let mut keyspace = cell.borrow_mut();
+            let db = keyspace.db_mut(db);
+            if db.is_empty() {
+                db.reserve(keys as usize, expiring as usize);
+            }
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    if summary.len != data.len() {
+        return Err(format!(
+            "{} bytes follow the RDB checksum",
+            data.len() - summary.len
+        ));
+    }
+    drop(job.source);
+    if let Some(temp) = &job.aof_temp {
+        if cancelled() {
+            return Err(stopped());
+        }
+        write_aof_image(job.io.as_ref(), &keyspace, temp)
+            .map_err(|e| format!("writing the new append only file: {e}"))?;
+    }
+    Ok(LoadedPayload {
+        keyspace,
+        version: summary.version,
+        aof_temp: job.aof_temp,
+    })
+}
+
+/// Writes `keyspace` as a complete AOF to `temp` and fsyncs it (the
+/// rename into place is the commit, on the event loop). Keys already past
+/// their TTL are left out. A failure removes the file.
+pub(crate) fn write_aof_image(
+    io: &dyn Io,
+    keyspace: &Keyspace,
+    temp: &std::path::Path,
+) -> Result<(), String> {
+    let written = (|| -> std::io::Result<()> {
+        let mut file = io.open_append(temp)?;
+        file.set_len(0)?;
+        crate::persist::rewrite::write_keyspace(keyspace, now_ms(), &mut |chunk| {
+            let mut done = 0;
+            while done < chunk.len() {
+                match file.write(&chunk[done..])? {
+                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                    n => done += n,
+                }
+            }
+            Ok(())
+        })?;
+        file.syncer()?.sync_data()
+    })();
+    written.map_err(|e| {
+        let _ = io.remove(temp);
+        crate::persist::writer::error_text(&e)
+    })
+}
