@@ -11,6 +11,15 @@ use crate::types::{Blob, Value};
 
 use super::{not_durable_reply, Engine};
 
+/// How a command's effects are grouped for the AOF and the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Units {
+    /// One unit: `MULTI`…`EXEC` around it when it holds more than one.
+    One,
+    /// Each effect its own unit (a command that touches arbitrary keys).
+    EachEffect,
+}
+
 impl Engine {
     /// Executes one command for `session` with no host (embedded use).
     ///
@@ -196,7 +205,15 @@ impl Engine {
                 }
             }
         }
-        match self.log_unit(effects_before, now) {
+        // Redis's propagatePendingCommands: a command that touches
+        // arbitrary keys (SCAN, RANDOMKEY) propagates its expiry DELs bare,
+        // like active expiry, not as one MULTI/EXEC.
+        let units = if spec.has(flags::TOUCHES_ARBITRARY_KEYS) {
+            Units::EachEffect
+        } else {
+            Units::One
+        };
+        match self.log_unit(effects_before, now, units) {
             Ok(()) => reply,
             Err(refusal) => refusal,
         }
@@ -274,10 +291,11 @@ impl Engine {
         Ok((top, spec))
     }
 
-    /// Sends the effects logged since `effects_before` to the AOF as one
-    /// atomic unit (and, without group commit, writes them). Err is the
-    /// reply a write gets when its effect could not be logged.
-    fn log_unit(&mut self, effects_before: usize, now: i64) -> Result<(), Reply> {
+    /// Sends the effects logged since `effects_before` to the AOF and the
+    /// replication stream as one atomic unit, or each as its own with
+    /// [`Units::EachEffect`] (and, without group commit, writes them). Err
+    /// is the reply a write gets when its effect could not be logged.
+    fn log_unit(&mut self, effects_before: usize, now: i64, units: Units) -> Result<(), Reply> {
         debug_assert!(
             self.core.effects.len() >= effects_before,
             "a command never removes logged effects"
@@ -286,17 +304,31 @@ impl Engine {
             return Ok(());
         }
         let logged = self.core.effects.len() > effects_before;
+        let effects = &self.core.effects[effects_before..];
         if logged {
-            self.core
-                .repl
-                .log_unit(&self.core.effects[effects_before..]);
+            match units {
+                Units::One => self.core.repl.log_unit(effects),
+                Units::EachEffect => {
+                    for effect in effects {
+                        self.core.repl.log_unit(std::slice::from_ref(effect));
+                    }
+                }
+            }
         }
         if self.core.aof.is_none() && !self.capture_effects {
             self.core.effects.clear();
         }
         if let Some(aof) = self.core.aof.as_mut() {
             if logged {
-                aof.push_unit(&self.core.effects[effects_before..]);
+                let effects = &self.core.effects[effects_before..];
+                match units {
+                    Units::One => aof.push_unit(effects),
+                    Units::EachEffect => {
+                        for effect in effects {
+                            aof.push_unit(std::slice::from_ref(effect));
+                        }
+                    }
+                }
                 self.core.effects.truncate(effects_before);
             }
             // Only a command that logged something waits for the log; a
@@ -387,7 +419,7 @@ impl Engine {
                 argv: argv_owned,
             });
         }
-        Some(match self.log_unit(effects_before, now) {
+        Some(match self.log_unit(effects_before, now, Units::One) {
             Ok(()) => reply,
             Err(refusal) => refusal,
         })
