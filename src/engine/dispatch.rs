@@ -477,3 +477,69 @@ impl Engine {
         self.core.clients.take_messages()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::engine::Engine;
+    use crate::reply::Reply;
+
+    fn run(engine: &mut Engine, session: &mut crate::command::Session, line: &str) -> Reply {
+        let argv: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        engine.execute(session, &argv)
+    }
+
+    /// Lazy expiry in the AOF as in Redis's stream: SCAN's and RANDOMKEY's
+    /// DELs each a unit of their own, MGET's two DELs one MULTI/EXEC unit;
+    /// the file replays to the same (empty) keyspace.
+    #[test]
+    fn scan_and_randomkey_expiry_dels_are_separate_aof_units() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::in_memory();
+        config.appendonly = true;
+        config.dir = dir.path().to_path_buf();
+        // Cron (active expiry) at most once a second: not within this test.
+        config.hz = 1;
+        {
+            let mut engine = Engine::open(config.clone()).unwrap();
+            let mut s = engine.new_session();
+            for line in [
+                "SET m1 v PX 1",
+                "SET m2 v PX 1",
+                "SELECT 1",
+                "SET foo1 v PX 1",
+                "SET foo2 v PX 1",
+                "SELECT 2",
+                "SET bar1 v PX 1",
+                "SET bar2 v PX 1",
+                "SELECT 0",
+            ] {
+                assert_ne!(run(&mut engine, &mut s, line), Reply::Null, "{line}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let empty = Reply::Array(vec![Reply::Null, Reply::Null]);
+            assert_eq!(run(&mut engine, &mut s, "MGET m1 m2"), empty);
+            run(&mut engine, &mut s, "SELECT 1");
+            run(&mut engine, &mut s, "SCAN 0 COUNT 100");
+            run(&mut engine, &mut s, "SELECT 2");
+            assert_eq!(run(&mut engine, &mut s, "RANDOMKEY"), Reply::Null);
+        }
+        let text =
+            String::from_utf8_lossy(&std::fs::read(dir.path().join("appendonly.aof")).unwrap())
+                .to_lowercase();
+        assert_eq!(text.matches("multi").count(), 1, "only MGET's unit: {text}");
+        let after_exec = &text[text.find("exec").expect("MGET's EXEC")..];
+        for key in ["foo1", "foo2", "bar1", "bar2"] {
+            assert!(
+                after_exec.contains(&format!("$3\r\ndel\r\n$4\r\n{key}")),
+                "{text}"
+            );
+        }
+        let mut engine = Engine::open(config).unwrap();
+        let mut s = engine.new_session();
+        for db in 0..3 {
+            run(&mut engine, &mut s, &format!("SELECT {db}"));
+            assert_eq!(run(&mut engine, &mut s, "DBSIZE"), Reply::Int(0), "db {db}");
+        }
+    }
+}
