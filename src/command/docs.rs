@@ -297,7 +297,7 @@ mod tests {
     use std::path::Path;
     use std::process::Command;
 
-    use crate::command::flags::MAY_REPLICATE;
+    use crate::command::flags::{MAY_REPLICATE, TOUCHES_ARBITRARY_KEYS};
 
     /// `docs_data.rs` is exactly what the generator makes of the committed
     /// fixture (offline: no redis-server needed, but python3 is).
@@ -335,12 +335,16 @@ mod tests {
     ///
     /// `may_replicate`: Redis 7.0 sets it on these commands in its own
     /// table but COMMAND INFO never prints it, so the replies cannot show
-    /// it; hozon keeps the bit as Redis's table has it.
+    /// it; hozon keeps the bit as Redis's table has it. The same for
+    /// `touches_arbitrary_keys` (SCAN, RANDOMKEY: their expiry DELs are
+    /// propagated bare).
     const TABLE_OVERRIDES: &[(&str, u32, u32)] = &[
         ("eval", MAY_REPLICATE, 0),
         ("evalsha", MAY_REPLICATE, 0),
         ("publish", MAY_REPLICATE, 0),
         ("spublish", MAY_REPLICATE, 0),
+        ("scan", TOUCHES_ARBITRARY_KEYS, 0),
+        ("randomkey", TOUCHES_ARBITRARY_KEYS, 0),
     ];
 
     /// Every command and subcommand of the table has the arity, flags and

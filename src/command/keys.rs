@@ -62,8 +62,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     spec("rename", GENERIC, rename),
     spec("renamenx", GENERIC, renamenx),
     spec("keys", GENERIC, keys),
-    spec("scan", GENERIC, scan),
-    spec("randomkey", GENERIC, randomkey),
+    // Their lazy-expiry DELs are propagated bare (see the flag).
+    spec("scan", GENERIC, scan).with_extra_flags(super::flags::TOUCHES_ARBITRARY_KEYS),
+    spec("randomkey", GENERIC, randomkey).with_extra_flags(super::flags::TOUCHES_ARBITRARY_KEYS),
     spec("dbsize", SERVER, dbsize),
     spec("flushdb", SERVER, flushdb),
     spec("flushall", SERVER, flushall),

@@ -90,6 +90,10 @@ pub mod flags {
     pub const ALLOW_BUSY: u32 = 1 << 15;
     /// Key arguments are not fixed (see COMMAND GETKEYS).
     pub const MOVABLE_KEYS: u32 = 1 << 16;
+    /// May delete (lazily expire) keys it was not given: SCAN, RANDOMKEY.
+    /// Their expiry DELs are propagated bare, never in MULTI/EXEC (Redis
+    /// 7.0's `CMD_TOUCHES_ARBITRARY_KEYS`, which COMMAND INFO hides).
+    pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 17;
     /// Not marked with `write`/`readonly` in Redis's table.
     pub const NONE: u32 = 0;
 }
@@ -157,7 +161,8 @@ impl CommandSpec {
 
     /// The same spec with [`flags`] bits that hozon's own checks rely on
     /// but the generated metadata cannot carry, because COMMAND INFO (which
-    /// it is captured from) does not print them: `may_replicate`. Each use
+    /// it is captured from) does not print them: `may_replicate`,
+    /// `touches_arbitrary_keys`. Each use
     /// says why, and the docs test `the_table_agrees_with_the_generated_metadata`
     /// lists them all. A bit COMMAND INFO prints does not belong here: it
     /// would make the reply differ from Redis's.

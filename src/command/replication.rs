@@ -78,6 +78,9 @@ fn replconf(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                 }
                 None => return Err(Reply::err("ERR value is not an integer or out of range")),
             }
+        } else if option.eq_ignore_ascii_case(b"rdb-filter-only") {
+            conf.filter =
+                crate::repl::capture::PayloadFilter::parse(value).map_err(Reply::error)?;
         } else {
             return Err(Reply::error(format!(
                 "ERR Unrecognized REPLCONF option: {}",
@@ -153,6 +156,12 @@ fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return Err(Reply::err(
             "NOMASTERLINK Can't SYNC while not connected with my master",
         ));
+    }
+    // A filtered payload only goes to the socket (`repl_sync`).
+    if let Some(conf) = ctx.session.repl_conf.as_deref() {
+        if conf.filter.is_filtered() && !conf.capa_eof {
+            return Err(Reply::err("ERR Filtered replica requires EOF capability"));
+        }
     }
     if ctx.core.replica.is_replica() {
         // Chained replication (docs/replication.md §5.6) is not built yet:

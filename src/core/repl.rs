@@ -55,6 +55,8 @@ pub struct ReplConf {
     pub capa_psync2: bool,
     /// `rdb-only 1`: wants the payload and no stream (`redis-cli --rdb`).
     pub rdb_only: bool,
+    /// `rdb-filter-only`: what its payload leaves out.
+    pub filter: crate::repl::capture::PayloadFilter,
 }
 
 /// How a replica's payload reaches it.

@@ -67,10 +67,20 @@ impl Core {
     /// waiting for their payload, and `repl-timeout`.
     pub(crate) fn repl_cron(&mut self, now_ms: i64) {
         if self.repl.replicas.is_empty() {
+            // The PING period counts from when replicas appear: Redis
+            // pings every `repl-ping-replica-period` cron seconds since its
+            // start, never at once for a replica that just attached (its
+            // Tcl helper sets the period to an hour and expects the stream
+            // to begin with the writes).
+            self.repl.last_ping_ms = now_ms;
             self.free_idle_backlog(now_ms);
             return;
         }
         self.repl.no_replicas_since_ms = None;
+        if self.repl.last_ping_ms == 0 {
+            // Replicas before the first cron of the process.
+            self.repl.last_ping_ms = now_ms;
+        }
         let period_ms = (self.config.repl.ping_replica_period_s.max(1) as i64) * 1000;
         if now_ms - self.repl.last_ping_ms >= period_ms {
             self.repl.last_ping_ms = now_ms;
@@ -153,16 +163,32 @@ impl Core {
         if self.aof.as_ref().is_some_and(|a| a.has_pending()) || !self.repl.pending.is_empty() {
             return false;
         }
-        let waiters: Vec<u64> = self.repl.waiting().map(|(id, _)| *id).collect();
+        // Replicas asking for different payloads (`rdb-filter-only`) never
+        // share a capture: the first waiting one's filter goes now, the
+        // others wait for the next capture (Redis's `slave_req` match).
+        let Some(filter) = self.repl.waiting().next().map(|(_, r)| r.conf.filter) else {
+            return false;
+        };
+        let group = |r: &super::repl::Replica| r.conf.filter == filter;
+        let waiters: Vec<u64> = self
+            .repl
+            .waiting()
+            .filter(|(_, r)| group(r))
+            .map(|(id, _)| *id)
+            .collect();
         let all_eof = self
             .repl
             .waiting()
+            .filter(|(_, r)| group(r))
             .all(|(_, r)| r.conf.capa_eof || r.conf.rdb_only);
-        let diskless = self.config.repl_diskless_sync && all_eof;
-        if diskless {
+        // A filtered payload goes to the sockets even with
+        // `repl-diskless-sync no`, so it never takes a payload file's place.
+        let diskless = (self.config.repl_diskless_sync || filter.is_filtered()) && all_eof;
+        if diskless && self.config.repl_diskless_sync {
             let longest = self
                 .repl
                 .waiting()
+                .filter(|(_, r)| group(r))
                 .map(|(_, r)| now_ms - r.waiting_since_ms)
                 .max()
                 .unwrap_or(0);
@@ -228,6 +254,7 @@ impl Core {
             self.config.rdbchecksum,
             &position,
             now_ms,
+            filter,
         );
         self.repl_sync = Some(ReplSync {
             capture,

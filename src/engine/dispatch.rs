@@ -11,6 +11,15 @@ use crate::types::{Blob, Value};
 
 use super::{not_durable_reply, Engine};
 
+/// How a command's effects are grouped for the AOF and the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Units {
+    /// One unit: `MULTI`…`EXEC` around it when it holds more than one.
+    One,
+    /// Each effect its own unit (a command that touches arbitrary keys).
+    EachEffect,
+}
+
 impl Engine {
     /// Executes one command for `session` with no host (embedded use).
     ///
@@ -197,7 +206,15 @@ impl Engine {
                 }
             }
         }
-        match self.log_unit(effects_before, now) {
+        // Redis's propagatePendingCommands: a command that touches
+        // arbitrary keys (SCAN, RANDOMKEY) propagates its expiry DELs bare,
+        // like active expiry, not as one MULTI/EXEC.
+        let units = if spec.has(flags::TOUCHES_ARBITRARY_KEYS) {
+            Units::EachEffect
+        } else {
+            Units::One
+        };
+        match self.log_unit(effects_before, now, units) {
             Ok(()) => reply,
             Err(refusal) => refusal,
         }
@@ -275,10 +292,11 @@ impl Engine {
         Ok((top, spec))
     }
 
-    /// Sends the effects logged since `effects_before` to the AOF as one
-    /// atomic unit (and, without group commit, writes them). Err is the
-    /// reply a write gets when its effect could not be logged.
-    fn log_unit(&mut self, effects_before: usize, now: i64) -> Result<(), Reply> {
+    /// Sends the effects logged since `effects_before` to the AOF and the
+    /// replication stream as one atomic unit, or each as its own with
+    /// [`Units::EachEffect`] (and, without group commit, writes them). Err
+    /// is the reply a write gets when its effect could not be logged.
+    fn log_unit(&mut self, effects_before: usize, now: i64, units: Units) -> Result<(), Reply> {
         debug_assert!(
             self.core.effects.len() >= effects_before,
             "a command never removes logged effects"
@@ -287,17 +305,31 @@ impl Engine {
             return Ok(());
         }
         let logged = self.core.effects.len() > effects_before;
+        let effects = &self.core.effects[effects_before..];
         if logged {
-            self.core
-                .repl
-                .log_unit(&self.core.effects[effects_before..]);
+            match units {
+                Units::One => self.core.repl.log_unit(effects),
+                Units::EachEffect => {
+                    for effect in effects {
+                        self.core.repl.log_unit(std::slice::from_ref(effect));
+                    }
+                }
+            }
         }
         if self.core.aof.is_none() && !self.capture_effects {
             self.core.effects.clear();
         }
         if let Some(aof) = self.core.aof.as_mut() {
             if logged {
-                aof.push_unit(&self.core.effects[effects_before..]);
+                let effects = &self.core.effects[effects_before..];
+                match units {
+                    Units::One => aof.push_unit(effects),
+                    Units::EachEffect => {
+                        for effect in effects {
+                            aof.push_unit(std::slice::from_ref(effect));
+                        }
+                    }
+                }
                 self.core.effects.truncate(effects_before);
             }
             // Only a command that logged something waits for the log; a
@@ -412,7 +444,7 @@ impl Engine {
                 argv: argv_owned,
             });
         }
-        Some(match self.log_unit(effects_before, now) {
+        Some(match self.log_unit(effects_before, now, Units::One) {
             Ok(()) => reply,
             Err(refusal) => refusal,
         })
@@ -468,5 +500,71 @@ impl Engine {
     /// message), in publication order.
     pub fn take_messages(&mut self) -> Vec<(u64, crate::command::clients::Message)> {
         self.core.clients.take_messages()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::engine::Engine;
+    use crate::reply::Reply;
+
+    fn run(engine: &mut Engine, session: &mut crate::command::Session, line: &str) -> Reply {
+        let argv: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        engine.execute(session, &argv)
+    }
+
+    /// Lazy expiry in the AOF as in Redis's stream: SCAN's and RANDOMKEY's
+    /// DELs each a unit of their own, MGET's two DELs one MULTI/EXEC unit;
+    /// the file replays to the same (empty) keyspace.
+    #[test]
+    fn scan_and_randomkey_expiry_dels_are_separate_aof_units() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::in_memory();
+        config.appendonly = true;
+        config.dir = dir.path().to_path_buf();
+        // Cron (active expiry) at most once a second: not within this test.
+        config.hz = 1;
+        {
+            let mut engine = Engine::open(config.clone()).unwrap();
+            let mut s = engine.new_session();
+            for line in [
+                "SET m1 v PX 1",
+                "SET m2 v PX 1",
+                "SELECT 1",
+                "SET foo1 v PX 1",
+                "SET foo2 v PX 1",
+                "SELECT 2",
+                "SET bar1 v PX 1",
+                "SET bar2 v PX 1",
+                "SELECT 0",
+            ] {
+                assert_ne!(run(&mut engine, &mut s, line), Reply::Null, "{line}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let empty = Reply::Array(vec![Reply::Null, Reply::Null]);
+            assert_eq!(run(&mut engine, &mut s, "MGET m1 m2"), empty);
+            run(&mut engine, &mut s, "SELECT 1");
+            run(&mut engine, &mut s, "SCAN 0 COUNT 100");
+            run(&mut engine, &mut s, "SELECT 2");
+            assert_eq!(run(&mut engine, &mut s, "RANDOMKEY"), Reply::Null);
+        }
+        let text =
+            String::from_utf8_lossy(&std::fs::read(dir.path().join("appendonly.aof")).unwrap())
+                .to_lowercase();
+        assert_eq!(text.matches("multi").count(), 1, "only MGET's unit: {text}");
+        let after_exec = &text[text.find("exec").expect("MGET's EXEC")..];
+        for key in ["foo1", "foo2", "bar1", "bar2"] {
+            assert!(
+                after_exec.contains(&format!("$3\r\ndel\r\n$4\r\n{key}")),
+                "{text}"
+            );
+        }
+        let mut engine = Engine::open(config).unwrap();
+        let mut s = engine.new_session();
+        for db in 0..3 {
+            run(&mut engine, &mut s, &format!("SELECT {db}"));
+            assert_eq!(run(&mut engine, &mut s, "DBSIZE"), Reply::Int(0), "db {db}");
+        }
     }
 }

@@ -23,6 +23,7 @@ mod fake_replica;
 mod full_sync;
 mod info;
 mod liveness;
+mod propagation;
 mod protocol;
 mod rdb_cli;
 mod resync;
