@@ -183,13 +183,17 @@ def lag_run(B, args, rb, master, replica, n, pipe):
     stop = threading.Event()
     t = threading.Thread(target=_sampler, args=(B, master.port, replica.port, stop, samples),
                          daemon=True)
+    off0 = int(info(B, master.port)["master_repl_offset"])
     t.start()
     try:
-        rps, err, _ = B.run_benchmark(rb, master.port, "set", n, args.clients, pipe,
-                                      args.keyspace, args.timeout)
+        rps, err, secs = B.run_benchmark(rb, master.port, "set", n, args.clients, pipe,
+                                         args.keyspace, args.timeout)
     finally:
         stop.set()
         t.join(30)
+    # The stream's mean rate over the run (bytes/s): lag in bytes over it
+    # is how far behind the replica was in time, at either server's rate.
+    rate = (int(info(B, master.port)["master_repl_offset"]) - off0) / max(secs, 1e-3)
     if err:
         raise B.WorkloadError(err)
     bad = [s for s in samples if isinstance(s, Exception)]
@@ -199,8 +203,9 @@ def lag_run(B, args, rb, master, replica, n, pipe):
         raise B.WorkloadError(f"only {len(samples)} lag samples")
     caught_up(B, master, replica, args.repl_catchup_timeout)
     s = sorted(samples)
-    return {"ops": rps, "p50": B.percentile(s, 50), "p99": B.percentile(s, 99),
-            "max": s[-1], "samples": len(s)}
+    p99 = B.percentile(s, 99)
+    return {"ops": rps, "p50": B.percentile(s, 50), "p99": p99,
+            "max": s[-1], "samples": len(s), "p99_ms": p99 / rate * 1e3 if rate else None}
 
 
 def throughput_and_lag(B, args, rb, binaries, workroot, mode):
@@ -261,7 +266,8 @@ def throughput_and_lag(B, args, rb, binaries, workroot, mode):
                         continue
                     lag[pipe][name].append(got)
                     B.log(f"{label} lag p50 {got['p50']:,.0f} B  p99 {got['p99']:,.0f} B  "
-                          f"max {got['max']:,} B  ({got['samples']} samples, "
+                          f"max {got['max']:,} B  p99/rate {got['p99_ms'] or 0:.2f} ms  "
+                          f"({got['samples']} samples, "
                           f"{got['ops']:,.0f} ops/s)")
     finally:
         for m, rep in pairs.values():
@@ -635,7 +641,11 @@ def print_tput(B, args, t, mode, version):
           f"rows' -n), on the pairs above; a sampler thread reads the "
           f"master's `master_repl_offset` then the replica's `slave_repl_offset` (INFO "
           f"replication, one kept-open connection each) every ~10 ms during the run; lag = "
-          f"the difference in bytes. Per run: p50, p99, max of the samples; the table shows "
+          f"the difference in bytes (the hozon master's offset counts what its last turn "
+          f"published; Redis's also what the running turn appended and has not written "
+          f"yet). Per run: p50, p99, max of the samples, and the p99 divided by the "
+          f"run's mean stream rate (offset growth ÷ redis-benchmark's run time), the lag "
+          f"in time at either pair's own rate; the table shows "
           f"the medians over {args.repl_rounds} run(s) per server.")
     print()
     print("| pipeline | measure | hozon | redis | hozon/redis |")
@@ -645,6 +655,7 @@ def print_tput(B, args, t, mode, version):
         for key, label, fmt in (("p50", "lag p50 (bytes)", _fmt_int),
                                 ("p99", "lag p99 (bytes)", _fmt_int),
                                 ("max", "lag max (bytes)", _fmt_int),
+                                ("p99_ms", "lag p99 ÷ mean stream rate (ms)", _fmt_s),
                                 ("samples", "samples per run", _fmt_int),
                                 ("ops", "SET ops/s meanwhile", _fmt_int)):
             errs = []
