@@ -184,6 +184,7 @@ def lag_run(B, args, rb, master, replica, n, pipe):
     t = threading.Thread(target=_sampler, args=(B, master.port, replica.port, stop, samples),
                          daemon=True)
     off0 = int(info(B, master.port)["master_repl_offset"])
+    rcpu0 = B.cpu_secs(replica.pid())
     t.start()
     try:
         rps, err, secs = B.run_benchmark(rb, master.port, "set", n, args.clients, pipe,
@@ -194,6 +195,7 @@ def lag_run(B, args, rb, master, replica, n, pipe):
     # The stream's mean rate over the run (bytes/s): lag in bytes over it
     # is how far behind the replica was in time, at either server's rate.
     rate = (int(info(B, master.port)["master_repl_offset"]) - off0) / max(secs, 1e-3)
+    rcpu1 = B.cpu_secs(replica.pid())
     if err:
         raise B.WorkloadError(err)
     bad = [s for s in samples if isinstance(s, Exception)]
@@ -205,7 +207,8 @@ def lag_run(B, args, rb, master, replica, n, pipe):
     s = sorted(samples)
     p99 = B.percentile(s, 99)
     return {"ops": rps, "p50": B.percentile(s, 50), "p99": p99,
-            "max": s[-1], "samples": len(s), "p99_ms": p99 / rate * 1e3 if rate else None}
+            "max": s[-1], "samples": len(s), "p99_ms": p99 / rate * 1e3 if rate else None,
+            "rshare": (rcpu1 - rcpu0) / secs * 100 if None not in (rcpu0, rcpu1) else None}
 
 
 def throughput_and_lag(B, args, rb, binaries, workroot, mode):
@@ -267,6 +270,7 @@ def throughput_and_lag(B, args, rb, binaries, workroot, mode):
                     lag[pipe][name].append(got)
                     B.log(f"{label} lag p50 {got['p50']:,.0f} B  p99 {got['p99']:,.0f} B  "
                           f"max {got['max']:,} B  p99/rate {got['p99_ms'] or 0:.2f} ms  "
+                          f"replica CPU {got['rshare'] or 0:.0f}%  "
                           f"({got['samples']} samples, "
                           f"{got['ops']:,.0f} ops/s)")
     finally:
@@ -645,7 +649,8 @@ def print_tput(B, args, t, mode, version):
           f"published; Redis's also what the running turn appended and has not written "
           f"yet). Per run: p50, p99, max of the samples, and the p99 divided by the "
           f"run's mean stream rate (offset growth ÷ redis-benchmark's run time), the lag "
-          f"in time at either pair's own rate; the table shows "
+          f"in time at either pair's own rate, and the replica's CPU over the run (user + "
+          f"system, /proc/PID/stat); the table shows "
           f"the medians over {args.repl_rounds} run(s) per server.")
     print()
     print("| pipeline | measure | hozon | redis | hozon/redis |")
@@ -657,6 +662,7 @@ def print_tput(B, args, t, mode, version):
                                 ("max", "lag max (bytes)", _fmt_int),
                                 ("p99_ms", "lag p99 ÷ mean stream rate (ms)", _fmt_s),
                                 ("samples", "samples per run", _fmt_int),
+                                ("rshare", "replica CPU, % of one core", _fmt_int),
                                 ("ops", "SET ops/s meanwhile", _fmt_int)):
             errs = []
             c = B.summarize(lag[pipe], key, fmt, errs)
