@@ -47,6 +47,7 @@ name: it has no .py suffix).
 """
 
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -449,6 +450,42 @@ def timed_sync(B, rs, master, workroot, nkeys, probe, timeout, aof):
     return times, (cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None), rcpu, rep
 
 
+# The replica's log lines (Redis's, which hozon writes too) that mark the
+# phases of a sync; `phases` times them.
+PHASE_LINES = (("connect", "Connecting to MASTER"),
+               ("receive", "MASTER <-> REPLICA sync: receiving"),
+               ("load", "MASTER <-> REPLICA sync: Loading DB in memory"),
+               ("done", "MASTER <-> REPLICA sync: Finished with success"),
+               ("aof", "Background AOF rewrite finished successfully"))
+
+
+def phases(logpath):
+    """Seconds per sync phase from the replica's log (millisecond stamps):
+    `wait` (connected → the payload starts: the master's capture), `recv`
+    (→ the payload is on disk), `load` (→ the data is swapped in; hozon's
+    includes verifying it and writing its AOF), `aofrw` (Redis: → its AOF
+    rewrite after the load finished). Missing lines leave a phase out."""
+    at = {}
+    try:
+        with open(logpath, "rb") as f:
+            for raw in f:
+                line = raw.decode(errors="replace")
+                for name, text in PHASE_LINES:
+                    if name not in at and text in line:
+                        m = re.search(r"(\d\d):(\d\d):(\d\d)\.(\d{3}) ", line)
+                        if m:
+                            h, mi, se, ms = (int(x) for x in m.groups())
+                            at[name] = h * 3600 + mi * 60 + se + ms / 1000
+    except OSError:
+        return {}
+    out = {}
+    for key, a, b in (("wait", "connect", "receive"), ("recv", "receive", "load"),
+                      ("load", "load", "done"), ("aofrw", "done", "aof")):
+        if a in at and b in at:
+            out[key] = (at[b] - at[a]) % 86400
+    return out
+
+
 def drop_replica(rep):
     rep.stop()
     shutil.rmtree(rep.wdir, ignore_errors=True)
@@ -527,6 +564,7 @@ def sync_once(B, args, binaries, workroot, m, name, mode, form, flag, rnd, nkeys
                                   f"the replica; first {diff[0][0][0].decode()}")
         if not m.alive():
             raise B.WorkloadError("master exited")
+        ph = phases(rep.logpath)
     except Exception as e:  # noqa: BLE001
         msg = str(e) if isinstance(e, B.WorkloadError) else f"{type(e).__name__}: {e}"
         row["errors"].setdefault(name, msg)
@@ -538,11 +576,13 @@ def sync_once(B, args, binaries, workroot, m, name, mode, form, flag, rnd, nkeys
         if rep is not None:
             drop_replica(rep)
     got = {"secs": times["serve"], "up": times["up"], "aof": times.get("aof"), "cpu": cpu,
-           "rcpu": rcpu}
+           "rcpu": rcpu, **{f"ph_{k}": v for k, v in ph.items()}}
     row[name].append(got)
     aof = f", AOF done {got['aof']:.2f} s" if got["aof"] is not None else ""
+    steps = ", ".join(f"{k} {v:.2f}" for k, v in ph.items())
     B.log(f"{label} serving {got['secs']:.2f} s, link up {got['up']:.2f} s{aof} "
-          f"(master CPU {cpu or 0:.2f} s, replica CPU {rcpu or 0:.2f} s)")
+          f"(master CPU {cpu or 0:.2f} s, replica CPU {rcpu or 0:.2f} s; replica log: "
+          f"{steps})")
 
 
 # ---------------------------------------------------------------- driver --
@@ -714,7 +754,10 @@ def print_sync(B, args, s, mode):
           f"(polled every ~5 ms); link up = `master_link_status:up` with the master's "
           f"DBSIZE.{aof} Afterwards ~600 sample keys must read the same on master and "
           f"replica. Disk: `repl-diskless-sync no`; diskless: `yes`, delay 0. CPU includes "
-          f"reaped children (Redis's forks). Median of {args.repl_sync_rounds} sync(s) per "
+          f"reaped children (Redis's forks). The `log:` rows time the replica's own log "
+          f"lines (ms stamps): connected → `sync: receiving`, → `Loading DB in memory`, → "
+          f"`Finished with success`, → `Background AOF rewrite finished` (Redis). "
+          f"Median of {args.repl_sync_rounds} sync(s) per "
           f"server and form, alternated.")
     print()
     print("| form | measure | hozon | redis | hozon/redis | spread h / r |")
@@ -723,7 +766,12 @@ def print_sync(B, args, s, mode):
     measures = [("secs", "serving s"), ("up", "link up s")]
     if mode == "pair":
         measures.append(("aof", "AOF done s"))
-    measures += [("cpu", "master CPU s"), ("rcpu", "replica CPU s")]
+    measures += [("cpu", "master CPU s"), ("rcpu", "replica CPU s"),
+                 ("ph_wait", "log: connected → payload starts s"),
+                 ("ph_recv", "log: receiving the payload s"),
+                 ("ph_load", "log: loading (hozon: + verify + AOF write) s")]
+    if mode == "pair":
+        measures.append(("ph_aofrw", "log: AOF rewrite after the load s"))
     for form, _ in SYNC_FORMS:
         for key, label in measures:
             errs = []
