@@ -313,6 +313,15 @@ def wait_metrics(B, acc):
             "total": acc["total"]}
 
 
+def pin(pid, cpus):
+    """Every thread of process `pid` on `cpus` (a set of CPU numbers)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            pass
+
+
 def wait_section(B, args, binaries, workroot, mode):
     """Each round runs --repl-wait-iterations pairs per server in
     WAIT_BLOCKS blocks, alternating hozon, redis block by block: on a
@@ -324,6 +333,17 @@ def wait_section(B, args, binaries, workroot, mode):
         m = B.Server(f"{name}-master", binaries[name], MASTER_FLAGS, workroot).start()
         pairs[name] = (m, start_replica(B, reps[name], m, workroot))
     per_block = max(1, args.repl_wait_iterations // WAIT_BLOCKS)
+    # --repl-wait-pin: which core each process wakes on decides a round
+    # trip's cost on a VM (a wake-up on another, halted core is an
+    # interrupt through the hypervisor); pinned, it is the same for both
+    # pairs: masters and replicas on the last core, this client on the first.
+    own = os.sched_getaffinity(0)
+    if args.repl_wait_pin:
+        last = max(own)
+        for m, rep in pairs.values():
+            pin(m.pid(), {last})
+            pin(rep.pid(), {last})
+        os.sched_setaffinity(0, {min(own)})
     try:
         for rnd in range(1, args.repl_rounds + 1):
             ensure_alive(B, pairs, r, reps, workroot)
@@ -362,6 +382,7 @@ def wait_section(B, args, binaries, workroot, mode):
                 B.log(f"{label} SET+WAIT p50 {got['p50']:.0f} us  p99 {got['p99']:.0f} us  "
                       f"(WAIT alone p50 {got['wait_p50']:.0f} us)  total {got['total']:.2f} s")
     finally:
+        os.sched_setaffinity(0, own)
         for m, rep in pairs.values():
             rep.stop()
             m.stop()
@@ -720,7 +741,9 @@ def print_wait(B, args, w, mode):
           f"reply, `WAIT 1 0`, read the reply (must be 1), {args.repl_wait_iterations:,} "
           f"times per run, in {WAIT_BLOCKS} blocks alternating hozon, redis block by block; "
           f"median over {args.repl_rounds} run(s) per server of each run's "
-          f"percentiles (µs). The client's own cost is the same on both sides.")
+          f"percentiles (µs). The client's own cost is the same on both sides."
+          + (" Pinned (--repl-wait-pin): masters and replicas on the last core, the "
+             "client on the first." if args.repl_wait_pin else ""))
     print()
     print("| measure | hozon | redis | hozon/redis |")
     print("|---------|------:|------:|------------:|")
