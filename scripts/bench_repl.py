@@ -173,6 +173,16 @@ def _sampler(B, mport, rport, stop, out):
         rc.close()
 
 
+def runqueue_secs(pid):
+    """Seconds the main thread of `pid` has spent runnable but waiting for
+    a core (/proc/PID/schedstat's second field), or None."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def lag_requests(args, pipe):
     """A lag run is 4x the row's -n: a few seconds, a few hundred samples."""
     n = 4 * (args.requests if pipe == 1 else args.requests_pipelined)
@@ -186,6 +196,7 @@ def lag_run(B, args, rb, master, replica, n, pipe):
                          daemon=True)
     off0 = int(info(B, master.port)["master_repl_offset"])
     rcpu0 = B.cpu_secs(replica.pid())
+    rq0 = runqueue_secs(replica.pid())
     t.start()
     try:
         rps, err, secs = B.run_benchmark(rb, master.port, "set", n, args.clients, pipe,
@@ -197,6 +208,7 @@ def lag_run(B, args, rb, master, replica, n, pipe):
     # is how far behind the replica was in time, at either server's rate.
     rate = (int(info(B, master.port)["master_repl_offset"]) - off0) / max(secs, 1e-3)
     rcpu1 = B.cpu_secs(replica.pid())
+    rq1 = runqueue_secs(replica.pid())
     if err:
         raise B.WorkloadError(err)
     bad = [s for s in samples if isinstance(s, Exception)]
@@ -209,7 +221,8 @@ def lag_run(B, args, rb, master, replica, n, pipe):
     p99 = B.percentile(s, 99)
     return {"ops": rps, "p50": B.percentile(s, 50), "p99": p99,
             "max": s[-1], "samples": len(s), "p99_ms": p99 / rate * 1e3 if rate else None,
-            "rshare": (rcpu1 - rcpu0) / secs * 100 if None not in (rcpu0, rcpu1) else None}
+            "rshare": (rcpu1 - rcpu0) / secs * 100 if None not in (rcpu0, rcpu1) else None,
+            "rqueue": (rq1 - rq0) / secs * 100 if None not in (rq0, rq1) else None}
 
 
 def throughput_and_lag(B, args, rb, binaries, workroot, mode):
@@ -272,6 +285,7 @@ def throughput_and_lag(B, args, rb, binaries, workroot, mode):
                     B.log(f"{label} lag p50 {got['p50']:,.0f} B  p99 {got['p99']:,.0f} B  "
                           f"max {got['max']:,} B  p99/rate {got['p99_ms'] or 0:.2f} ms  "
                           f"replica CPU {got['rshare'] or 0:.0f}%  "
+                          f"runnable-waiting {got['rqueue'] or 0:.0f}%  "
                           f"({got['samples']} samples, "
                           f"{got['ops']:,.0f} ops/s)")
     finally:
@@ -735,8 +749,9 @@ def print_tput(B, args, t, mode, version):
           f"published; Redis's also what the running turn appended and has not written "
           f"yet). Per run: p50, p99, max of the samples, and the p99 divided by the "
           f"run's mean stream rate (offset growth ÷ redis-benchmark's run time), the lag "
-          f"in time at either pair's own rate, and the replica's CPU over the run (user + "
-          f"system, /proc/PID/stat); the table shows "
+          f"in time at either pair's own rate, the replica's CPU over the run (user + "
+          f"system, /proc/PID/stat) and the time its main thread was runnable but waiting "
+          f"for a core (/proc/PID/schedstat); the table shows "
           f"the medians over {args.repl_rounds} run(s) per server.")
     print()
     print("| pipeline | measure | hozon | redis | hozon/redis |")
@@ -749,6 +764,8 @@ def print_tput(B, args, t, mode, version):
                                 ("p99_ms", "lag p99 ÷ mean stream rate (ms)", _fmt_s),
                                 ("samples", "samples per run", _fmt_int),
                                 ("rshare", "replica CPU, % of one core", _fmt_int),
+                                ("rqueue", "replica waiting for a core, % of the run",
+                                 _fmt_int),
                                 ("ops", "SET ops/s meanwhile", _fmt_int)):
             errs = []
             c = B.summarize(lag[pipe], key, fmt, errs)
