@@ -5,6 +5,11 @@
 //! it (`core::repl::Replica`, keyed by session id) and flags the session;
 //! the host then writes it what the engine queues (`+FULLRESYNC`, the
 //! payload, the stream) instead of replies.
+//!
+//! A replica whose link is up serves them too (chained replication,
+//! §5.6): its ids, offset and backlog mirror its master's history, so the
+//! same decision applies; while its link is down it answers
+//! `-NOMASTERLINK` (`replicaof::sync_refusal`).
 
 use super::{CmdResult, CommandSpec, Ctx};
 use crate::config::LogLevel;
@@ -147,18 +152,6 @@ fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if ctx.host.connection().is_some_and(|c| c.output_bytes > 0) {
         return Err(Reply::err(
             "ERR SYNC and PSYNC are invalid with pending output",
-        ));
-    }
-    if ctx.core.replica.link_down() {
-        return Err(Reply::err(
-            "NOMASTERLINK Can't SYNC while not connected with my master",
-        ));
-    }
-    if ctx.core.replica.is_replica() {
-        // Chained replication (docs/replication.md §5.6) is not built yet:
-        // refused plainly rather than served a history of our own.
-        return Err(Reply::err(
-            "ERR this hozon server is a replica and does not serve replicas of its own yet",
         ));
     }
     if psync && argv.len() > 3 && argv[3].eq_ignore_ascii_case(b"failover") {

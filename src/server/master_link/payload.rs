@@ -7,7 +7,6 @@
 use super::{queue_ack, MasterLink, Phase, SYNC_FILES};
 use crate::engine::now_ms;
 use crate::repl::handshake::Event;
-use crate::repl::ids::ReplId;
 use crate::repl::payload::{PayloadForm, Receiver};
 use crate::server::log::{self, Level};
 use crate::server::Server;
@@ -81,6 +80,7 @@ impl Server {
             Level::Notice,
             "MASTER <-> REPLICA sync: Loading DB in memory",
         );
+        self.engine.core().attach_to_new_master();
         let loaded = synced
             .map_err(|e| e.to_string())
             .and_then(|()| self.engine.load_payload(&path));
@@ -103,11 +103,7 @@ impl Server {
                     master.transfer = None;
                     master.stream_db = 0;
                 }
-                if let Some(id) = replid {
-                    core.repl.replid = id;
-                    core.repl.replid2 = ReplId::NONE;
-                    core.repl.second_replid_offset = -1;
-                }
+                core.mirror_full_sync(replid, offset.max(0));
                 let step = link.handshake.handle(Event::Loaded);
                 self.apply_step(link, step);
                 self.start_stream(link);
