@@ -48,8 +48,7 @@ fn assert_chain_agrees(top: &mut Conn, middle: &mut Conn, bottom: &mut Conn, whe
     assert!(expected.len() > 500, "{when}: the dataset was written");
     assert_eq!(dataset(middle), expected, "{when}: the middle's data");
     assert_eq!(dataset(bottom), expected, "{when}: the bottom's data");
-    let offsets = [offset(top), offset(middle), offset(bottom)];
-    assert_eq!(offsets, [offsets[0]; 3], "{when}: master_repl_offset");
+    wait_offsets_equal(&mut [top, middle, bottom], when);
     let replid = field(top, "replication", "master_replid");
     assert_eq!(
         field(middle, "replication", "master_replid"),
@@ -61,6 +60,25 @@ fn assert_chain_agrees(top: &mut Conn, middle: &mut Conn, bottom: &mut Conn, whe
         replid,
         "{when}"
     );
+}
+
+/// Waits until every server reports the same `master_repl_offset` (the
+/// first one read again last): a keepalive PING may still be on its way
+/// when the data already agrees.
+fn wait_offsets_equal(conns: &mut [&mut Conn], when: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut last = conns.iter_mut().map(|c| offset(c)).collect::<Vec<_>>();
+        last.push(offset(conns[0]));
+        if last.iter().all(|o| *o == last[0]) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{when}: master_repl_offset never agreed: {last:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Waits until `cond` holds, or panics with `what` after 30 seconds.
@@ -248,7 +266,7 @@ fn promoting_the_middle_lets_the_bottom_continue() {
     wait_caught_up(&mut m, &mut b);
     assert_eq!(dataset(&mut b), dataset(&mut m));
     assert_eq!(field(&mut b, "replication", "master_replid"), new_id);
-    assert_eq!(offset(&mut b), offset(&mut m));
+    wait_offsets_equal(&mut [&mut m, &mut b], "after the promotion");
 }
 
 #[test]
@@ -292,7 +310,7 @@ fn a_new_master_id_above_reaches_the_bottom_by_partial_resyncs() {
     assert_eq!(field(&mut m, "stats", "sync_full"), "1");
     assert_eq!(field(&mut b, "replication", "master_replid"), new_id);
     assert_eq!(dataset(&mut b), dataset(&mut o));
-    assert_eq!(offset(&mut b), offset(&mut o));
+    wait_offsets_equal(&mut [&mut o, &mut m, &mut b], "after the new id");
 }
 
 #[test]
@@ -368,4 +386,40 @@ fn a_middle_without_its_link_refuses_sub_replicas_as_redis_does() {
         "-NOMASTERLINK Can't SYNC while not connected with my master\r\n"
     );
     assert_eq!(field(&mut h, "replication", "connected_slaves"), "0");
+}
+
+#[test]
+fn hozon_all_along_with_a_diskless_middle() {
+    let top = start_hozon(&[&["--repl-diskless-sync", "no"][..], &NO_PING].concat());
+    let mut t = Conn::connect(top.port);
+    fill(&mut t);
+    let middle = hozon_replica(
+        &top,
+        &[
+            "--repl-diskless-sync",
+            "yes",
+            "--repl-diskless-sync-delay",
+            "0",
+        ],
+    );
+    let mut m = Conn::connect(middle.port);
+    wait_caught_up(&mut t, &mut m);
+    let bottom = hozon_replica(&middle, &[]);
+    let mut b = Conn::connect(bottom.port);
+    wait_chain(&mut t, &mut m, &mut b);
+    assert_chain_agrees(&mut t, &mut m, &mut b, "after the full syncs");
+    write_more(&mut t);
+    wait_chain(&mut t, &mut m, &mut b);
+    assert_chain_agrees(&mut t, &mut m, &mut b, "after the writes");
+    // The bottom's link killed on the middle: it continues.
+    assert_eq!(
+        call(&mut m, &["CLIENT", "KILL", "TYPE", "replica"]),
+        Value::Int(1)
+    );
+    call(&mut t, &["SET", "after-kill", "1"]);
+    wait_for("the bottom's partial resync", || {
+        field(&mut m, "stats", "sync_partial_ok") == "1"
+    });
+    wait_chain(&mut t, &mut m, &mut b);
+    assert_chain_agrees(&mut t, &mut m, &mut b, "after the partial resync");
 }
