@@ -193,7 +193,8 @@ impl Core {
     /// A full sync's payload was loaded: our history is the master's from
     /// `offset` on (Redis's `readSyncBulkPayload`: its replid, its offset,
     /// no secondary id, a new backlog). Without an id (a master that
-    /// answered SYNC) ours stays, and so does any partial resync with us.
+    /// answered SYNC, not PSYNC) the history gets a new random id, so no
+    /// replica of ours continues an older one with us.
     pub(crate) fn mirror_full_sync(&mut self, replid: Option<ReplId>, offset: i64) {
         self.repl.close_replicas();
         let size = self.config.repl.backlog_size as usize;
