@@ -423,3 +423,28 @@ fn hozon_all_along_with_a_diskless_middle() {
     wait_chain(&mut t, &mut m, &mut b);
     assert_chain_agrees(&mut t, &mut m, &mut b, "after the partial resync");
 }
+
+#[test]
+fn a_sub_replica_synced_while_the_stream_is_in_another_database_applies_there() {
+    // The top's stream selected database 5 before the bottom's full sync
+    // from the middle and does not select it again after: the payload the
+    // middle captured must carry database 5 as the stream's.
+    let top = start_hozon(&[&["--repl-diskless-sync", "no"][..], &NO_PING].concat());
+    let mut t = Conn::connect(top.port);
+    fill(&mut t);
+    let middle = hozon_replica(&top, &[]);
+    let mut m = Conn::connect(middle.port);
+    wait_caught_up(&mut t, &mut m);
+    call(&mut t, &["SELECT", "5"]);
+    call(&mut t, &["SET", "before", "1"]);
+    wait_caught_up(&mut t, &mut m);
+    let bottom = redis_replica(&middle);
+    let mut b = Conn::connect(bottom.port);
+    wait_chain(&mut t, &mut m, &mut b);
+    call(&mut t, &["SET", "after", "2"]);
+    call(&mut t, &["SELECT", "0"]);
+    wait_chain(&mut t, &mut m, &mut b);
+    assert_chain_agrees(&mut t, &mut m, &mut b, "after the write in database 5");
+    call(&mut b, &["SELECT", "5"]);
+    assert_eq!(call(&mut b, &["GET", "after"]), Value::Bulk(b"2".to_vec()));
+}
