@@ -406,4 +406,40 @@ mod tests {
         assert!(!core.replica.is_replica());
         assert!(core.become_master().is_none());
     }
+
+    #[test]
+    fn a_replica_mirrors_its_masters_history_and_promotion_keeps_the_backlog() {
+        let (mut engine, _) = replica();
+        let id = crate::repl::ids::ReplId::random();
+        let core = engine.core();
+        core.mirror_full_sync(Some(id), 100);
+        let master = core.replica.master.as_mut().unwrap();
+        master.replid = Some(id);
+        master.reploff = 100;
+        // Units applied: their bytes, verbatim, published after the AOF.
+        core.repl.mirror_applied(b"*1\r\n$4\r\nping\r\n", 3);
+        // Nothing of our own is encoded on a replica.
+        core.repl.log_dbless(&[b"ping"]);
+        assert_eq!(core.repl.stream_end(), 114);
+        assert!(core.repl.position_to_record().is_none());
+        assert!(core.repl.publish());
+        assert_eq!(core.repl.master_repl_offset(), 114);
+        assert_eq!(core.repl.replid, id);
+        assert_eq!(core.repl.stream_db(), 3);
+        core.replica.master.as_mut().unwrap().reploff = 114;
+        // `+CONTINUE` under a new id: ours shifts to the secondary id.
+        let new_id = crate::repl::ids::ReplId::random();
+        core.mirror_continue(Some(new_id));
+        assert_eq!(core.repl.replid, new_id);
+        assert_eq!(core.repl.replid2, id);
+        assert_eq!(core.repl.second_replid_offset, 115);
+        // Promotion: the next shift, the backlog kept with its bytes.
+        core.become_master().unwrap();
+        assert_eq!(core.repl.replid2, new_id);
+        assert_eq!(core.repl.second_replid_offset, 115);
+        let buffer = core.repl.buffer.as_ref().unwrap();
+        assert_eq!(buffer.backlog_histlen(), 14);
+        assert_eq!(buffer.backlog_first_byte_offset(), 101);
+        assert!(core.repl.streaming());
+    }
 }
