@@ -133,16 +133,11 @@ pub(crate) fn role_reply(ctx: &Ctx) -> Option<Reply> {
 }
 
 /// SYNC and PSYNC on a replica: `-NOMASTERLINK` while the link is down
-/// (Redis's reply); refused while it is up too, since a replica does not
-/// proxy its master's stream yet (chained replication, §5.6).
+/// (Redis's reply); while it is up the replica serves them from its
+/// mirror of the master's history (chained replication, §5.6).
 pub(crate) fn sync_refusal(ctx: &Ctx) -> Option<Reply> {
-    let role = &ctx.core.replica;
-    if role.link_down() {
-        return Some(Reply::err(
-            "NOMASTERLINK Can't SYNC while not connected with my master",
-        ));
-    }
-    role.is_replica().then(|| {
-        Reply::err("ERR hozon does not serve replicas while it is a replica (chained replication is not implemented)")
-    })
+    ctx.core
+        .replica
+        .link_down()
+        .then(|| Reply::err("NOMASTERLINK Can't SYNC while not connected with my master"))
 }

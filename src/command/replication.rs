@@ -5,6 +5,11 @@
 //! it (`core::repl::Replica`, keyed by session id) and flags the session;
 //! the host then writes it what the engine queues (`+FULLRESYNC`, the
 //! payload, the stream) instead of replies.
+//!
+//! A replica whose link is up serves them too (chained replication,
+//! §5.6): its ids, offset and backlog mirror its master's history, so the
+//! same decision applies; while its link is down it answers
+//! `-NOMASTERLINK` (`replicaof::sync_refusal`).
 
 use super::{CmdResult, CommandSpec, Ctx};
 use crate::config::LogLevel;
@@ -162,13 +167,6 @@ fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         if conf.filter.is_filtered() && !conf.capa_eof {
             return Err(Reply::err("ERR Filtered replica requires EOF capability"));
         }
-    }
-    if ctx.core.replica.is_replica() {
-        // Chained replication (docs/replication.md §5.6) is not built yet:
-        // refused plainly rather than served a history of our own.
-        return Err(Reply::err(
-            "ERR this hozon server is a replica and does not serve replicas of its own yet",
-        ));
     }
     if psync && argv.len() > 3 && argv[3].eq_ignore_ascii_case(b"failover") {
         return Err(Reply::err("ERR PSYNC FAILOVER can't be sent to a master."));

@@ -11,6 +11,12 @@
 //! SELECT tracking, and the host publishes `pending` after the turn's AOF
 //! write succeeded ([`ReplState::publish`]): a replica never holds a write
 //! the master's log lacks (§3.2).
+//!
+//! On a replica the state *mirrors* its master's history (§5.6, chains):
+//! `replid` is the master's, the offset is the replica's applied offset,
+//! and the stream is the master's own bytes, appended unit by unit as they
+//! are applied ([`ReplState::mirror_applied`]); the encoder adds nothing
+//! of its own. The same publication step sends them on to sub-replicas.
 
 use std::collections::BTreeMap;
 
@@ -242,6 +248,13 @@ pub(crate) struct ReplState {
     /// Why the stream stopped for good (the AOF lost durability): SYNC and
     /// PSYNC are refused with this until restart.
     pub(crate) broken: Option<String>,
+    /// True on a replica: the stream is the master's bytes as applied
+    /// ([`ReplState::mirror_applied`]); nothing is encoded here.
+    pub(crate) mirror: bool,
+    /// On a replica, the database the master's stream had selected after
+    /// the last unit applied (a payload captured here records it, as
+    /// Redis's `rdbPopulateSaveInfo` takes its master client's db).
+    pub(crate) mirror_db: u32,
 }
 
 impl ReplState {
@@ -265,6 +278,8 @@ impl ReplState {
             waiters: BTreeMap::new(),
             get_ack: false,
             broken: None,
+            mirror: false,
+            mirror_db: 0,
         }
     }
 
@@ -286,6 +301,12 @@ impl ReplState {
     /// turn's GETACK goes into the stream first, so that it is counted.
     pub(crate) fn position_to_record(&mut self) -> Option<Position> {
         self.buffer.as_ref()?;
+        if self.mirror {
+            // A replica records its master's position itself
+            // (`Core::replica_position_to_record`).
+            self.get_ack = false;
+            return None;
+        }
         if std::mem::take(&mut self.get_ack) {
             self.encoder
                 .push_dbless(&[b"REPLCONF", b"GETACK", b"*"], &mut self.pending);
@@ -296,8 +317,18 @@ impl ReplState {
         Some(Position {
             replid: self.replid,
             offset: self.stream_end(),
-            stream_db: self.encoder.selected_db().unwrap_or(0) as u32,
+            stream_db: self.stream_db(),
         })
+    }
+
+    /// The database selected at the end of the stream: the encoder's on a
+    /// master, the master's stream's on a replica.
+    pub(crate) fn stream_db(&self) -> u32 {
+        if self.mirror {
+            self.mirror_db
+        } else {
+            self.encoder.selected_db().unwrap_or(0) as u32
+        }
     }
 
     /// The position of the data in memory now (a snapshot's capture
@@ -308,7 +339,7 @@ impl ReplState {
         Some(Position {
             replid: self.replid,
             offset: self.stream_end(),
-            stream_db: self.encoder.selected_db().unwrap_or(0) as u32,
+            stream_db: self.stream_db(),
         })
     }
 
@@ -358,22 +389,31 @@ impl ReplState {
             .count() as u64
     }
 
-    /// Sets the offset while there is no backlog (a promoted replica
-    /// continues from the offset it applied).
-    pub(crate) fn set_offset(&mut self, offset: i64) {
-        self.offset = offset;
+    /// True while units are encoded into the stream: a backlog exists and
+    /// this is a master (a replica's stream is its master's bytes).
+    pub(crate) fn streaming(&self) -> bool {
+        self.buffer.is_some() && !self.mirror
     }
 
-    /// True while a backlog exists: units are encoded into the stream.
-    pub(crate) fn streaming(&self) -> bool {
+    /// True while a backlog exists (the turn's stream bytes, encoded or
+    /// mirrored, are published).
+    pub(crate) fn has_backlog(&self) -> bool {
         self.buffer.is_some()
     }
 
     /// Creates the backlog (the first SYNC or PSYNC), as Redis's
     /// `createReplicationBacklog` after `changeReplicationId` and
     /// `clearReplicationId2`: a new history starting after the current
-    /// offset. Returns Redis's log line.
+    /// offset. Returns Redis's log line. On a replica the history is its
+    /// master's: the ids stay.
     pub(crate) fn create_backlog(&mut self, backlog_size: usize) -> String {
+        if self.mirror {
+            self.ensure_backlog(backlog_size);
+            return format!(
+                "Replication backlog created, my replication IDs are '{}' and '{}'",
+                self.replid, self.replid2
+            );
+        }
         self.replid = ReplId::random();
         self.replid2 = ReplId::NONE;
         self.second_replid_offset = -1;
@@ -396,24 +436,83 @@ impl ReplState {
         self.no_replicas_since_ms = None;
     }
 
+    /// A backlog at the current offset when there is none (the ids stay:
+    /// Redis's replica-side `createReplicationBacklog`).
+    pub(crate) fn ensure_backlog(&mut self, backlog_size: usize) {
+        if self.buffer.is_none() {
+            self.buffer = Some(ReplBuffer::new(self.offset, backlog_size));
+        }
+    }
+
+    /// A replica's stream was replaced at `offset` (a full sync from its
+    /// master, a restart from a recorded position): an empty backlog at
+    /// `offset` under the master's id `replid`, no secondary id. Replicas
+    /// still attached must have been closed first (their cursors are
+    /// detached, [`ReplState::close_replicas`]).
+    pub(crate) fn mirror_reset(&mut self, replid: ReplId, offset: i64, db: u32, size: usize) {
+        debug_assert!(self.replicas.values().all(|r| r.cursor.is_none()));
+        self.mirror = true;
+        self.replid = replid;
+        self.replid2 = ReplId::NONE;
+        self.second_replid_offset = -1;
+        self.offset = offset;
+        self.mirror_db = db;
+        self.pending.clear();
+        self.encoder.forget_db();
+        self.buffer = Some(ReplBuffer::new(offset, size));
+    }
+
+    /// The master's bytes of one unit just applied (`db` selected after
+    /// it) join this turn's stream, verbatim (Redis's
+    /// `replicationFeedStreamFromMasterStream`).
+    pub(crate) fn mirror_applied(&mut self, bytes: &[u8], db: u32) {
+        self.mirror_db = db;
+        if self.buffer.is_some() {
+            self.pending.extend_from_slice(bytes);
+        } else {
+            self.offset += bytes.len() as i64;
+        }
+    }
+
+    /// Redis's `shiftReplicationId` on a replica whose master continued
+    /// under `new_id`: ours goes to the secondary id, valid up to the
+    /// offset now.
+    pub(crate) fn shift_replid(&mut self, new_id: ReplId) {
+        self.replid2 = self.replid;
+        self.second_replid_offset = self.stream_end() + 1;
+        self.replid = new_id;
+    }
+
+    /// Closes every replica (Redis's `disconnectSlaves`): each is flagged
+    /// for the server to close, its cursor detached now (the backlog may
+    /// be replaced before the server closes it).
+    pub(crate) fn close_replicas(&mut self) {
+        for replica in self.replicas.values_mut() {
+            if let (Some(cursor), Some(buffer)) = (replica.cursor.take(), self.buffer.as_mut()) {
+                buffer.detach(cursor);
+            }
+            replica.close = true;
+        }
+    }
+
     /// Encodes one unit (the effects of one command execution) into this
     /// turn's stream, when there is a backlog.
     pub(crate) fn log_unit(&mut self, effects: &[Effect]) {
-        if self.buffer.is_some() {
+        if self.streaming() {
             self.encoder.push_unit(effects, &mut self.pending);
         }
     }
 
     /// Encodes one command logged as received in database `db`.
     pub(crate) fn log_command(&mut self, db: usize, argv: &[&[u8]]) {
-        if self.buffer.is_some() {
+        if self.streaming() {
             self.encoder.push_command(db, argv, &mut self.pending);
         }
     }
 
     /// Encodes a command no database applies to (PING, REPLCONF GETACK).
     pub(crate) fn log_dbless(&mut self, argv: &[&[u8]]) {
-        if self.buffer.is_some() {
+        if self.streaming() {
             self.encoder.push_dbless(argv, &mut self.pending);
         }
     }
@@ -426,7 +525,7 @@ impl ReplState {
             self.pending.clear();
             return false;
         };
-        if std::mem::take(&mut self.get_ack) {
+        if std::mem::take(&mut self.get_ack) && !self.mirror {
             self.encoder
                 .push_dbless(&[b"REPLCONF", b"GETACK", b"*"], &mut self.pending);
         }

@@ -123,7 +123,7 @@ impl Core {
     /// later writes. Batches written from now on carry no position, which
     /// ends the recorded one (§4.2).
     fn free_idle_backlog(&mut self, now_ms: i64) {
-        if self.repl.buffer.is_none() {
+        if self.repl.buffer.is_none() || self.repl.mirror {
             return;
         }
         let since = *self.repl.no_replicas_since_ms.get_or_insert(now_ms);
@@ -217,7 +217,7 @@ impl Core {
         let position = Position {
             replid: self.repl.replid,
             offset,
-            stream_db: self.repl.encoder.selected_db().unwrap_or(0) as u32,
+            stream_db: self.repl.stream_db(),
         };
         // Every stream byte after the instant starts with SELECT.
         self.repl.encoder.forget_db();

@@ -120,27 +120,30 @@ impl ReplicaRole {
 impl Core {
     /// Follows `host`:`port` (`replicaof`, REPLICAOF): our own position
     /// becomes the one to try first (Redis's
-    /// `replicationCacheMasterUsingMyself`), our replicas are closed (they
-    /// resync with us later) and our backlog goes (a replica's stream is
-    /// its master's). Keys past their TTL stay until the master deletes
-    /// them.
+    /// `replicationCacheMasterUsingMyself`). As in Redis 7.0's
+    /// `replicationSetMaster`, our replicas and our backlog stay: if the
+    /// new master continues our history (`+CONTINUE` with our id) they go
+    /// on receiving its stream through us; a new id or a full sync closes
+    /// them then (they resync with us). Keys past their TTL stay until
+    /// the master deletes them.
     pub(crate) fn become_replica(&mut self, host: String, port: u16) {
         let repl = &mut self.repl;
         let own = Position {
             replid: repl.replid,
-            offset: repl.master_repl_offset(),
-            stream_db: 0,
+            offset: repl.stream_end(),
+            stream_db: repl.stream_db(),
         };
         let cached = match &self.replica.master {
             // Already a replica: keep what we applied from the old master.
             Some(m) => m.position(),
             None => Some(own),
         };
-        for replica in repl.replicas.values_mut() {
-            replica.close = true;
-        }
-        if repl.replicas.is_empty() {
-            repl.buffer = None;
+        if !repl.mirror {
+            // From now on the stream is the master's: what we encoded so
+            // far is published at the end of this turn, nothing after.
+            repl.mirror = true;
+            repl.mirror_db = own.stream_db;
+            repl.get_ack = false;
         }
         self.replica.follow(host, port, cached);
         if let Some(master) = self.replica.master.as_mut() {
@@ -148,34 +151,85 @@ impl Core {
                 master.replid = Some(cached.replid);
                 master.reploff = cached.offset;
                 master.read_reploff = cached.offset;
+                master.stream_db = cached.stream_db;
             }
         }
     }
 
-    /// Stops following (REPLICAOF NO ONE): the master's id becomes our
-    /// secondary id, valid up to the offset applied; a new id starts our
-    /// own history. Returns Redis's log line about the ids.
+    /// Stops following (REPLICAOF NO ONE), Redis's `replicationUnsetMaster`:
+    /// the id we mirrored (the master's) becomes our secondary id, valid up
+    /// to the offset applied (`shiftReplicationId`); a new id starts our
+    /// own history; the backlog we hold (the master's bytes) stays, so our
+    /// replicas and the old master's other replicas continue with us
+    /// (`+CONTINUE`); our replicas are closed to learn the new id. Returns
+    /// Redis's log line about the ids.
     pub(crate) fn become_master(&mut self) -> Option<String> {
-        let master = self.replica.stop()?;
+        self.replica.stop()?;
         let backlog_size = self.config.repl.backlog_size as usize;
+        // Sub-replicas reconnect and continue under the new id; a capture
+        // for one of them would carry the old id.
+        self.abort_repl_sync();
         let repl = &mut self.repl;
-        let reploff = master.reploff;
-        if let Some(id) = master.replid {
-            repl.replid2 = id;
-            repl.second_replid_offset = reploff + 1;
-        }
-        repl.replid = ReplId::random();
-        repl.set_offset(reploff);
+        repl.close_replicas();
+        let offset = repl.stream_end();
+        repl.ensure_backlog(backlog_size);
+        repl.shift_replid(ReplId::random());
+        repl.mirror = false;
         repl.encoder.forget_db();
-        // An empty backlog at the offset applied: the old master's other
-        // replicas that had as much continue with us (`+CONTINUE`).
-        repl.buffer = Some(crate::repl::buffer::ReplBuffer::new(reploff, backlog_size));
         Some(format!(
             "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
             repl.replid2,
-            reploff + 1,
+            offset + 1,
             repl.replid
         ))
+    }
+
+    /// Before a full sync's payload is loaded (Redis's
+    /// `replicationAttachToNewMaster`): our replicas are closed (they
+    /// resync with us once we have the new history) and a capture for
+    /// them stops (it reads the dataset about to be replaced).
+    pub(crate) fn attach_to_new_master(&mut self) {
+        self.abort_repl_sync();
+        self.repl.close_replicas();
+    }
+
+    /// A full sync's payload was loaded: our history is the master's from
+    /// `offset` on (Redis's `readSyncBulkPayload`: its replid, its offset,
+    /// no secondary id, a new backlog). Without an id (a master that
+    /// answered SYNC, not PSYNC) the history gets a new random id, so no
+    /// replica of ours continues an older one with us.
+    pub(crate) fn mirror_full_sync(&mut self, replid: Option<ReplId>, offset: i64) {
+        self.repl.close_replicas();
+        let size = self.config.repl.backlog_size as usize;
+        let replid = replid.unwrap_or_else(ReplId::random);
+        self.repl.mirror_reset(replid, offset, 0, size);
+    }
+
+    /// The master answered `+CONTINUE` (Redis's
+    /// `slaveTryPartialResynchronization`): a backlog exists from here on;
+    /// a new id (`new_replid`, the handshake logged it) moves ours to the
+    /// secondary id and closes our replicas so that they learn it (they
+    /// continue partially). Our stream's end is the applied offset; should
+    /// it not be, the backlog restarts at the applied offset and our
+    /// replicas resync.
+    pub(crate) fn mirror_continue(&mut self, new_replid: Option<ReplId>) {
+        let size = self.config.repl.backlog_size as usize;
+        let Some(master) = self.replica.master.as_mut() else {
+            return;
+        };
+        let (reploff, stream_db) = (master.reploff, master.stream_db);
+        let repl = &mut self.repl;
+        let cached = master.replid.unwrap_or(repl.replid);
+        repl.mirror = true;
+        if repl.buffer.is_none() || repl.stream_end() != reploff || repl.replid != cached {
+            repl.close_replicas();
+            repl.mirror_reset(cached, reploff, stream_db, size);
+        }
+        if let Some(id) = new_replid.filter(|id| *id != repl.replid) {
+            repl.shift_replid(id);
+            repl.close_replicas();
+            master.replid = Some(id);
+        }
     }
 }
 
@@ -204,8 +258,15 @@ impl Core {
     }
 
     /// A replica restarted from files recording `position` (D7): it is the
-    /// cached master, the first PSYNC asks to continue from it.
+    /// cached master, the first PSYNC asks to continue from it; our
+    /// history is the master's up to there, with an empty backlog at its
+    /// offset, so our own replicas caught up with it continue once the
+    /// link is up again.
     pub(crate) fn resume_as_replica(&mut self, position: Position) {
+        let size = self.config.repl.backlog_size as usize;
+        self.repl.close_replicas();
+        self.repl
+            .mirror_reset(position.replid, position.offset, position.stream_db, size);
         self.replica.cached = Some(position);
         if let Some(master) = self.replica.master.as_mut() {
             master.replid = Some(position.replid);
@@ -339,6 +400,7 @@ mod tests {
         let master = core.replica.master.as_mut().unwrap();
         master.replid = Some(id);
         master.reploff = 1234;
+        core.mirror_full_sync(Some(id), 1234);
         let line = core.become_master().unwrap();
         assert!(line.contains("valid up to offset: 1235"), "{line}");
         assert_eq!(core.repl.replid2, id);
@@ -347,5 +409,41 @@ mod tests {
         assert_eq!(core.repl.master_repl_offset(), 1234);
         assert!(!core.replica.is_replica());
         assert!(core.become_master().is_none());
+    }
+
+    #[test]
+    fn a_replica_mirrors_its_masters_history_and_promotion_keeps_the_backlog() {
+        let (mut engine, _) = replica();
+        let id = crate::repl::ids::ReplId::random();
+        let core = engine.core();
+        core.mirror_full_sync(Some(id), 100);
+        let master = core.replica.master.as_mut().unwrap();
+        master.replid = Some(id);
+        master.reploff = 100;
+        // Units applied: their bytes, verbatim, published after the AOF.
+        core.repl.mirror_applied(b"*1\r\n$4\r\nping\r\n", 3);
+        // Nothing of our own is encoded on a replica.
+        core.repl.log_dbless(&[b"ping"]);
+        assert_eq!(core.repl.stream_end(), 114);
+        assert!(core.repl.position_to_record().is_none());
+        assert!(core.repl.publish());
+        assert_eq!(core.repl.master_repl_offset(), 114);
+        assert_eq!(core.repl.replid, id);
+        assert_eq!(core.repl.stream_db(), 3);
+        core.replica.master.as_mut().unwrap().reploff = 114;
+        // `+CONTINUE` under a new id: ours shifts to the secondary id.
+        let new_id = crate::repl::ids::ReplId::random();
+        core.mirror_continue(Some(new_id));
+        assert_eq!(core.repl.replid, new_id);
+        assert_eq!(core.repl.replid2, id);
+        assert_eq!(core.repl.second_replid_offset, 115);
+        // Promotion: the next shift, the backlog kept with its bytes.
+        core.become_master().unwrap();
+        assert_eq!(core.repl.replid2, new_id);
+        assert_eq!(core.repl.second_replid_offset, 115);
+        let buffer = core.repl.buffer.as_ref().unwrap();
+        assert_eq!(buffer.backlog_histlen(), 14);
+        assert_eq!(buffer.backlog_first_byte_offset(), 101);
+        assert!(core.repl.streaming());
     }
 }

@@ -11,7 +11,7 @@ impl Engine {
     /// the master's log lacks). When the AOF lost durability the stream
     /// stops for good. Returns true when bytes were published.
     pub(crate) fn publish_stream(&mut self) -> bool {
-        if !self.core.repl.streaming() {
+        if !self.core.repl.has_backlog() {
             return false;
         }
         if let Some(cause) = self.log_poisoned() {
@@ -36,7 +36,8 @@ impl Engine {
     /// True when the turn has stream bytes to commit (a batch recording
     /// the position is written even without data).
     pub(crate) fn stream_pending(&self) -> bool {
-        self.core.repl.streaming() && (!self.core.repl.pending.is_empty() || self.core.repl.get_ack)
+        self.core.repl.has_backlog()
+            && (!self.core.repl.pending.is_empty() || self.core.repl.get_ack)
     }
 
     /// Log lines replication produced since the last call: (warning, text).

@@ -156,15 +156,6 @@ impl Server {
         if std::mem::take(&mut self.engine.core().replica.disconnect_blocked) {
             self.disconnect_blocked_clients();
         }
-        let core = self.engine.core();
-        if core.replica.is_replica()
-            && core.repl.replicas.is_empty()
-            && core.repl.buffer.is_some()
-            && !core.repl_sync_running()
-        {
-            // Our replicas are gone: a replica's stream is its master's.
-            core.repl.buffer = None;
-        }
         let generation = self.engine.core().replica.generation;
         if self
             .master_link
@@ -365,13 +356,7 @@ impl Server {
             }
             Some(Outcome::Continue { new_replid }) => {
                 link.psync_master = true;
-                let core = self.engine.core();
-                if let (Some(id), Some(master)) = (new_replid, core.replica.master.as_mut()) {
-                    core.repl.replid2 = master.replid.unwrap_or(ReplId::NONE);
-                    core.repl.second_replid_offset = master.reploff + 1;
-                    core.repl.replid = id;
-                    master.replid = Some(id);
-                }
+                self.engine.core().mirror_continue(new_replid);
                 self.start_stream(link);
             }
             None => {}

@@ -8,6 +8,7 @@ mod common;
 
 mod aof_faults;
 mod aof_replay;
+mod chain_durability;
 mod crash;
 mod interop;
 mod outside_faults;

@@ -14,7 +14,7 @@ use crate::harness::{encode_command, signal, Conn};
 use crate::outside_faults::Setup;
 
 /// A fake replica: does a full sync, then collects the stream.
-struct FakeReplica {
+pub(crate) struct FakeReplica {
     stream: TcpStream,
     /// Bytes read and not yet consumed.
     buf: Vec<u8>,
@@ -23,7 +23,7 @@ struct FakeReplica {
     /// The offset of the last stream byte received.
     offset: i64,
     /// Every stream byte received since the sync.
-    received: Vec<u8>,
+    pub(crate) received: Vec<u8>,
 }
 
 impl FakeReplica {
@@ -72,7 +72,7 @@ impl FakeReplica {
     }
 
     /// `PSYNC ? -1` and the whole disk-form payload.
-    fn full_sync(port: u16) -> FakeReplica {
+    pub(crate) fn full_sync(port: u16) -> FakeReplica {
         let mut stream = Self::connect(port);
         stream
             .write_all(&encode_command(&[b"PSYNC", b"?", b"-1"]))
@@ -113,7 +113,7 @@ impl FakeReplica {
     }
 
     /// Collects the stream for `wait`.
-    fn collect_for(&mut self, wait: Duration) {
+    pub(crate) fn collect_for(&mut self, wait: Duration) {
         let deadline = Instant::now() + wait;
         while Instant::now() < deadline {
             self.buf.clear();
@@ -125,7 +125,7 @@ impl FakeReplica {
     }
 
     /// Collects until `needle` was received (panics after 20 s).
-    fn collect_until(&mut self, needle: &[u8]) {
+    pub(crate) fn collect_until(&mut self, needle: &[u8]) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !contains(&self.received, needle) {
             assert!(
@@ -147,7 +147,7 @@ impl FakeReplica {
     }
 }
 
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 

@@ -2,8 +2,9 @@
 //! 7.0.15 master (disk and diskless payloads), compared key by key with
 //! the master after the sync and after writes of every kind; its refusals
 //! byte for byte against a redis-server replica of the same master;
-//! promotion; its own AOF after a sync; and a fake master sending a
-//! damaged payload (the old data stays, the replica retries).
+//! promotion; its own AOF after a sync; a fake master sending a
+//! damaged payload (the old data stays, the replica retries); and chains
+//! (a hozon replica serving replicas of its own).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -253,6 +254,7 @@ fn redis_master_diskless_payload_then_stream() {
     ]);
 }
 
+mod chain;
 mod promotion;
 mod refusals;
 mod restart;
@@ -304,7 +306,9 @@ fn hozon_master_to_hozon_replica_disk_and_diskless() {
 }
 
 #[test]
-fn a_master_with_replicas_that_becomes_a_replica_closes_them() {
+fn a_master_with_replicas_that_becomes_a_replica_keeps_them_through_the_chain() {
+    // Redis 7.0's `replicationSetMaster`: the replicas stay; the full
+    // sync from the new master closes them, and they resync through us.
     let hozon = start_hozon(&["--repl-diskless-sync", "no"]);
     let mut h = Conn::connect(hozon.port);
     call(&mut h, &["SET", "mine", "1"]);
@@ -324,16 +328,21 @@ fn a_master_with_replicas_that_becomes_a_replica_closes_them() {
     assert_eq!(dataset(&mut h), dataset(&mut m));
     assert_eq!(
         info_field(&mut h, "replication", "repl_backlog_active").as_deref(),
-        Some("0")
+        Some("1")
     );
-    // The replica below lost its link and is refused while we follow.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while info_field(&mut b, "replication", "master_link_status").as_deref() != Some("down") {
-        assert!(Instant::now() < deadline, "the replica below kept its link");
+    let replid = info_field(&mut m, "replication", "master_replid");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info_field(&mut b, "replication", "master_replid") != replid {
+        assert!(
+            Instant::now() < deadline,
+            "the replica below did not resync"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
+    wait_caught_up(&mut h, &mut b);
+    assert_eq!(dataset(&mut b), dataset(&mut m));
     assert_eq!(
         info_field(&mut h, "replication", "connected_slaves").as_deref(),
-        Some("0")
-    );
+        Some("1")
+    )
 }

@@ -14,7 +14,6 @@
 use super::{queue_ack, MasterLink, PayloadSink, Phase, SYNC_FILES};
 use crate::engine::{now_ms, PayloadSource};
 use crate::repl::handshake::Event;
-use crate::repl::ids::ReplId;
 use crate::repl::payload::{PayloadForm, Receiver};
 use crate::server::log::{self, Level};
 use crate::server::Server;
@@ -100,6 +99,8 @@ impl Server {
             Level::Notice,
             "MASTER <-> REPLICA sync: Loading DB in memory",
         );
+        // Our replicas resync with us later; a capture for them stops.
+        self.engine.core().attach_to_new_master();
         let load = self.engine.start_payload_load(source, total);
         if let Some(master) = self.engine.core().replica.master.as_mut() {
             master.loading = Some(load.progress.clone());
@@ -210,11 +211,7 @@ impl Server {
             master.transfer = None;
             master.stream_db = 0;
         }
-        if let Some(id) = replid {
-            core.repl.replid = id;
-            core.repl.replid2 = ReplId::NONE;
-            core.repl.second_replid_offset = -1;
-        }
+        core.mirror_full_sync(replid, offset.max(0));
         let step = link.handshake.handle(Event::Loaded);
         self.apply_step(link, step);
         let waiting = std::mem::take(&mut link.inbuf);

@@ -3,6 +3,13 @@
 //! allowed on a read-only replica; logged to our own AOF); `reploff`
 //! advances per complete unit, a MULTI/EXEC counting once after its EXEC;
 //! `REPLCONF GETACK` is answered with `REPLCONF ACK <reploff>`.
+//!
+//! Each complete unit's bytes, exactly as the master sent them (its PINGs,
+//! SELECTs and `REPLCONF GETACK *` included), join our own stream when the
+//! unit is applied (`ReplState::mirror_applied`, Redis's
+//! `replicationFeedStreamFromMasterStream`): our sub-replicas get the
+//! master's stream at the master's offsets, after our AOF write of the
+//! turn (§3.2), like any stream byte of ours.
 
 use super::{MasterLink, Phase, MASTER_LIMITS};
 use crate::resp;
@@ -28,11 +35,15 @@ impl Server {
 
     /// Applies every complete command of the stream. `reploff` moves after
     /// each command that does not leave the session in MULTI (a
-    /// transaction counts once, after its EXEC).
+    /// transaction counts once, after its EXEC), and the unit's bytes go
+    /// to our stream then. Bytes of a unit not complete yet (a MULTI
+    /// still open) stay in `inbuf` until it is.
     pub(super) fn apply_stream(&mut self, link: &mut MasterLink) {
         let Some(mut session) = link.session.take() else {
             return;
         };
+        // `inbuf` starts with the first byte of the unit being applied.
+        let mut unit_start = 0;
         loop {
             let request = match link.parser.next(&link.inbuf, true) {
                 Ok(Some(r)) => r,
@@ -74,18 +85,22 @@ impl Server {
                     self.serve_ready_keys();
                 }
             }
-            let unparsed = (link.inbuf.len() - link.parser.consumed()) as i64;
+            let consumed = link.parser.consumed();
+            let unparsed = (link.inbuf.len() - consumed) as i64;
             if session.multi.is_none() {
-                if let Some(master) = self.engine.core().replica.master.as_mut() {
+                let core = self.engine.core();
+                if let Some(master) = core.replica.master.as_mut() {
                     master.reploff = master.read_reploff - unparsed;
                     master.stream_db = session.db as u32;
                 }
+                core.repl
+                    .mirror_applied(&link.inbuf[unit_start..consumed], session.db as u32);
+                unit_start = consumed;
             }
         }
         mark_applied(link, self.engine.core());
-        let consumed = link.parser.consumed();
-        link.inbuf.drain(..consumed);
-        link.parser.consume(consumed);
+        link.inbuf.drain(..unit_start);
+        link.parser.consume(unit_start);
         link.session = Some(session);
     }
 
