@@ -37,7 +37,8 @@ pub struct Connection {
 /// engine) offers to commands that reach beyond one client: CLIENT LIST and
 /// KILL, SHUTDOWN, INFO clients.
 pub trait Host {
-    /// Number of connected clients (INFO `connected_clients`).
+    /// Number of connected clients, replicas left out (INFO
+    /// `connected_clients`).
     fn connected_clients(&self) -> usize {
         1
     }

@@ -358,6 +358,21 @@ pub static PARAMS: &[Param] = &[
         unsupported: None,
     },
     Param {
+        name: "replica-announce-ip",
+        alias: Some("slave-announce-ip"),
+        flags: 0,
+        default: "",
+        kind: Kind::Str {
+            get: |c| c.replica.announce_ip.clone().unwrap_or_default(),
+            set: |c, v| {
+                c.replica.announce_ip = if v.is_empty() { None } else { Some(v.to_vec()) };
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    int_param!("replica-announce-port", Some("slave-announce-port"), 0, "0", 0, 65535, false, false, |c| c.replica.announce_port, |c, v| c.replica.announce_port = v as u16),
+    Param {
         name: "masteruser",
         alias: None,
         flags: 0,
@@ -571,7 +586,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "cluster-enabled", "cluster-allow-reads-when-down", "cluster-allow-pubsubshard-when-down", "crash-log-enabled",
     "crash-memcheck-enabled", "disable-thp", "cluster-allow-replica-migration", 
     "latency-tracking", "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", "unixsocket",
-    "pidfile", "replica-announce-ip", "slave-announce-ip", "cluster-announce-ip",
+    "pidfile", "cluster-announce-ip",
     "cluster-config-file", "cluster-announce-hostname", "syslog-ident", "appenddirname", "server_cpulist",
     "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", "proc-title-template",
     "bind-source-addr", "supervised", "syslog-facility", "oom-score-adj",
@@ -581,7 +596,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "cluster-slave-validity-factor", "cluster-migration-barrier", "active-defrag-cycle-min",
     "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "lfu-log-factor",
     "lfu-decay-time",  "maxmemory-samples",
-    "maxmemory-eviction-tenacity", "replica-announce-port", "slave-announce-port", "tcp-backlog", "cluster-port",
+    "maxmemory-eviction-tenacity", "tcp-backlog", "cluster-port",
     "cluster-announce-bus-port", "cluster-announce-port", "cluster-announce-tls-port", 
       "list-compress-depth", "active-expire-effort",
     "unixsocketperm", "socket-mark-id",

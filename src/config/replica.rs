@@ -22,6 +22,12 @@ pub struct ReplicaSettings {
     pub priority: u64,
     /// `replica-announced` (yes): reported in INFO for Sentinel.
     pub announced: bool,
+    /// `replica-announce-ip`: sent to the master with `REPLCONF
+    /// ip-address` (NAT, containers), which then lists us under it.
+    pub announce_ip: Option<Vec<u8>>,
+    /// `replica-announce-port` (0: our own port): sent with `REPLCONF
+    /// listening-port`.
+    pub announce_port: u16,
     /// `repl-diskless-load` (disabled): where a full sync's payload goes
     /// before it is loaded (docs/replication.md §5.3).
     pub diskless_load: DisklessLoad,
@@ -80,6 +86,8 @@ impl Default for ReplicaSettings {
             serve_stale_data: true,
             priority: 100,
             announced: true,
+            announce_ip: None,
+            announce_port: 0,
             diskless_load: DisklessLoad::Disabled,
         }
     }

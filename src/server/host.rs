@@ -104,7 +104,12 @@ impl<'a> ServerHost<'a> {
 
 impl Host for ServerHost<'_> {
     fn connected_clients(&self) -> usize {
-        self.others.len() + 1
+        // Redis counts every client but its replicas (the caller is one).
+        self.others
+            .values()
+            .filter(|c| !c.session.is_replica)
+            .count()
+            + 1
     }
 
     fn request_shutdown(&mut self, options: ShutdownOptions) -> bool {

@@ -231,8 +231,11 @@ impl Server {
         Some(Config {
             host: master.host.clone(),
             port: master.port,
-            listening_port: core.config.port,
-            announce_ip: None,
+            listening_port: match settings.announce_port {
+                0 => core.config.port,
+                port => port,
+            },
+            announce_ip: settings.announce_ip.clone(),
             masteruser: settings.masteruser.clone(),
             masterauth: settings.masterauth.clone(),
         })

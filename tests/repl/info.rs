@@ -61,6 +61,8 @@ fn info_and_role_with_replica(master: Master) {
         }
     });
     let offset: i64 = fields["master_repl_offset"].parse().expect("offset");
+    // Replicas are not counted as clients (this connection is the one).
+    assert_eq!(info_int(&mut c, "clients", "connected_clients"), 1);
     let names: Vec<&str> = slave.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(names, ["ip", "port", "state", "offset", "lag"]);
     assert_eq!(slave[0].1, "127.0.0.1");

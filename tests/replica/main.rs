@@ -254,6 +254,7 @@ fn redis_master_diskless_payload_then_stream() {
     ]);
 }
 
+mod announce;
 mod chain;
 mod promotion;
 mod refusals;

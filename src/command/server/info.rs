@@ -165,7 +165,18 @@ fn info_clients(ctx: &Ctx, out: &mut String) {
         max_out = max_out.max(conn.output_bytes);
     });
     let lines = [
-        format!("connected_clients:{}", ctx.host.connected_clients()),
+        format!(
+            "connected_clients:{}",
+            // On a replica, Redis's master client counts once the stream flows.
+            ctx.host.connected_clients()
+                + usize::from(
+                    ctx.core
+                        .replica
+                        .master
+                        .as_ref()
+                        .is_some_and(|m| m.link_up())
+                )
+        ),
         "cluster_connections:0".to_string(),
         format!("maxclients:{}", ctx.core.config.maxclients),
         format!("client_recent_max_input_buffer:{max_in}"),
