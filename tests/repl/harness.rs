@@ -341,3 +341,22 @@ pub fn wait_synced(master: &Node, replicas: &[&Node]) -> i64 {
     }
     offset
 }
+
+/// Runs `redis-cli -p <port> <flag> <file>` (`--rdb`, `--functions-rdb`),
+/// which must report a successful transfer; returns what it printed.
+#[track_caller]
+pub fn redis_cli_transfer(port: u16, flag: &str, file: &std::path::Path) -> String {
+    let out = std::process::Command::new("redis-cli")
+        .args(["-p", &port.to_string(), flag])
+        .arg(file)
+        .output()
+        .expect("run redis-cli (apt-get install redis-tools)");
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.contains("Transfer finished with success"),
+        "redis-cli {flag} failed ({}): {said}",
+        out.status
+    );
+    said
+}

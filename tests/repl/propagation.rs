@@ -17,7 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::fake_replica::{check_rdb, parse_commands, FakeReplica};
 use crate::harness::{
-    cmd, info_int, ok, script, show, wait_until, Conn, Master, Node, SyncMode, Value, PATIENCE,
+    cmd, info_int, ok, redis_cli_transfer, script, show, wait_until, Conn, Master, Node, SyncMode,
+    Value, PATIENCE,
 };
 
 /// Unix time in milliseconds.
@@ -467,18 +468,7 @@ fn functions_rdb(master: Master) {
     script(&mut c, "SET a 1\nLPUSH l x");
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("functions.rdb");
-    let out = std::process::Command::new("redis-cli")
-        .args(["-p", &m.port().to_string(), "--functions-rdb"])
-        .arg(&file)
-        .output()
-        .expect("run redis-cli (apt-get install redis-tools)");
-    let said =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && said.contains("Transfer finished with success"),
-        "redis-cli --functions-rdb failed ({}): {said}",
-        out.status
-    );
+    redis_cli_transfer(m.port(), "--functions-rdb", &file);
     let checked = check_rdb(&std::fs::read(&file).expect("the rdb file"));
     assert!(checked.contains("[info] 0 keys read"), "{checked}");
     wait_until(

@@ -3,12 +3,11 @@
 //! redis-check-rdb and loads in a fresh redis-server with the master's keys;
 //! the master is left without a replica and keeps serving.
 
-use std::process::Command;
-
 use crate::dataset::{assert_same_ports, populate, Counters};
 use crate::fake_replica::{aux, check_rdb};
 use crate::harness::{
-    info, info_int, ok, start_redis, wait_until, Master, SyncMode, Value, PATIENCE,
+    info, info_int, ok, redis_cli_transfer, start_redis, wait_until, Master, SyncMode, Value,
+    PATIENCE,
 };
 
 fn redis_cli_rdb(master: Master, mode: SyncMode) {
@@ -25,18 +24,7 @@ fn redis_cli_rdb(master: Master, mode: SyncMode) {
 
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("cli.rdb");
-    let out = Command::new("redis-cli")
-        .args(["-p", &m.port().to_string(), "--rdb"])
-        .arg(&file)
-        .output()
-        .expect("run redis-cli (apt-get install redis-tools)");
-    let said =
-        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && said.contains("Transfer finished with success"),
-        "redis-cli --rdb failed ({}): {said}",
-        out.status
-    );
+    let said = redis_cli_transfer(m.port(), "--rdb", &file);
     let form = if mode == SyncMode::Diskless {
         "until EOF marker"
     } else {

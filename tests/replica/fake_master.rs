@@ -115,15 +115,7 @@ fn damaged_payload_keeps_old_data(payload: Vec<u8>, expected_log: &str) {
 
 #[test]
 fn a_payload_with_a_flipped_byte_keeps_the_old_data_and_retries() {
-    let mut rdb = redis_rdb();
-    // A byte of a value: only the checksum can tell.
-    let at = rdb
-        .windows(4)
-        .position(|w| w == b"from")
-        .expect("a value in the file");
-    rdb[at] ^= 0x20;
-    let mut payload = format!("${}\r\n", rdb.len()).into_bytes();
-    payload.extend_from_slice(&rdb);
+    let payload = flipped_payload();
     damaged_payload_keeps_old_data(
         payload,
         "Failed trying to load the MASTER synchronization DB from disk",
@@ -151,4 +143,18 @@ fn a_bad_dollar_line_keeps_the_old_data_and_retries() {
         b"hello\r\n".to_vec(),
         "Bad protocol from MASTER, the first byte is not '$' (we received 'hello')",
     );
+}
+
+/// A disk-form payload (`$<len>` and Redis's RDB) with one byte of a
+/// value flipped: only the checksum can tell.
+pub fn flipped_payload() -> Vec<u8> {
+    let mut rdb = redis_rdb();
+    let at = rdb
+        .windows(4)
+        .position(|w| w == b"from")
+        .expect("a value in the file");
+    rdb[at] ^= 0x20;
+    let mut payload = format!("${}\r\n", rdb.len()).into_bytes();
+    payload.extend_from_slice(&rdb);
+    payload
 }

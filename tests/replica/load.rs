@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use testkit::harness::{start_hozon, start_redis, Conn, ServerProcess};
 
-use crate::fake_master::{redis_rdb, serve_attempt};
+use crate::fake_master::{flipped_payload, serve_attempt};
 use crate::{call, dataset, fill, info_field, wait_caught_up, write_more, Value};
 
 /// A hozon server with its own data directory and log file.
@@ -210,15 +210,7 @@ fn damaged_payload_in_mode(mode: &str, old: bool, payload: &[u8], expected: &[&s
 
 #[test]
 fn a_damaged_payload_keeps_the_old_data_in_every_mode() {
-    let mut rdb = redis_rdb();
-    // A byte of a value: only the checksum can tell.
-    let at = rdb
-        .windows(4)
-        .position(|w| w == b"from")
-        .expect("a value in the file");
-    rdb[at] ^= 0x20;
-    let mut payload = format!("${}\r\n", rdb.len()).into_bytes();
-    payload.extend_from_slice(&rdb);
+    let payload = flipped_payload();
     let from_disk = "Failed trying to load the MASTER synchronization DB from disk";
     let from_socket = "Failed trying to load the MASTER synchronization DB from socket";
     let discarding = "MASTER <-> REPLICA sync: Discarding temporary DB in background";
