@@ -226,7 +226,9 @@ fn load_and_write(job: Job) -> Result<LoadedPayload, String> {
                 let io = Arc::clone(&job.io);
                 std::thread::Builder::new()
                     .name("hozon-sync-aof".into())
-                    .spawn_scoped(scope, move || write_preamble(io, data, payload_file, temp, stop))
+                    .spawn_scoped(scope, move || {
+                        write_preamble(io, data, payload_file, temp, stop)
+                    })
             });
         let loaded = verify_and_load(&job, data, payload_file.is_some());
         if loaded.is_err() {
@@ -407,3 +409,7 @@ pub(crate) fn write_aof_image(
         crate::persist::writer::error_text(&e)
     })
 }
+
+#[cfg(test)]
+#[path = "replica_load_tests.rs"]
+mod tests;

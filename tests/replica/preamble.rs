@@ -94,14 +94,22 @@ fn sync_kill_restart(master_diskless: &str, mode: &str, old_key: bool, target: &
     let replica = start_hozon(&restart);
     let mut r = Conn::connect(replica.port);
     wait_caught_up(&mut m, &mut r);
-    assert_eq!(dataset(&mut r), dataset(&mut m), "{what}: after the restart");
+    assert_eq!(
+        dataset(&mut r),
+        dataset(&mut m),
+        "{what}: after the restart"
+    );
     assert_eq!(stat(&mut m, "sync_full"), full, "{what}: a new full sync");
     assert_eq!(
         stat(&mut m, "sync_partial_ok"),
         partial + 1,
         "{what}: no partial resync after the restart"
     );
-    assert_eq!(aof_start(dir.path()), b"REDIS0010", "{what}: after the restart");
+    assert_eq!(
+        aof_start(dir.path()),
+        b"REDIS0010",
+        "{what}: after the restart"
+    );
 }
 
 #[test]
