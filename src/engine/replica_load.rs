@@ -1,8 +1,10 @@
 //! A full sync's payload loaded off the event loop (docs/replication.md
 //! §5.3): a thread owns the new keyspace while it verifies and loads the
 //! payload (from its temporary file or from memory) and, with
-//! `appendonly yes`, writes the new dataset as an AOF to a temporary file
-//! and fsyncs it. The event loop meanwhile serves the old data, and when
+//! `appendonly yes`, makes the new AOF under a temporary name: the
+//! payload itself as an RDB preamble, fsynced by a second thread during
+//! the load, then `#hozon-aof 1` (or, when that fails, the dataset as
+//! commands). The event loop meanwhile serves the old data, and when
 //! the thread is done it commits the result (`Engine::commit_payload`).
 //!
 //! Cancelling (a change of master, a lost link) drops the receiving end:
@@ -280,6 +282,7 @@ fn load_and_write(job: Job) -> Result<LoadedPayload, String> {
         warnings,
     })
 }
+
 /// Verifies (file source: `check_file`, the whole file) and loads the
 /// payload into a new keyspace; returns it with the RDB version.
 fn verify_and_load(job: &Job, data: &[u8], verify: bool) -> Result<(Keyspace, u16), String> {
