@@ -4,7 +4,7 @@
 //! transfers, each `repl-diskless-load` path) `appendonly.aof` starts with
 //! `REDIS`, the data equals the master's; killed (SIGKILL) after more
 //! writes and restarted from that AOF, the replica has the master's data
-//! and continues with a partial resync.
+//! and continues with a partial resync. The same from a hozon master.
 
 use std::path::Path;
 
@@ -31,13 +31,32 @@ fn aof_start(dir: &Path) -> Vec<u8> {
 /// `old_key` (`on-empty-db` then takes the file path); `target` is the
 /// receiving line's path (`to disk` or `to parser`).
 fn sync_kill_restart(master_diskless: &str, mode: &str, old_key: bool, target: &str) {
-    let what = format!("mode {mode}, old key {old_key}, master diskless {master_diskless}");
-    let master = start_redis(&[
+    sync_kill_restart_from(false, master_diskless, mode, old_key, target);
+}
+
+/// [`sync_kill_restart`] from a redis-server master, or a hozon-server
+/// one when `hozon_master`.
+fn sync_kill_restart_from(
+    hozon_master: bool,
+    master_diskless: &str,
+    mode: &str,
+    old_key: bool,
+    target: &str,
+) {
+    let what = format!(
+        "hozon master {hozon_master}, mode {mode}, old key {old_key}, master diskless {master_diskless}"
+    );
+    let master_args = [
         "--repl-diskless-sync",
         master_diskless,
         "--repl-diskless-sync-delay",
         "0",
-    ]);
+    ];
+    let master = if hozon_master {
+        start_hozon(&master_args)
+    } else {
+        start_redis(&master_args)
+    };
     let mut m = Conn::connect(master.port);
     fill(&mut m);
     let dir = tempfile::tempdir().expect("temp dir");
@@ -119,5 +138,13 @@ fn the_new_aof_is_the_payload_and_a_killed_replica_continues_from_it() {
         sync_kill_restart(master_diskless, "on-empty-db", true, "to disk");
         sync_kill_restart(master_diskless, "on-empty-db", false, "to parser");
         sync_kill_restart(master_diskless, "swapdb", true, "to parser");
+    }
+}
+
+#[test]
+fn a_hozon_masters_payload_becomes_the_aof_too() {
+    for master_diskless in ["no", "yes"] {
+        sync_kill_restart_from(true, master_diskless, "disabled", false, "to disk");
+        sync_kill_restart_from(true, master_diskless, "swapdb", true, "to parser");
     }
 }
