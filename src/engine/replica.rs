@@ -5,10 +5,12 @@
 //! (`replica_load.rs`); the old dataset stays and is served until the new
 //! one is complete (D10: a bad payload leaves the old data and the old
 //! files as they were). The commit runs on the event loop: with
-//! `appendonly yes` the new dataset, already written as a complete AOF to
-//! a fsynced temporary file, is renamed into place and the directory
-//! fsynced before it replaces the old one in memory: a crash before the
-//! rename restarts from the old AOF, after it from the new one.
+//! `appendonly yes` the new AOF, already complete and fsynced under a
+//! temporary name (the payload itself as an RDB preamble followed by
+//! `#hozon-aof 1`, or the dataset as commands when that path failed), is
+//! renamed into place and the directory fsynced before the new dataset
+//! replaces the old one in memory: a crash before the rename restarts
+//! from the old AOF, after it from the new one.
 
 use std::sync::Arc;
 
@@ -47,9 +49,9 @@ impl Engine {
             keyspace,
             version,
             aof_temp,
+            mut warnings,
         } = loaded;
         let io = Arc::clone(&self.core.io);
-        let mut warnings = Vec::new();
         if self.core.aof.is_some() {
             match self.replace_aof(&keyspace, aof_temp) {
                 Ok(warning) => warnings.extend(warning),
@@ -102,8 +104,10 @@ impl Engine {
 
     /// Puts the new AOF in place and appends to it from now on: the old
     /// writer's batch is written first, a rewrite in progress (of the old
-    /// data) is abandoned, the new file (`temp`, written by the loading
-    /// thread; written here when the AOF was switched on during the load)
+    /// data) is abandoned, the new file (`temp`, made by the loading
+    /// thread, which ends with `#hozon-aof 1` so the writer appends
+    /// checksummed batches after it; written here from the keyspace when
+    /// the AOF was switched on during the load)
     /// is renamed over the AOF and the directory fsynced. Ok carries a
     /// warning when only the directory fsync failed (the file is in place).
     fn replace_aof(

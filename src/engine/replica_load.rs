@@ -1,15 +1,17 @@
 //! A full sync's payload loaded off the event loop (docs/replication.md
 //! §5.3): a thread owns the new keyspace while it verifies and loads the
 //! payload (from its temporary file or from memory) and, with
-//! `appendonly yes`, writes the new dataset as an AOF to a temporary file
-//! and fsyncs it. The event loop meanwhile serves the old data, and when
+//! `appendonly yes`, makes the new AOF under a temporary name: the
+//! payload itself as an RDB preamble, fsynced by a second thread during
+//! the load, then `#hozon-aof 1` (or, when that fails, the dataset as
+//! commands). The event loop meanwhile serves the old data, and when
 //! the thread is done it commits the result (`Engine::commit_payload`).
 //!
 //! Cancelling (a change of master, a lost link) drops the receiving end:
 //! the thread stops at its next key, and whatever it made (the keyspace,
 //! the temporary AOF) is dropped and removed on its own thread.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -18,7 +20,8 @@ use super::Engine;
 use crate::clock::now_ms;
 use crate::core::sync_load::{LoadCounters, SyncLoad};
 use crate::keyspace::Keyspace;
-use crate::persist::io::Io;
+use crate::persist::aof::FILE_HEADER;
+use crate::persist::io::{DurableFile, Io};
 
 /// How many temporary AOFs this process wrote (their names).
 static TEMP_AOFS: AtomicU64 = AtomicU64::new(0);
@@ -40,8 +43,13 @@ pub(crate) struct LoadedPayload {
     /// The payload's RDB version.
     pub(crate) version: u16,
     /// The new AOF, written and fsynced, not yet renamed into place
-    /// (`appendonly yes` when the load started).
+    /// (`appendonly yes` when the load started): the payload as an RDB
+    /// preamble, then `#hozon-aof 1`, or, when that failed, the keyspace
+    /// as commands.
     pub(crate) aof_temp: Option<PathBuf>,
+    /// Lines for the log (the preamble path failed and the AOF was
+    /// written from the keyspace).
+    pub(crate) warnings: Vec<String>,
 }
 
 /// A load running on its thread.
@@ -164,23 +172,125 @@ impl Engine {
     }
 }
 
-/// The thread's work: verify (file source), load, write the AOF image.
+/// The thread's work: verify (file source), load, and with `appendonly
+/// yes` make the new AOF. A failure removes the temporary AOF.
 fn run(job: Job) -> Result<LoadedPayload, String> {
+    let io = Arc::clone(&job.io);
+    let temp = job.aof_temp.clone();
+    let result = load_and_write(job);
+    if result.is_err() {
+        if let Some(temp) = &temp {
+            let _ = io.remove(temp);
+        }
+    }
+    result
+}
+
+/// Bytes the preamble thread writes between two looks at the cancel flag.
+const PREAMBLE_CHUNK: usize = 4 << 20;
+
+/// Verifies and loads the payload; with `appendonly yes` the payload
+/// itself becomes the new AOF's RDB preamble (docs/persistence.md, "An
+/// AOF that starts with a preamble"), made durable by a second thread
+/// while this one loads: the payload's file is fsynced (file source) or
+/// the bytes are written to the temporary AOF and fsynced (memory). Once
+/// the load succeeded, `#hozon-aof 1` follows the image and the file is
+/// fsynced (and the payload's file renamed to the temporary AOF's name).
+/// When that path fails, the AOF is written from the loaded keyspace
+/// instead (`write_aof_image`), with a warning for the log.
+fn load_and_write(job: Job) -> Result<LoadedPayload, String> {
     let cancelled = || job.cancel.load(Ordering::Relaxed);
     let stopped = || "the load was cancelled".to_string();
-    let mapped;
-    let data: &[u8] = match &job.source {
+    let payload_path = match &job.source {
+        PayloadSource::File(path) => Some(path.clone()),
+        PayloadSource::Memory(_) => None,
+    };
+    let mut mapped = None;
+    let (data, payload_file): (&[u8], Option<&Path>) = match &job.source {
         PayloadSource::File(path) => {
-            mapped = job
+            let bytes = job
                 .io
                 .map(path)
                 .map_err(|e| format!("reading {}: {e}", path.display()))?;
-            let data: &[u8] = &mapped;
-            crate::rdb::reader::check_file(data, &job.options).map_err(|e| e.to_string())?;
-            data
+            (mapped.insert(bytes), Some(path.as_path()))
         }
-        PayloadSource::Memory(bytes) => bytes,
+        PayloadSource::Memory(bytes) => (bytes.as_slice(), None),
     };
+    // Set when the load fails: the preamble thread stops.
+    let failed = AtomicBool::new(false);
+    let (loaded, preamble) = std::thread::scope(|scope| {
+        let preamble = job
+            .aof_temp
+            .as_deref()
+            .filter(|_| crate::rdb::reader::is_rdb(data))
+            .map(|temp| {
+                let stop = || cancelled() || failed.load(Ordering::Relaxed);
+                let io = Arc::clone(&job.io);
+                std::thread::Builder::new()
+                    .name("hozon-sync-aof".into())
+                    .spawn_scoped(scope, move || {
+                        write_preamble(io, data, payload_file, temp, stop)
+                    })
+            });
+        let loaded = verify_and_load(&job, data, payload_file.is_some());
+        if loaded.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        let preamble = match preamble {
+            None => Err("the payload is not an RDB image".to_string()),
+            Some(Err(e)) => Err(format!("no thread to write it: {e}")),
+            Some(Ok(thread)) => thread
+                .join()
+                .unwrap_or_else(|_| Err("its thread panicked".to_string())),
+        };
+        (loaded, preamble)
+    });
+    let (keyspace, version) = loaded?;
+    let payload_len = data.len() as u64;
+    drop(mapped);
+    drop(job.source);
+    let mut warnings = Vec::new();
+    if let Some(temp) = &job.aof_temp {
+        if cancelled() {
+            return Err(stopped());
+        }
+        let finished = preamble.and_then(|file| {
+            finish_preamble(
+                job.io.as_ref(),
+                file,
+                payload_len,
+                payload_path.as_deref(),
+                temp,
+            )
+        });
+        if let Err(reason) = finished {
+            if cancelled() {
+                return Err(stopped());
+            }
+            warnings.push(format!(
+                "The payload could not become the new append only file's preamble ({reason}): \
+                 writing the new append only file from the loaded data"
+            ));
+            write_aof_image(job.io.as_ref(), &keyspace, temp)
+                .map_err(|e| format!("writing the new append only file: {e}"))?;
+        }
+    }
+    Ok(LoadedPayload {
+        keyspace,
+        version,
+        aof_temp: job.aof_temp,
+        warnings,
+    })
+}
+
+/// Verifies (file source: `check_file`, the whole file) and loads the
+/// payload into a new keyspace; returns it with the RDB version.
+fn verify_and_load(job: &Job, data: &[u8], verify: bool) -> Result<(Keyspace, u16), String> {
+    let cancelled = || job.cancel.load(Ordering::Relaxed);
+    let stopped = || "the load was cancelled".to_string();
+    if verify {
+        crate::rdb::reader::check_file(data, &job.options).map_err(|e| e.to_string())?;
+    }
     if cancelled() {
         return Err(stopped());
     }
@@ -216,19 +326,62 @@ fn run(job: Job) -> Result<LoadedPayload, String> {
             data.len() - summary.len
         ));
     }
-    drop(job.source);
-    if let Some(temp) = &job.aof_temp {
-        if cancelled() {
-            return Err(stopped());
+    Ok((keyspace, summary.version))
+}
+
+/// The preamble thread: makes the payload's bytes durable while the load
+/// runs. File source: the payload's file is fsynced (it becomes the new
+/// AOF). Memory: the bytes are written to `temp` (fsynced every 32 MiB
+/// and at the end). Returns the file, open for appending.
+fn write_preamble(
+    io: Arc<dyn Io>,
+    data: &[u8],
+    payload_file: Option<&Path>,
+    temp: &Path,
+    stop: impl Fn() -> bool,
+) -> Result<DurableFile, String> {
+    let mut file = match payload_file {
+        Some(path) => DurableFile::reopen(io, path).map_err(|e| e.to_string())?,
+        None => {
+            let mut file = DurableFile::create(io, temp).map_err(|e| e.to_string())?;
+            for chunk in data.chunks(PREAMBLE_CHUNK) {
+                if stop() {
+                    return Err("stopped".into());
+                }
+                file.append(chunk).map_err(|e| e.to_string())?;
+                file.sync_if_due().map_err(|e| e.to_string())?;
+            }
+            file
         }
-        write_aof_image(job.io.as_ref(), &keyspace, temp)
-            .map_err(|e| format!("writing the new append only file: {e}"))?;
+    };
+    file.sync().map_err(|e| e.to_string())?;
+    Ok(file)
+}
+
+/// Ends the preamble once the payload loaded: checks it holds the
+/// payload's `payload_len` bytes, appends `#hozon-aof 1` (the log part
+/// starts there) and fsyncs; the payload's file (file source) takes the
+/// temporary AOF's name. The rename into place is the commit.
+fn finish_preamble(
+    io: &dyn Io,
+    mut file: DurableFile,
+    payload_len: u64,
+    payload_file: Option<&Path>,
+    temp: &Path,
+) -> Result<(), String> {
+    if file.len() != payload_len {
+        return Err(format!(
+            "the file holds {} bytes, the payload {payload_len}",
+            file.len()
+        ));
     }
-    Ok(LoadedPayload {
-        keyspace,
-        version: summary.version,
-        aof_temp: job.aof_temp,
-    })
+    file.append(FILE_HEADER).map_err(|e| e.to_string())?;
+    file.finish().map_err(|e| e.to_string())?;
+    if let Some(path) = payload_file {
+        io.rename(path, temp)
+            .map_err(|e| format!("renaming {} to {}: {e}", path.display(), temp.display()))?;
+    }
+    Ok(())
 }
 
 /// Writes `keyspace` as a complete AOF to `temp` and fsyncs it (the
@@ -259,3 +412,7 @@ pub(crate) fn write_aof_image(
         crate::persist::writer::error_text(&e)
     })
 }
+
+#[cfg(test)]
+#[path = "replica_load_tests.rs"]
+mod tests;

@@ -88,8 +88,10 @@ impl Server {
         let total = receiver.passed();
         let (source, path, swapdb) = match sink {
             PayloadSink::File { file, path } => {
-                // Not fsynced: a transfer buffer, removed after the load
-                // (the new AOF written from the loaded keyspace is).
+                // Not fsynced here: with `appendonly yes` the loading
+                // thread fsyncs it and it becomes the new AOF's RDB
+                // preamble (renamed away, so the removal after the load
+                // finds nothing); otherwise it is removed after the load.
                 drop(file);
                 (PayloadSource::File(path.clone()), Some(path), false)
             }
