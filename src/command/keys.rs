@@ -585,18 +585,15 @@ fn swapdb(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         // WATCHes and blocked clients see each database's new contents
         // (Redis's touchAllWatchedKeysInDb and scanDatabaseForReadyKeys).
         for (db, other) in [(a, b), (b, a)] {
-            for key in core.clients.watched_keys_in(db) {
-                let was_there = core.keyspace.db(other).get(&key).is_some();
-                let is_there = core.keyspace.db(db).get(&key).is_some();
-                let now_expired = is_there && core.keyspace.db(db).is_expired(&key, now);
-                core.clients
-                    .touch_watched_replaced(db, &key, was_there, is_there, now_expired);
-            }
-            for key in core.clients.blocked_keys_in(db) {
-                if core.keyspace.db(db).get(&key).is_some() {
-                    core.clients.mark_ready(db, &key);
-                }
-            }
+            // `other` now holds what `db` held before.
+            let before: Vec<Vec<u8>> = core
+                .clients
+                .watched_keys_in(db)
+                .into_iter()
+                .filter(|key| core.keyspace.db(other).get(key).is_some())
+                .map(|key| key.to_vec())
+                .collect();
+            core.signal_db_replaced(db, |key| before.iter().any(|k| k == key), now);
         }
     }
     ctx.dirty(1);

@@ -183,6 +183,30 @@ impl Core {
             .key_touched(db, key, || keyspace.db(db).get(key).is_some());
     }
 
+    /// WATCHes and blocked clients after database `db`'s contents were
+    /// replaced (SWAPDB, a full sync's dataset): `was_there` tells whether
+    /// a key existed before (Redis's touchAllWatchedKeysInDb and
+    /// scanDatabaseForReadyKeys).
+    pub(crate) fn signal_db_replaced(
+        &mut self,
+        db: usize,
+        was_there: impl Fn(&[u8]) -> bool,
+        now_ms: i64,
+    ) {
+        let database = self.keyspace.db(db);
+        for key in self.clients.watched_keys_in(db) {
+            let is_there = database.get(&key).is_some();
+            let now_expired = is_there && database.is_expired(&key, now_ms);
+            self.clients
+                .touch_watched_replaced(db, &key, was_there(&key), is_there, now_expired);
+        }
+        for key in self.clients.blocked_keys_in(db) {
+            if database.get(&key).is_some() {
+                self.clients.mark_ready(db, &key);
+            }
+        }
+    }
+
     /// Active expiry: samples keys with a TTL in every database and removes
     /// expired ones, like Redis's `activeExpireCycle` (20 keys a sample,
     /// repeated while more than a quarter were expired, bounded by a time

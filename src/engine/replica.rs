@@ -85,20 +85,10 @@ impl Engine {
     /// (`old` is what was there), as SWAPDB does for one database.
     fn signal_replaced(&mut self, old: &Keyspace) {
         let now = now_ms();
-        let core = &mut self.core;
-        for db in 0..core.keyspace.db_count() {
-            for key in core.clients.watched_keys_in(db) {
-                let was_there = old.db(db).get(&key).is_some();
-                let is_there = core.keyspace.db(db).get(&key).is_some();
-                let now_expired = is_there && core.keyspace.db(db).is_expired(&key, now);
-                core.clients
-                    .touch_watched_replaced(db, &key, was_there, is_there, now_expired);
-            }
-            for key in core.clients.blocked_keys_in(db) {
-                if core.keyspace.db(db).get(&key).is_some() {
-                    core.clients.mark_ready(db, &key);
-                }
-            }
+        for db in 0..self.core.keyspace.db_count() {
+            let before = old.db(db);
+            self.core
+                .signal_db_replaced(db, |key| before.get(key).is_some(), now);
         }
     }
 
