@@ -90,6 +90,33 @@ mod tests {
     }
 
     #[test]
+    fn a_script_that_declares_no_writes_does_not_wait() {
+        let mut engine = Engine::open(Config::in_memory()).unwrap();
+        let mut client = engine.new_session();
+        let loaded = engine.execute(
+            &mut client,
+            &[b"SCRIPT", b"LOAD", b"#!lua flags=no-writes\nreturn 1"],
+        );
+        let crate::reply::Reply::Bulk(sha) = loaded else {
+            panic!("SCRIPT LOAD: {loaded:?}");
+        };
+        engine
+            .core()
+            .pauses
+            .pause(PausePurpose::Shutdown, PauseMode::Write);
+        let waits = |engine: &Engine, argv: &[&[u8]]| engine.must_wait_for_pause(&client, argv);
+        assert!(!waits(
+            &engine,
+            &[b"EVAL", b"#!lua flags=no-writes\nreturn 1", b"0"]
+        ));
+        assert!(!waits(&engine, &[b"EVALSHA", &sha, b"0"]));
+        assert!(waits(&engine, &[b"EVAL", b"#!lua\nreturn 1", b"0"]));
+        assert!(waits(&engine, &[b"EVAL", b"return 1", b"0"]));
+        assert!(waits(&engine, &[b"EVALSHA", &[b'0'; 40], b"0"]));
+        assert!(!waits(&engine, &[b"EVAL_RO", b"return 1", b"0"]));
+    }
+
+    #[test]
     fn exec_waits_only_for_a_queue_that_writes() {
         let mut engine = Engine::open(Config::in_memory()).unwrap();
         let mut client = engine.new_session();

@@ -365,7 +365,38 @@ impl Engine {
                 .as_ref()
                 .is_some_and(|m| m.has_write || m.may_replicate);
         }
+        if matches!(top.name, "eval" | "evalsha") {
+            if let Some(declared) = self.script_flags(top.name == "evalsha", argv) {
+                // Redis's scriptFlagsToCmdFlags: a script that declares
+                // flags writes unless `no-writes`, and no longer "may
+                // replicate"; without a shebang EVAL's own flags apply.
+                if !declared.compat {
+                    return !declared.no_writes;
+                }
+            }
+        }
         spec.is_write() || spec.has(flags::MAY_REPLICATE)
+    }
+
+    /// The flags of the script EVAL or EVALSHA (`evalsha`) names in
+    /// `argv`, as Redis's `evalGetCommandFlags` finds them: the cached
+    /// script's, else (EVAL) its shebang's. None when they cannot be
+    /// known (an unknown sha, a bad shebang): the command's own flags apply.
+    fn script_flags(&self, evalsha: bool, argv: &[&[u8]]) -> Option<crate::script::ScriptFlags> {
+        let body = argv.get(1)?;
+        let sha = if evalsha {
+            crate::script::parse_sha(body)?
+        } else {
+            crate::script::script_sha(body)
+        };
+        let cached = command::scripting::state(&self.core).and_then(|s| s.flags(&sha));
+        match cached {
+            Some(flags) => Some(flags),
+            None if evalsha => None,
+            None => crate::script::parse_shebang(body)
+                .ok()
+                .map(|(flags, _)| flags),
+        }
     }
 
     /// True when keys that blocked clients wait on received data: the host
