@@ -187,6 +187,17 @@ pub fn write_more(master: &mut Conn) {
     }
 }
 
+/// The master's INFO stats count `full` full syncs and `partial`
+/// accepted partial ones.
+#[track_caller]
+pub fn assert_syncs(master: &mut Conn, full: u64, partial: u64) {
+    let count = |conn: &mut Conn, field: &str| info_field(conn, "stats", field);
+    assert_eq!(
+        (count(master, "sync_full"), count(master, "sync_partial_ok")),
+        (Some(full.to_string()), Some(partial.to_string()))
+    );
+}
+
 /// A hozon replica of `master`.
 pub fn hozon_replica(master: &ServerProcess, extra: &[&str]) -> ServerProcess {
     let port = master.port.to_string();
@@ -276,14 +287,7 @@ fn a_lost_link_continues_with_a_partial_resync() {
     write_more(&mut m);
     wait_caught_up(&mut m, &mut r);
     assert_eq!(dataset(&mut r), dataset(&mut m));
-    assert_eq!(
-        info_field(&mut m, "stats", "sync_full").as_deref(),
-        Some("1")
-    );
-    assert_eq!(
-        info_field(&mut m, "stats", "sync_partial_ok").as_deref(),
-        Some("1")
-    );
+    assert_syncs(&mut m, 1, 1);
 }
 
 #[test]

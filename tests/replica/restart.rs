@@ -4,7 +4,7 @@
 
 use testkit::harness::{start_hozon, start_redis, Conn};
 
-use crate::{call, dataset, fill, info_field, wait_caught_up, write_more};
+use crate::{assert_syncs, call, dataset, fill, wait_caught_up, write_more};
 
 #[test]
 fn a_killed_replica_continues_from_the_position_in_its_aof() {
@@ -35,14 +35,7 @@ fn a_killed_replica_continues_from_the_position_in_its_aof() {
     let mut h = Conn::connect(replica.port);
     wait_caught_up(&mut m, &mut h);
     assert_eq!(dataset(&mut h), dataset(&mut m));
-    assert_eq!(
-        info_field(&mut m, "stats", "sync_full").as_deref(),
-        Some("1")
-    );
-    assert_eq!(
-        info_field(&mut m, "stats", "sync_partial_ok").as_deref(),
-        Some("1")
-    );
+    assert_syncs(&mut m, 1, 1);
 }
 
 #[test]
