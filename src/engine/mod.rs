@@ -20,11 +20,13 @@
 mod cron;
 mod dispatch;
 mod open;
+mod payload_feed;
 #[cfg(feature = "server")]
 mod repl;
 mod replica;
 mod replica_load;
 
+pub(crate) use payload_feed::{PayloadFeed, StreamedPayload, UNKNOWN_LENGTH_WINDOW};
 pub(crate) use replica_load::{PayloadLoad, PayloadSource};
 
 use crate::command::{Effect, Session};

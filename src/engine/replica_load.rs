@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
+use super::payload_feed::{PayloadFeed, StreamedPayload};
 use super::Engine;
 use crate::clock::now_ms;
 use crate::core::sync_load::{LoadCounters, SyncLoad};
@@ -34,6 +35,10 @@ pub(crate) enum PayloadSource {
     /// Memory (`repl-diskless-load on-empty-db`/`swapdb`): loaded at once,
     /// into a keyspace that replaces the old one only when complete.
     Memory(Vec<u8>),
+    /// A file still being received, read while it arrives (the load is
+    /// the verification: its keyspace is kept only when the whole payload
+    /// came and loaded, CRC included).
+    Streamed(StreamedPayload),
 }
 
 /// What a finished load hands to the event loop.
@@ -57,6 +62,8 @@ pub(crate) struct PayloadLoad {
     result: mpsc::Receiver<Result<LoadedPayload, String>>,
     cancel: Arc<AtomicBool>,
     io: Arc<dyn Io>,
+    /// The payload's arrival, when it is read while it arrives.
+    feed: Option<Arc<PayloadFeed>>,
     /// What INFO reports about it.
     pub(crate) progress: SyncLoad,
 }
@@ -78,6 +85,9 @@ impl PayloadLoad {
     /// keyspace freed on a thread).
     pub(crate) fn cancel(self) {
         self.cancel.store(true, Ordering::SeqCst);
+        if let Some(feed) = &self.feed {
+            feed.fail("the load was cancelled");
+        }
         if let Ok(Ok(loaded)) = self.result.try_recv() {
             discard(self.io.as_ref(), loaded);
         }
@@ -134,6 +144,10 @@ impl Engine {
                 .join(format!("temp-sync-aof-{}-{n}.aof", std::process::id()))
         });
         let cancel = Arc::new(AtomicBool::new(false));
+        let feed = match &source {
+            PayloadSource::Streamed(streamed) => Some(Arc::clone(&streamed.feed)),
+            _ => None,
+        };
         let job = Job {
             source,
             io: Arc::clone(&io),
@@ -167,6 +181,7 @@ impl Engine {
             result: rx,
             cancel,
             io,
+            feed,
             progress,
         }
     }
@@ -203,6 +218,7 @@ fn load_and_write(job: Job) -> Result<LoadedPayload, String> {
     let stopped = || "the load was cancelled".to_string();
     let payload_path = match &job.source {
         PayloadSource::File(path) => Some(path.clone()),
+        PayloadSource::Streamed(streamed) => Some(streamed.path.clone()),
         PayloadSource::Memory(_) => None,
     };
     let mut mapped = None;
@@ -214,30 +230,46 @@ fn load_and_write(job: Job) -> Result<LoadedPayload, String> {
                 .map_err(|e| format!("reading {}: {e}", path.display()))?;
             (mapped.insert(bytes), Some(path.as_path()))
         }
+        PayloadSource::Streamed(streamed) => (&streamed.window[..], Some(streamed.path.as_path())),
         PayloadSource::Memory(bytes) => (bytes.as_slice(), None),
+    };
+    let feed = match &job.source {
+        PayloadSource::Streamed(streamed) => Some(streamed.feed.as_ref()),
+        _ => None,
     };
     // Set when the load fails: the preamble thread stops.
     let failed = AtomicBool::new(false);
     let (loaded, preamble) = std::thread::scope(|scope| {
-        let preamble = job
-            .aof_temp
-            .as_deref()
-            .filter(|_| crate::rdb::reader::is_rdb(data))
-            .map(|temp| {
-                let stop = || cancelled() || failed.load(Ordering::Relaxed);
-                let io = Arc::clone(&job.io);
-                std::thread::Builder::new()
-                    .name("hozon-sync-aof".into())
-                    .spawn_scoped(scope, move || {
-                        write_preamble(io, data, payload_file, temp, stop)
-                    })
-            });
-        let loaded = verify_and_load(&job, data, payload_file.is_some());
+        let preamble = job.aof_temp.as_deref().map(|temp| {
+            let stop = || cancelled() || failed.load(Ordering::Relaxed);
+            let io = Arc::clone(&job.io);
+            std::thread::Builder::new()
+                .name("hozon-sync-aof".into())
+                .spawn_scoped(scope, move || {
+                    // A payload still arriving is made durable once whole.
+                    let data = match feed {
+                        Some(feed) => &data[..arrived_len(feed)?],
+                        None => data,
+                    };
+                    if !crate::rdb::reader::is_rdb(data) {
+                        return Err("the payload is not an RDB image".to_string());
+                    }
+                    write_preamble(io, data, payload_file, temp, stop)
+                })
+        });
+        let loaded = match feed {
+            Some(feed) => load_streamed(&job, data, feed),
+            None => verify_and_load(&job, data, payload_file.is_some()),
+        };
         if loaded.is_err() {
             failed.store(true, Ordering::Relaxed);
+            if let Some(feed) = feed {
+                // The preamble thread waits for the payload no more.
+                feed.fail("the load failed");
+            }
         }
         let preamble = match preamble {
-            None => Err("the payload is not an RDB image".to_string()),
+            None => Err("no append only file to make".to_string()),
             Some(Err(e)) => Err(format!("no thread to write it: {e}")),
             Some(Ok(thread)) => thread
                 .join()
@@ -245,8 +277,7 @@ fn load_and_write(job: Job) -> Result<LoadedPayload, String> {
         };
         (loaded, preamble)
     });
-    let (keyspace, version) = loaded?;
-    let payload_len = data.len() as u64;
+    let (keyspace, version, payload_len) = loaded?;
     drop(mapped);
     drop(job.source);
     let mut warnings = Vec::new();
@@ -285,7 +316,7 @@ fn load_and_write(job: Job) -> Result<LoadedPayload, String> {
 
 /// Verifies (file source: `check_file`, the whole file) and loads the
 /// payload into a new keyspace; returns it with the RDB version.
-fn verify_and_load(job: &Job, data: &[u8], verify: bool) -> Result<(Keyspace, u16), String> {
+fn verify_and_load(job: &Job, data: &[u8], verify: bool) -> Result<(Keyspace, u16, u64), String> {
     let cancelled = || job.cancel.load(Ordering::Relaxed);
     let stopped = || "the load was cancelled".to_string();
     if verify {
@@ -294,12 +325,64 @@ fn verify_and_load(job: &Job, data: &[u8], verify: bool) -> Result<(Keyspace, u1
     if cancelled() {
         return Err(stopped());
     }
+    load_into_keyspace(job, data.len() as u64, &mut |sink, resize| {
+        crate::rdb::reader::load_with_hints(data, &job.options, sink, resize)
+    })
+}
+
+/// Loads a payload while it arrives (`window`: its mapping, `feed`: how
+/// far it came); the keyspace, the RDB version and the payload's length.
+fn load_streamed(
+    job: &Job,
+    window: &[u8],
+    feed: &PayloadFeed,
+) -> Result<(Keyspace, u16, u64), String> {
+    let mut arrived = None;
+    let loaded = load_into_keyspace(job, u64::MAX, &mut |sink, resize| {
+        let summary = crate::rdb::reader::load_streaming(window, feed, &job.options, sink, resize)?;
+        // The payload ends with its checksum: whatever follows is damage.
+        arrived = Some(
+            feed.wait_complete()
+                .map_err(|message| crate::rdb::reader::RdbError {
+                    kind: crate::rdb::reader::ErrorKind::Truncated,
+                    offset: summary.len as u64,
+                    message,
+                    key: None,
+                })?,
+        );
+        Ok(summary)
+    });
+    let (keyspace, version, len) = loaded?;
+    match arrived {
+        Some(total) if total == len => Ok((keyspace, version, len)),
+        Some(total) => Err(format!("{} bytes follow the RDB checksum", total - len)),
+        None => Err("the payload did not arrive".to_string()),
+    }
+}
+
+/// The sink and the RESIZEDB hints of a load into a new keyspace;
+/// `run` is the reader, `expected_len` the payload's length when known
+/// (u64::MAX: checked by the caller).
+type Reader<'r> = dyn FnMut(
+        &mut dyn FnMut(crate::keyspace::LoadedKey) -> crate::rdb::reader::SinkResult,
+        &mut dyn FnMut(usize, u64, u64),
+    ) -> Result<crate::rdb::reader::Summary, crate::rdb::reader::RdbError>
+    + 'r;
+
+/// Runs `run` into a new keyspace (the cancel flag checked at every
+/// key, progress counted); the keyspace, the RDB version and the
+/// payload's length.
+fn load_into_keyspace(
+    job: &Job,
+    expected_len: u64,
+    run: &mut Reader<'_>,
+) -> Result<(Keyspace, u16, u64), String> {
+    let cancelled = || job.cancel.load(Ordering::Relaxed);
+    let stopped = || "the load was cancelled".to_string();
     let mut keyspace = Keyspace::new(job.databases);
     let counters = &job.counters;
     let cell = std::cell::RefCell::new(&mut keyspace);
-    let summary = crate::rdb::reader::load_with_hints(
-        data,
-        &job.options,
+    let summary = run(
         &mut |k| {
             if cancelled() {
                 return Err(stopped());
@@ -320,13 +403,19 @@ fn verify_and_load(job: &Job, data: &[u8], verify: bool) -> Result<(Keyspace, u1
         },
     )
     .map_err(|e| e.to_string())?;
-    if summary.len != data.len() {
+    let len = summary.len as u64;
+    if expected_len != u64::MAX && len != expected_len {
         return Err(format!(
             "{} bytes follow the RDB checksum",
-            data.len() - summary.len
+            expected_len - len
         ));
     }
-    Ok((keyspace, summary.version))
+    Ok((keyspace, summary.version, len))
+}
+
+/// The payload's length once all of it arrived.
+fn arrived_len(feed: &PayloadFeed) -> Result<usize, String> {
+    feed.wait_complete().map(|n| n as usize)
 }
 
 /// The preamble thread: makes the payload's bytes durable while the load

@@ -34,7 +34,7 @@ mod scan;
 mod stream;
 pub use check::{check_file, check_keys, MAX_DATABASES};
 pub use elements::{visit_elements, Declined, Element};
-pub use file::{is_rdb, load, load_with_hints, module_name, read_header};
+pub use file::{is_rdb, load, load_streaming, load_with_hints, module_name, read_header};
 use file::{read_meta, skip_module_value, verify_checksum, Meta, PARALLEL_MIN_BYTES};
 pub use salvage::{salvage, DamagedRegion, SalvageReport, RESYNC_RECORDS};
 pub use scan::{logical_type, scan, scan_keys, KeyInfo, ScanSummary, TypeCount};
@@ -193,14 +193,82 @@ enum Len {
     Encoded(u8),
 }
 
+/// A payload that is still arriving (a replica's full sync read while
+/// it is received): the reader blocks in [`Feed::wait_for`] when it needs
+/// bytes that have not come yet.
+pub trait Feed: Sync {
+    /// Blocks until the first `end` bytes have arrived or no more will
+    /// come; returns how many have arrived (fewer than `end` only when no
+    /// more will), or why the reading must stop (the payload was
+    /// abandoned).
+    fn wait_for(&self, end: usize) -> Result<usize, String>;
+}
+
+/// Where a streaming read gets its bytes: `window` is the mapping the
+/// whole payload will be read through (its first bytes valid as far as
+/// the feed says), `feed` says how far that is.
+#[derive(Clone, Copy)]
+struct Streaming<'a> {
+    window: &'a [u8],
+    feed: &'a dyn Feed,
+}
+
 struct Cursor<'a> {
+    /// The bytes readable now (all of them unless streaming).
     data: &'a [u8],
     pos: usize,
+    /// A payload still arriving: `data` grows within its window.
+    stream: Option<Streaming<'a>>,
 }
 
 impl<'a> Cursor<'a> {
     fn new(data: &'a [u8], pos: usize) -> Cursor<'a> {
-        Cursor { data, pos }
+        Cursor {
+            data,
+            pos,
+            stream: None,
+        }
+    }
+
+    /// A cursor over a payload still arriving.
+    fn streaming(stream: Streaming<'a>, pos: usize) -> Cursor<'a> {
+        Cursor {
+            data: &stream.window[..0],
+            pos,
+            stream: Some(stream),
+        }
+    }
+
+    /// Waits until `n` bytes past the position are readable (streaming);
+    /// false when they never will be (or when not streaming, since all
+    /// bytes are there).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, n: u64) -> Result<bool, RdbError> {
+        let Some(stream) = self.stream else {
+            return Ok(false);
+        };
+        let want = usize::try_from((self.pos as u64).saturating_add(n))
+            .unwrap_or(usize::MAX)
+            .min(stream.window.len());
+        let got = stream.feed.wait_for(want).map_err(|reason| {
+            RdbError::new(
+                ErrorKind::Truncated,
+                self.pos,
+                format!("the payload stopped arriving: {reason}"),
+            )
+        })?;
+        self.data = &stream.window[..got.min(stream.window.len())];
+        Ok(self.remaining() as u64 >= n)
+    }
+
+    /// An upper bound of the bytes left, for capping size hints: the
+    /// bytes present, or for a payload still arriving those plus 64 MiB.
+    fn remaining_bound(&self) -> usize {
+        match self.stream {
+            None => self.remaining(),
+            Some(_) => self.remaining().saturating_add(64 << 20),
+        }
     }
 
     fn remaining(&self) -> usize {
@@ -223,16 +291,21 @@ impl<'a> Cursor<'a> {
     }
 
     fn u8(&mut self, what: &str) -> Result<u8, RdbError> {
-        let b = *self
-            .data
-            .get(self.pos)
-            .ok_or_else(|| self.truncated(what))?;
+        let b = match self.data.get(self.pos) {
+            Some(&b) => b,
+            None => {
+                if !self.grow(1)? {
+                    return Err(self.truncated(what));
+                }
+                self.data[self.pos]
+            }
+        };
         self.pos += 1;
         Ok(b)
     }
 
     fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8], RdbError> {
-        if n > self.remaining() as u64 {
+        if n > self.remaining() as u64 && !self.grow(n)? {
             return Err(self.truncated(what));
         }
         let n = n as usize;
@@ -309,7 +382,8 @@ impl<'a> Cursor<'a> {
     fn count(&mut self, what: &str, min_bytes: u64) -> Result<u64, RdbError> {
         let at = self.pos;
         let n = self.len(what)?;
-        if n.saturating_mul(min_bytes) > self.remaining() as u64 {
+        let need = n.saturating_mul(min_bytes);
+        if need > self.remaining() as u64 && !self.grow(need)? {
             return Err(RdbError::new(
                 ErrorKind::Truncated,
                 at,

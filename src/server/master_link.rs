@@ -13,6 +13,7 @@
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use mio::net::TcpStream;
 
@@ -20,7 +21,7 @@ use super::log::{self, Level};
 use super::Server;
 use crate::command::Session;
 use crate::config::LogLevel;
-use crate::engine::now_ms;
+use crate::engine::{now_ms, PayloadFeed};
 use crate::repl::handshake::{Config, Event, Handshake, Outcome, Step};
 use crate::repl::ids::{Position, ReplId};
 use crate::repl::payload::{Preamble, PreambleReader, Receiver};
@@ -64,6 +65,9 @@ enum Phase {
         receiver: Receiver,
         sink: PayloadSink,
         total: u64,
+        /// The load reading the file while it arrives (file sink), and
+        /// the payload length its window holds.
+        streamed: Option<(crate::engine::PayloadLoad, Arc<PayloadFeed>, u64)>,
     },
     /// The payload loads on its thread (the old data is served); stream
     /// bytes that follow it wait in `inbuf`.
@@ -403,6 +407,7 @@ impl Server {
                     receiver,
                     sink,
                     total,
+                    streamed,
                 } => {
                     let mut payload = Vec::with_capacity(data.len());
                     let rest = receiver.feed(data, &mut payload);
@@ -426,6 +431,14 @@ impl Server {
                         );
                         self.transfer_failed(link);
                         continue;
+                    }
+                    if let Some((_, feed, window)) = streamed.as_ref() {
+                        if passed <= *window {
+                            feed.arrived(passed);
+                        } else if let Some((load, _, _)) = streamed.take() {
+                            // Longer than the window: loaded once whole.
+                            load.cancel();
+                        }
                     }
                     if let Some(master) = self.engine.core().replica.master.as_mut() {
                         master.transfer = Some((total, passed, now_ms()));

@@ -72,6 +72,13 @@ pub(crate) fn serve_attempt(listener: &TcpListener, payload: &[u8]) -> TcpStream
 /// master that sends `payload` twice, and checks the replica kept its
 /// data, logged `expected_log` and came back for the second attempt.
 fn damaged_payload_keeps_old_data(payload: Vec<u8>, expected_log: &str) {
+    damaged_attempts_keep_old_data(payload, expected_log, false);
+}
+
+/// [`damaged_payload_keeps_old_data`]; with `close`, each attempt's
+/// connection is closed once the payload is sent (a master that goes away
+/// halfway).
+fn damaged_attempts_keep_old_data(payload: Vec<u8>, expected_log: &str, close: bool) {
     let dir = tempfile::tempdir().expect("temp dir");
     let log = dir.path().join("replica.log");
     let log_arg = log.to_string_lossy().into_owned();
@@ -86,6 +93,7 @@ fn damaged_payload_keeps_old_data(payload: Vec<u8>, expected_log: &str) {
         Value::Simple("OK".into())
     );
     let first = serve_attempt(&listener, &payload);
+    let first = (!close).then_some(first);
     // The replica gives up on the payload and connects again.
     let second = serve_attempt(&listener, &payload);
     drop((first, second));
@@ -104,13 +112,21 @@ fn damaged_payload_keeps_old_data(payload: Vec<u8>, expected_log: &str) {
     assert_eq!(call(&mut h, &["LLEN", "oldlist"]), Value::Int(2));
     assert_eq!(call(&mut h, &["EXISTS", "new1"]), Value::Int(0));
     assert_eq!(call(&mut h, &["DBSIZE"]), Value::Int(2));
-    // No temporary payload file is left behind.
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
-        .expect("dir")
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("temp-sync"))
-        .collect();
-    assert!(leftovers.is_empty());
+    // No temporary payload file is left behind (the last attempt's goes
+    // once the replica saw its end).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("temp-sync"))
+            .collect();
+        if leftovers.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left behind: {leftovers:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]
@@ -157,4 +173,68 @@ pub fn flipped_payload() -> Vec<u8> {
     let mut payload = format!("${}\r\n", rdb.len()).into_bytes();
     payload.extend_from_slice(&rdb);
     payload
+}
+
+/// Sends `payload` in `pieces` parts, `pause` apart (the replica reads
+/// the file while it arrives).
+fn drip(stream: &mut TcpStream, payload: &[u8], pieces: usize, pause: Duration) {
+    for part in payload.chunks(payload.len().div_ceil(pieces)) {
+        stream.write_all(part).expect("write");
+        std::thread::sleep(pause);
+    }
+}
+
+/// A replica of a fake master that sends a valid payload slowly, in both
+/// forms: the load that reads the file while it arrives waits for every
+/// part and ends with the master's data.
+#[test]
+fn a_payload_sent_in_slow_parts_loads_while_it_arrives() {
+    let rdb = redis_rdb();
+    let mark = "k".repeat(40);
+    let mut mark_form = format!("$EOF:{mark}\r\n").into_bytes();
+    mark_form.extend_from_slice(&rdb);
+    mark_form.extend_from_slice(mark.as_bytes());
+    let mut length_form = format!("${}\r\n", rdb.len()).into_bytes();
+    length_form.extend_from_slice(&rdb);
+    for payload in [length_form, mark_form] {
+        let replica = start_hozon(&[]);
+        let mut h = Conn::connect(replica.port);
+        call(&mut h, &["SET", "old", "replaced"]);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port().to_string();
+        call(&mut h, &["REPLICAOF", "127.0.0.1", &port]);
+        let mut stream = serve_attempt(&listener, &[]);
+        drip(&mut stream, &payload, 12, Duration::from_millis(40));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while call(&mut h, &["EXISTS", "new49"]) != Value::Int(1) {
+            assert!(Instant::now() < deadline, "the payload never loaded");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(call(&mut h, &["DBSIZE"]), Value::Int(50));
+        assert_eq!(call(&mut h, &["EXISTS", "old"]), Value::Int(0));
+        assert_eq!(
+            call(&mut h, &["GET", "new7"]),
+            Value::Bulk(b"from the fake master".to_vec())
+        );
+        drop(stream);
+    }
+}
+
+#[test]
+fn bytes_after_the_checksum_in_a_length_form_payload_keep_the_old_data() {
+    let mut rdb = redis_rdb();
+    rdb.extend_from_slice(b"junk");
+    let mut payload = format!("${}\r\n", rdb.len()).into_bytes();
+    payload.extend_from_slice(&rdb);
+    damaged_payload_keeps_old_data(payload, "4 bytes follow the RDB checksum");
+}
+
+/// The master goes away halfway through a length-form payload: the load
+/// reading it stops, the old data stays, no temporary file is left.
+#[test]
+fn a_payload_cut_by_a_closed_link_keeps_the_old_data() {
+    let rdb = redis_rdb();
+    let mut payload = format!("${}\r\n", rdb.len()).into_bytes();
+    payload.extend_from_slice(&rdb[..rdb.len() / 2]);
+    damaged_attempts_keep_old_data(payload, "Reconnecting to MASTER", true);
 }

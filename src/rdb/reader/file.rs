@@ -105,61 +105,99 @@ pub fn load_with_hints(
         let whole = data.len() - 8;
         let crc_job = (data[whole - 1] == opcode::EOF)
             .then(|| scope.spawn(move || crate::rdb::crc64(&data[..whole])));
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(4);
-        let parser = scope.spawn(move || {
-            let mut crc_job = crc_job;
-            let mut crc = |covered: usize| match crc_job.take() {
-                Some(job) if covered == whole => job
-                    .join()
-                    .unwrap_or_else(|_| crate::rdb::crc64(&data[..covered])),
-                _ => crate::rdb::crc64(&data[..covered]),
-            };
-            let mut batch = Vec::with_capacity(EVENT_BATCH);
-            let result = parse(data, options, &mut crc, &mut |event| {
-                batch.push(event);
-                if batch.len() >= EVENT_BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(EVENT_BATCH));
-                    // The receiver is gone only when the sink failed; its
-                    // error is the one reported.
-                    tx.send(full)
-                        .map_err(|_| (0, "stopped: the sink refused a key".to_string()))?;
-                }
-                Ok(())
-            });
-            if !batch.is_empty() {
-                let _ = tx.send(batch);
-            }
-            result
-        });
-        let mut refused: Option<RdbError> = None;
-        'batches: for batch in rx.iter() {
-            for event in batch {
-                match event {
-                    Event::Key(at, key) => {
-                        let ident = (key.db, key.key.clone());
-                        if let Err(message) = sink(key) {
-                            refused = Some(RdbError {
-                                kind: ErrorKind::Rejected,
-                                offset: at as u64,
-                                message,
-                                key: Some(ident),
-                            });
-                            break 'batches;
-                        }
-                    }
-                    Event::Resize(db, keys, expiring) => resize(db, keys, expiring),
-                }
-            }
-        }
-        drop(rx);
-        let parsed = parser
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        match refused {
-            Some(e) => Err(e),
-            None => parsed,
-        }
+        let mut crc_job = crc_job;
+        let crc = move |covered: usize| match crc_job.take() {
+            Some(job) if covered == whole => job
+                .join()
+                .unwrap_or_else(|_| crate::rdb::crc64(&data[..covered])),
+            _ => crate::rdb::crc64(&data[..covered]),
+        };
+        parse_beside_sink(scope, Cursor::new(data, 0), options, crc, sink, resize)
     })
+}
+
+/// [`load_with_hints`] of a payload still arriving: `window` is the
+/// mapping it is read through, `feed` says how much of it has come (the
+/// reader waits for the rest). The parse runs on a second thread beside
+/// the sink; the CRC is computed at the end, over what was read.
+pub fn load_streaming(
+    window: &[u8],
+    feed: &dyn Feed,
+    options: &Options,
+    sink: &mut dyn FnMut(LoadedKey) -> SinkResult,
+    resize: &mut dyn FnMut(usize, u64, u64),
+) -> Result<Summary, RdbError> {
+    let stream = Streaming { window, feed };
+    std::thread::scope(|scope| {
+        let crc = move |covered: usize| crate::rdb::crc64(&window[..covered]);
+        parse_beside_sink(
+            scope,
+            Cursor::streaming(stream, 0),
+            options,
+            crc,
+            sink,
+            resize,
+        )
+    })
+}
+
+/// Parses from `c` on a thread of `scope` while the calling thread runs
+/// the sink (values are built while earlier keys are inserted).
+fn parse_beside_sink<'scope, 'env: 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    c: Cursor<'env>,
+    options: &'env Options,
+    mut crc: impl FnMut(usize) -> u64 + Send + 'scope,
+    sink: &mut dyn FnMut(LoadedKey) -> SinkResult,
+    resize: &mut dyn FnMut(usize, u64, u64),
+) -> Result<Summary, RdbError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(4);
+    let parser = scope.spawn(move || {
+        let mut batch = Vec::with_capacity(EVENT_BATCH);
+        let result = parse_from(c, options, &mut crc, &mut |event| {
+            batch.push(event);
+            if batch.len() >= EVENT_BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(EVENT_BATCH));
+                // The receiver is gone only when the sink failed; its
+                // error is the one reported.
+                tx.send(full)
+                    .map_err(|_| (0, "stopped: the sink refused a key".to_string()))?;
+            }
+            Ok(())
+        });
+        if !batch.is_empty() {
+            let _ = tx.send(batch);
+        }
+        result
+    });
+    let mut refused: Option<RdbError> = None;
+    'batches: for batch in rx.iter() {
+        for event in batch {
+            match event {
+                Event::Key(at, key) => {
+                    let ident = (key.db, key.key.clone());
+                    if let Err(message) = sink(key) {
+                        refused = Some(RdbError {
+                            kind: ErrorKind::Rejected,
+                            offset: at as u64,
+                            message,
+                            key: Some(ident),
+                        });
+                        break 'batches;
+                    }
+                }
+                Event::Resize(db, keys, expiring) => resize(db, keys, expiring),
+            }
+        }
+    }
+    drop(rx);
+    let parsed = parser
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    match refused {
+        Some(e) => Err(e),
+        None => parsed,
+    }
 }
 
 /// Files smaller than this are parsed on the calling thread.
@@ -186,13 +224,29 @@ fn parse(
     crc: &mut dyn FnMut(usize) -> u64,
     emit: &mut dyn FnMut(Event) -> EmitResult,
 ) -> Result<Summary, RdbError> {
-    let (version, valkey, header_len) = read_header(data)?;
+    parse_from(Cursor::new(data, 0), options, crc, emit)
+}
+
+/// [`parse`] from a cursor at the start of the file (which may be a
+/// payload still arriving).
+fn parse_from(
+    mut c: Cursor<'_>,
+    options: &Options,
+    crc: &mut dyn FnMut(usize) -> u64,
+    emit: &mut dyn FnMut(Event) -> EmitResult,
+) -> Result<Summary, RdbError> {
+    // The longest header (`REDIS` or `VALKEY` and the version's digits).
+    const HEADER_MAX: u64 = 9;
+    if (c.remaining() as u64) < HEADER_MAX {
+        c.grow(HEADER_MAX)?;
+    }
+    let (version, valkey, header_len) = read_header(c.data)?;
     let mut summary = Summary {
         version,
         valkey,
         ..Summary::default()
     };
-    let mut c = Cursor::new(data, header_len);
+    c.pos = header_len;
     let mut db = 0usize;
     let mut expire: Option<i64> = None;
     loop {
@@ -216,7 +270,7 @@ fn parse(
                 }
                 Meta::ResizeDb { keys, expiring } => {
                     // A hint only: capped by what the rest of the file can hold.
-                    let cap = (c.remaining() / 3) as u64;
+                    let cap = (c.remaining_bound() / 3) as u64;
                     emit(Event::Resize(db, keys.min(cap), expiring.min(cap))).map_err(reject)?;
                 }
                 Meta::Expire(at) => expire = Some(at),
@@ -261,7 +315,7 @@ fn parse(
         emit(Event::Key(record_at, loaded)).map_err(reject)?;
         summary.keys += 1;
     }
-    summary.checksum = Some(verify_checksum(data, &mut c, version, crc)?);
+    summary.checksum = Some(verify_checksum(c.data, &mut c, version, crc)?);
     summary.len = c.pos;
     summary.position = crate::rdb::position_from_aux(&summary.aux);
     Ok(summary)

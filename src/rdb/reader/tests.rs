@@ -678,3 +678,133 @@ fn a_malformed_or_missing_position_field_means_no_position() {
         assert_eq!(scan(&data).expect("scan").position(), expected, "{what}");
     }
 }
+
+/// A payload revealed a few bytes at a time by another thread.
+struct Revealed {
+    state: std::sync::Mutex<(usize, bool, Option<String>)>,
+    cond: std::sync::Condvar,
+}
+
+impl Revealed {
+    fn new() -> Revealed {
+        Revealed {
+            state: std::sync::Mutex::new((0, false, None)),
+            cond: std::sync::Condvar::new(),
+        }
+    }
+
+    fn set(&self, avail: usize, ended: bool, failure: Option<&str>) {
+        let mut s = self.state.lock().unwrap();
+        *s = (avail, ended, failure.map(str::to_string));
+        self.cond.notify_all();
+    }
+}
+
+impl Feed for Revealed {
+    fn wait_for(&self, end: usize) -> Result<usize, String> {
+        let mut s = self.state.lock().unwrap();
+        loop {
+            if let Some(reason) = &s.2 {
+                return Err(reason.clone());
+            }
+            if s.0 >= end || s.1 {
+                return Ok(s.0);
+            }
+            s = self.cond.wait(s).unwrap();
+        }
+    }
+}
+
+/// A key and its database.
+type DbKey = (usize, Vec<u8>);
+
+/// Loads `data` through a feed that reveals `limit` of its bytes in steps
+/// of `step` (then says no more come); returns the keys and the result.
+fn load_revealed(
+    data: &[u8],
+    limit: usize,
+    step: usize,
+) -> (Vec<DbKey>, Result<Summary, RdbError>) {
+    let feed = Revealed::new();
+    let mut keys = Vec::new();
+    let result = std::thread::scope(|scope| {
+        let feed = &feed;
+        scope.spawn(move || {
+            let mut avail = 0;
+            while avail < limit {
+                avail = (avail + step).min(limit);
+                feed.set(avail, false, None);
+                std::thread::yield_now();
+            }
+            feed.set(limit, true, None);
+        });
+        load_streaming(
+            data,
+            feed,
+            &salvage_options(),
+            &mut |k| {
+                keys.push((k.db, k.key.to_vec()));
+                Ok(())
+            },
+            &mut |_, _, _| {},
+        )
+    });
+    (keys, result)
+}
+
+#[test]
+fn a_streamed_load_reads_what_a_whole_load_reads() {
+    for data in [sample(), hashes()] {
+        let mut whole = Vec::new();
+        let expected = load(&data, &salvage_options(), &mut |k| {
+            whole.push((k.db, k.key.to_vec()));
+            Ok(())
+        })
+        .expect("a valid file");
+        for step in [1, 7, 64, 4096, data.len()] {
+            let (keys, result) = load_revealed(&data, data.len(), step);
+            let summary = result.expect("the whole payload came");
+            assert_eq!(keys, whole, "step {step}");
+            assert_eq!(summary.len, expected.len);
+            assert_eq!(summary.checksum, Some(Checksum::Verified));
+        }
+    }
+}
+
+#[test]
+fn a_streamed_load_of_a_cut_payload_fails_as_a_truncated_file_does() {
+    let data = hashes();
+    for cut in (0..data.len()).step_by(13) {
+        let (_, result) = load_revealed(&data, cut, 5);
+        let streamed = result.expect_err("a cut payload");
+        let whole =
+            load(&data[..cut], &salvage_options(), &mut |_| Ok(())).expect_err("a cut file");
+        assert_eq!(streamed.kind, whole.kind, "cut at {cut}");
+        assert_eq!(streamed.offset, whole.offset, "cut at {cut}");
+    }
+}
+
+#[test]
+fn an_abandoned_streamed_load_stops_with_the_reason() {
+    let data = hashes();
+    let half = data.len() / 2;
+    let feed = Revealed::new();
+    let result = std::thread::scope(|scope| {
+        let feed = &feed;
+        scope.spawn(move || {
+            feed.set(half, false, None);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            feed.set(half, false, Some("the link was lost"));
+        });
+        load_streaming(
+            &data,
+            feed,
+            &salvage_options(),
+            &mut |_| Ok(()),
+            &mut |_, _, _| {},
+        )
+    });
+    let e = result.expect_err("abandoned");
+    assert_eq!(e.kind, ErrorKind::Truncated);
+    assert!(e.message.contains("the link was lost"), "{}", e.message);
+}

@@ -12,7 +12,7 @@
 //! a change of master or a lost link cancels the load (`socket.rs`).
 
 use super::{queue_ack, MasterLink, PayloadSink, Phase, SYNC_FILES};
-use crate::engine::{now_ms, PayloadSource};
+use crate::engine::{now_ms, PayloadSource, StreamedPayload, UNKNOWN_LENGTH_WINDOW};
 use crate::repl::handshake::Event;
 use crate::repl::payload::{PayloadForm, Receiver};
 use crate::server::log::{self, Level};
@@ -61,11 +61,58 @@ impl Server {
         if let Some(master) = self.engine.core().replica.master.as_mut() {
             master.transfer = Some((total, 0, now_ms()));
         }
+        let streamed = match &sink {
+            PayloadSink::File { path, .. } => self.start_streamed_load(path, &form),
+            PayloadSink::Memory { .. } => None,
+        };
         link.phase = Phase::Payload {
             receiver: Receiver::new(form),
             sink,
             total,
+            streamed,
         };
+    }
+
+    /// Starts loading a payload file while it arrives: its window is the
+    /// announced length, or for the mark form [`UNKNOWN_LENGTH_WINDOW`].
+    /// None (the file is loaded once whole) when the window cannot be
+    /// mapped.
+    fn start_streamed_load(
+        &mut self,
+        path: &std::path::Path,
+        form: &PayloadForm,
+    ) -> Option<(
+        crate::engine::PayloadLoad,
+        std::sync::Arc<crate::engine::PayloadFeed>,
+        u64,
+    )> {
+        let window = match form {
+            PayloadForm::Length(0) => return None,
+            PayloadForm::Length(n) => *n,
+            PayloadForm::Mark(_) => UNKNOWN_LENGTH_WINDOW,
+        };
+        let streamed = match StreamedPayload::open(path, window) {
+            Ok(streamed) => streamed,
+            Err(e) => {
+                log::log(
+                    Level::Notice,
+                    &format!(
+                        "MASTER <-> REPLICA sync: the payload will be loaded once received (mapping it: {e})"
+                    ),
+                );
+                return None;
+            }
+        };
+        let feed = std::sync::Arc::clone(&streamed.feed);
+        let window = streamed.window_len();
+        let total = match form {
+            PayloadForm::Length(n) => *n,
+            PayloadForm::Mark(_) => 0,
+        };
+        let load = self
+            .engine
+            .start_payload_load(PayloadSource::Streamed(streamed), total);
+        Some((load, feed, window))
     }
 
     /// The attempt failed while receiving or loading: the old data stays;
@@ -79,8 +126,12 @@ impl Server {
     /// The whole payload is in its file or in memory: its load starts on
     /// a thread of its own.
     pub(super) fn finish_payload(&mut self, link: &mut MasterLink) {
-        let Phase::Payload { sink, receiver, .. } =
-            std::mem::replace(&mut link.phase, Phase::Handshake)
+        let Phase::Payload {
+            sink,
+            receiver,
+            streamed,
+            ..
+        } = std::mem::replace(&mut link.phase, Phase::Handshake)
         else {
             return;
         };
@@ -103,7 +154,17 @@ impl Server {
         );
         // Our replicas resync with us later; a capture for them stops.
         self.engine.core().attach_to_new_master();
-        let load = self.engine.start_payload_load(source, total);
+        let load = match streamed {
+            Some((mut load, feed, _)) => {
+                // Read while it arrived: the rest of the load follows.
+                feed.complete();
+                load.progress.started_ms = now_ms();
+                load.progress.total_bytes = total;
+                drop(source);
+                load
+            }
+            None => self.engine.start_payload_load(source, total),
+        };
         if let Some(master) = self.engine.core().replica.master.as_mut() {
             master.loading = Some(load.progress.clone());
         }

@@ -79,11 +79,13 @@ impl Server {
             let _ = self.poll.registry().deregister(&mut socket);
         }
         match std::mem::replace(&mut link.phase, Phase::Handshake) {
-            Phase::Payload {
-                sink: PayloadSink::File { path, .. },
-                ..
-            } => {
-                let _ = std::fs::remove_file(path);
+            Phase::Payload { sink, streamed, .. } => {
+                if let Some((load, _, _)) = streamed {
+                    load.cancel();
+                }
+                if let PayloadSink::File { path, .. } = sink {
+                    let _ = std::fs::remove_file(path);
+                }
             }
             Phase::Loading { load, path, .. } => {
                 // The thread's result is discarded; the old data stays.
