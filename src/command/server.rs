@@ -24,7 +24,7 @@ mod introspection;
 
 use client::{
     client_getname, client_help, client_id, client_info, client_kill, client_list, client_no_evict,
-    client_reply, client_setname, client_unblock,
+    client_pause, client_reply, client_setname, client_unblock, client_unpause,
 };
 use config_cmd::{config_get, config_help, config_resetstat, config_rewrite, config_set};
 use info::info;
@@ -108,8 +108,10 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     sub!("kill", "client|kill", "connection", client_kill),
     sub!("list", "client|list", "connection", client_list),
     sub!("no-evict", "client|no-evict", "connection", client_no_evict),
+    sub!("pause", "client|pause", "connection", client_pause),
     sub!("reply", "client|reply", "connection", client_reply),
     sub!("unblock", "client|unblock", "connection", client_unblock),
+    sub!("unpause", "client|unpause", "connection", client_unpause),
     sub!("setname", "client|setname", "connection", client_setname),
 ];
 

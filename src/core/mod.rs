@@ -8,6 +8,7 @@
 mod background;
 pub mod clients;
 pub(crate) mod pause;
+pub(crate) use pause::{PauseMode, PausePurpose};
 pub(crate) mod repl;
 mod repl_sync;
 mod session;
@@ -99,7 +100,8 @@ pub struct Core {
     pub(crate) last_cron_ms: i64,
     /// The master this server follows, when a replica.
     pub(crate) replica: upstream::ReplicaRole,
-    /// Client pauses in force (a shutdown waiting for its replicas).
+    /// Client pauses in force (CLIENT PAUSE, a shutdown waiting for its
+    /// replicas).
     pub(crate) pauses: pause::Pauses,
     /// While a shutdown waits for its replicas: until when (Unix ms; INFO
     /// `shutdown_in_milliseconds`).

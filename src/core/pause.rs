@@ -1,9 +1,11 @@
 //! Client pauses (Redis 7.0's `pauseClients`): while writes are paused,
 //! commands that write or may replicate wait (the server postpones the
 //! client, its input kept) and no key expires, so the replication offset
-//! stays where it is. Today the one purpose is a shutdown waiting for its
-//! replicas (docs/replication.md §3.8); each purpose pauses and unpauses
-//! independently, and the strictest active pause applies.
+//! stays where it is; in ALL mode every command of every client but a
+//! replica waits. The purposes are CLIENT PAUSE (with a timeout) and a
+//! shutdown waiting for its replicas (docs/replication.md §3.8); each
+//! purpose pauses and unpauses independently, and the strictest active
+//! pause applies.
 
 use super::Core;
 
@@ -12,42 +14,102 @@ use super::Core;
 pub(crate) enum PausePurpose {
     /// A shutdown waits for its replicas to acknowledge the whole stream.
     Shutdown,
+    /// CLIENT PAUSE (until its timeout or CLIENT UNPAUSE).
+    Client,
 }
 
-/// What a pause holds back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a pause holds back (ordered: the later holds back more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum PauseMode {
     /// Commands that write or may replicate (`CLIENT_PAUSE_WRITE`).
     Write,
+    /// Every command of every client but replicas (`CLIENT_PAUSE_ALL`).
+    All,
+}
+
+/// One purpose's pause: its mode and its end (Unix ms; None: until
+/// unpaused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pause {
+    mode: PauseMode,
+    end_ms: Option<i64>,
 }
 
 /// The active pauses, one per purpose.
 #[derive(Debug, Default)]
 pub(crate) struct Pauses {
-    shutdown: Option<PauseMode>,
+    shutdown: Option<Pause>,
+    client: Option<Pause>,
     /// Clients the server holds for a pause or a shutdown (counted in
     /// INFO `blocked_clients`, as Redis counts them).
     pub(crate) waiting_clients: usize,
 }
 
 impl Pauses {
-    /// Pauses clients for `purpose` (replacing that purpose's pause).
-    pub(crate) fn pause(&mut self, purpose: PausePurpose, mode: PauseMode) {
+    fn slot(&mut self, purpose: PausePurpose) -> &mut Option<Pause> {
         match purpose {
-            PausePurpose::Shutdown => self.shutdown = Some(mode),
+            PausePurpose::Shutdown => &mut self.shutdown,
+            PausePurpose::Client => &mut self.client,
         }
+    }
+
+    /// Pauses clients for `purpose` until unpaused (replacing that
+    /// purpose's pause).
+    pub(crate) fn pause(&mut self, purpose: PausePurpose, mode: PauseMode) {
+        *self.slot(purpose) = Some(Pause { mode, end_ms: None });
+    }
+
+    /// Pauses clients for `purpose` until `end_ms`, as Redis's
+    /// `pauseClients` does: a pause of that purpose already active keeps
+    /// the stricter mode and the later end.
+    pub(crate) fn pause_until(
+        &mut self,
+        purpose: PausePurpose,
+        mode: PauseMode,
+        end_ms: i64,
+        now_ms: i64,
+    ) {
+        let slot = self.slot(purpose);
+        let active = slot.filter(|p| p.end_ms.is_none_or(|end| end >= now_ms));
+        *slot = Some(match active {
+            None => Pause {
+                mode,
+                end_ms: Some(end_ms),
+            },
+            Some(p) => Pause {
+                mode: p.mode.max(mode),
+                end_ms: p.end_ms.map(|end| end.max(end_ms)),
+            },
+        });
     }
 
     /// Ends `purpose`'s pause; the other purposes' stay.
     pub(crate) fn unpause(&mut self, purpose: PausePurpose) {
-        match purpose {
-            PausePurpose::Shutdown => self.shutdown = None,
-        }
+        *self.slot(purpose) = None;
     }
 
-    /// True while some pause holds writes back.
+    /// The strictest pause in force at `now_ms`, if any (a pause whose
+    /// end has passed is over; Redis ends it when its end is before now).
+    pub(crate) fn mode_at(&self, now_ms: i64) -> Option<PauseMode> {
+        [self.shutdown, self.client]
+            .into_iter()
+            .flatten()
+            .filter(|p| p.end_ms.is_none_or(|end| end >= now_ms))
+            .map(|p| p.mode)
+            .max()
+    }
+
+    /// The strictest pause in force now.
+    pub(crate) fn mode(&self) -> Option<PauseMode> {
+        if self.shutdown.is_none() && self.client.is_none() {
+            return None;
+        }
+        self.mode_at(crate::clock::now_ms())
+    }
+
+    /// True while some pause holds writes back (every pause does).
     pub(crate) fn writes_paused(&self) -> bool {
-        self.shutdown.is_some()
+        self.mode().is_some()
     }
 }
 
@@ -65,6 +127,38 @@ mod tests {
     use super::{PauseMode, PausePurpose};
     use crate::config::Config;
     use crate::engine::Engine;
+
+    #[test]
+    fn client_pauses_merge_as_redis_pause_clients_does() {
+        use super::Pauses;
+        let mut p = Pauses::default();
+        assert_eq!(p.mode_at(1000), None);
+        p.pause_until(PausePurpose::Client, PauseMode::All, 2000, 1000);
+        // A second pause keeps the stricter mode and the later end.
+        p.pause_until(PausePurpose::Client, PauseMode::Write, 5000, 1500);
+        assert_eq!(p.mode_at(1500), Some(PauseMode::All));
+        assert_eq!(p.mode_at(5000), Some(PauseMode::All));
+        assert_eq!(p.mode_at(5001), None);
+        // An expired pause is replaced, not merged.
+        p.pause_until(PausePurpose::Client, PauseMode::Write, 9000, 6000);
+        assert_eq!(p.mode_at(6000), Some(PauseMode::Write));
+        // A zero timeout (end 0) is over at once; it does not shorten one
+        // in force.
+        p.pause_until(PausePurpose::Client, PauseMode::Write, 0, 6000);
+        assert_eq!(p.mode_at(8000), Some(PauseMode::Write));
+        let mut fresh = Pauses::default();
+        fresh.pause_until(PausePurpose::Client, PauseMode::All, 0, 6000);
+        assert_eq!(fresh.mode_at(6000), None);
+        // The strictest purpose applies; unpausing one leaves the other.
+        p.pause(PausePurpose::Shutdown, PauseMode::Write);
+        p.pause_until(PausePurpose::Client, PauseMode::All, 20_000, 10_000);
+        assert_eq!(p.mode_at(10_000), Some(PauseMode::All));
+        p.unpause(PausePurpose::Client);
+        assert_eq!(p.mode_at(10_000), Some(PauseMode::Write));
+        assert_eq!(p.mode_at(i64::MAX), Some(PauseMode::Write));
+        p.unpause(PausePurpose::Shutdown);
+        assert_eq!(p.mode_at(10_000), None);
+    }
 
     #[test]
     fn writes_and_may_replicate_commands_wait_while_writes_are_paused() {

@@ -346,19 +346,25 @@ impl Engine {
 
     /// True when the command `argv` of `session` has to wait for the
     /// pause to end (Redis's `processCommand`: replicas are never paused;
-    /// in write mode, commands flagged `write` or `may-replicate`, and
-    /// EXEC of a transaction holding one). Unknown commands and clients
+    /// in ALL mode, every command; in WRITE mode, commands flagged `write`
+    /// or `may-replicate`, and EXEC of a transaction holding one). Unknown commands and clients
     /// that must authenticate first do not wait: their error comes at once.
     pub(crate) fn must_wait_for_pause(&self, session: &Session, argv: &[&[u8]]) -> bool {
-        if !self.core.pauses.writes_paused() || session.is_replica || session.is_master {
+        if session.is_replica || session.is_master {
             return false;
         }
+        let Some(mode) = self.core.pauses.mode() else {
+            return false;
+        };
         if !session.authenticated && self.core.config.requirepass.is_some() {
             return false;
         }
         let Ok((top, spec)) = crate::command::resolve(argv) else {
             return false;
         };
+        if mode == crate::core::PauseMode::All {
+            return true;
+        }
         if top.name == "exec" {
             return session
                 .multi

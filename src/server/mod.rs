@@ -111,6 +111,9 @@ pub struct Server {
     shutdown_state: Option<shutdown::Shutdown>,
     /// Clients whose next command waits for a client pause to end.
     postponed: TokenQueue,
+    /// The pause in force at the end of the last turn (when it ends or
+    /// holds back less, the postponed clients are looked at again).
+    pause_seen: Option<crate::core::PauseMode>,
     /// The link to our master, on a replica.
     master_link: Option<master_link::MasterLink>,
 }
@@ -148,6 +151,7 @@ impl Server {
             busy_poll: BusyPoll::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
             shutdown_state: None,
             postponed: TokenQueue::default(),
+            pause_seen: None,
             master_link: None,
         })
     }
@@ -213,6 +217,7 @@ impl Server {
                 }
             }
             self.expire_blocked();
+            self.check_pause_change();
             self.process_unblocked();
             self.close_overflowed();
             self.commit_log();

@@ -237,12 +237,21 @@ impl Server {
         self.resume_postponed();
     }
 
-    /// After a pause ended: the postponed clients' input is executed this
-    /// turn (a client still held by another pause is postponed again).
-    pub(super) fn resume_postponed(&mut self) {
-        if self.engine.core().pauses.writes_paused() {
-            return;
+    /// When the pause in force ended or holds back less than at the last
+    /// look (CLIENT UNPAUSE, a timeout, ALL became WRITE), the postponed
+    /// clients are looked at again (Redis's `unblockPostponedClients`).
+    pub(super) fn check_pause_change(&mut self) {
+        let now = self.engine.core().pauses.mode();
+        if now < self.pause_seen {
+            self.resume_postponed();
         }
+        self.pause_seen = now;
+    }
+
+    /// After a pause ended or eased: the postponed clients' input is
+    /// executed this turn (a client still held by a pause is postponed
+    /// again).
+    pub(super) fn resume_postponed(&mut self) {
         for token in self.postponed.take() {
             if let Some(client) = self.clients.get_mut(&token) {
                 client.postponed = false;

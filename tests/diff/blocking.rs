@@ -18,14 +18,14 @@ use super::harness::{
 };
 
 /// A client of both servers: (Redis connection, hozon connection).
-struct Client {
+pub(super) struct Client {
     r: Conn,
     h: Conn,
 }
 
 impl Client {
     /// A new client of `p`'s servers, in RESP3 when `resp3`.
-    fn new(p: &Pair, resp3: bool) -> Client {
+    pub(super) fn new(p: &Pair, resp3: bool) -> Client {
         let (r, h) = p.connect_more();
         let mut c = Client { r, h };
         if resp3 {
@@ -36,7 +36,7 @@ impl Client {
     }
 
     /// Sends `line` (split at spaces) to both servers without reading.
-    fn send(&mut self, line: &str) {
+    pub(super) fn send(&mut self, line: &str) {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
         let bytes = super::harness::encode_command(&args);
         self.r.send_raw(&bytes);
@@ -45,7 +45,7 @@ impl Client {
 
     /// Reads one reply from each server; they must be identical.
     #[track_caller]
-    fn reply(&mut self) -> Vec<u8> {
+    pub(super) fn reply(&mut self) -> Vec<u8> {
         let r = self.r.read_reply();
         let h = self.h.read_reply();
         assert_eq!(show(&r), show(&h), "replies differ (redis, hozon)");
@@ -54,14 +54,14 @@ impl Client {
 
     /// Sends `line` and checks the replies match.
     #[track_caller]
-    fn call(&mut self, line: &str) -> Vec<u8> {
+    pub(super) fn call(&mut self, line: &str) -> Vec<u8> {
         self.send(line);
         self.reply()
     }
 
     /// Asserts that neither server has answered yet (the client waits).
     #[track_caller]
-    fn assert_waiting(&mut self) {
+    pub(super) fn assert_waiting(&mut self) {
         let wait = Duration::from_millis(150);
         if let Some(r) = self.r.try_read_reply(wait) {
             panic!("redis answered a waiting client: {}", show(&r));
@@ -84,7 +84,7 @@ fn blocked_clients(conn: &mut Conn) -> Option<usize> {
 /// Waits until both servers report `n` blocked clients (the commands sent
 /// were processed), for at most 5 s.
 #[track_caller]
-fn wait_blocked(p: &mut Pair, n: usize) {
+pub(super) fn wait_blocked(p: &mut Pair, n: usize) {
     let start = Instant::now();
     loop {
         let r = blocked_clients(&mut p.r);

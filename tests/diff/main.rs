@@ -12,6 +12,7 @@ mod hash;
 mod keys;
 mod list;
 mod multi;
+mod pause;
 mod protocol;
 mod pubsub;
 mod pubsub_limits;

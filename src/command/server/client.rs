@@ -113,6 +113,43 @@ pub(super) fn client_unblock(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     Ok(Reply::Int(i64::from(unblocked)))
 }
 
+/// CLIENT PAUSE timeout [WRITE|ALL]: Redis 7.0's errors, in its order
+/// (the mode, then the timeout); a pause already in force keeps the
+/// stricter mode and the later end. `0` ends at once.
+pub(super) fn client_pause(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    use crate::core::{PauseMode, PausePurpose};
+    if argv.len() > 4 {
+        return Err(crate::command::subcommand_syntax_error(argv));
+    }
+    let mode = match argv.get(3) {
+        None => PauseMode::All,
+        Some(m) if is(m, "write") => PauseMode::Write,
+        Some(m) if is(m, "all") => PauseMode::All,
+        Some(_) => return Err(Reply::err("ERR CLIENT PAUSE mode must be WRITE or ALL")),
+    };
+    let timeout = crate::command::parse_int(argv[2])
+        .map_err(|_| Reply::err("ERR timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(Reply::err("ERR timeout is negative"));
+    }
+    let now = crate::clock::now_ms();
+    let end = if timeout > 0 {
+        now.saturating_add(timeout)
+    } else {
+        0
+    };
+    ctx.core
+        .pauses
+        .pause_until(PausePurpose::Client, mode, end, now);
+    Ok(Reply::ok())
+}
+
+/// CLIENT UNPAUSE: ends CLIENT PAUSE's pause (a shutdown's stays).
+pub(super) fn client_unpause(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
+    ctx.core.pauses.unpause(crate::core::PausePurpose::Client);
+    Ok(Reply::ok())
+}
+
 pub(super) fn client_no_evict(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if is(argv[2], "on") {
         ctx.session.no_evict = true;
