@@ -345,12 +345,13 @@ impl Engine {
     }
 
     /// True when the command `argv` of `session` has to wait for the
-    /// pause to end (Redis's `processCommand`: replicas are never paused;
+    /// pause to end (Redis's `processCommand`: replicas are never paused,
+    /// our master's link is;
     /// in ALL mode, every command; in WRITE mode, commands flagged `write`
     /// or `may-replicate`, and EXEC of a transaction holding one). Unknown commands and clients
     /// that must authenticate first do not wait: their error comes at once.
     pub(crate) fn must_wait_for_pause(&self, session: &Session, argv: &[&[u8]]) -> bool {
-        if session.is_replica || session.is_master {
+        if session.is_replica {
             return false;
         }
         let Some(mode) = self.core.pauses.mode() else {

@@ -244,6 +244,7 @@ impl Server {
         let now = self.engine.core().pauses.mode();
         if now < self.pause_seen {
             self.resume_postponed();
+            self.resume_master_stream();
         }
         self.pause_seen = now;
     }

@@ -13,6 +13,7 @@ use testkit::harness::{start_hozon, start_redis, Conn, ServerProcess};
 
 mod fake_master;
 mod load;
+mod pause;
 mod preamble;
 
 pub use testkit::value::Value;

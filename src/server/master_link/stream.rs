@@ -45,6 +45,7 @@ impl Server {
         // `inbuf` starts with the first byte of the unit being applied.
         let mut unit_start = 0;
         loop {
+            let request_start = link.parser.consumed();
             let request = match link.parser.next(&link.inbuf, true) {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
@@ -59,6 +60,13 @@ impl Server {
                 }
             };
             let argv = request.argv(&link.inbuf);
+            if self.engine.must_wait_for_pause(&session, &argv) {
+                // Clients are paused: the master's commands wait too, from
+                // this one on (Redis pauses its master client); applied
+                // when the pause ends or eases (`check_pause_change`).
+                link.parser.unread(request_start);
+                break;
+            }
             let is_getack = argv.len() >= 2
                 && argv[0].eq_ignore_ascii_case(b"replconf")
                 && argv[1].eq_ignore_ascii_case(b"getack");
@@ -102,6 +110,20 @@ impl Server {
         link.inbuf.drain(..unit_start);
         link.parser.consume(unit_start);
         link.session = Some(session);
+    }
+
+    /// A pause ended or eased: the master's commands held for it are
+    /// applied.
+    pub(in crate::server) fn resume_master_stream(&mut self) {
+        let Some(mut link) = self.master_link.take() else {
+            return;
+        };
+        if matches!(link.phase, super::Phase::Stream) && !link.inbuf.is_empty() {
+            self.apply_stream(&mut link);
+        }
+        if self.master_link.is_none() {
+            self.master_link = Some(link);
+        }
     }
 
     /// Pub/Sub messages the master's commands published, to their
