@@ -29,6 +29,7 @@ use crate::types::{Blob, EncodingLimits, Value};
 mod check;
 mod elements;
 mod file;
+mod parallel;
 mod salvage;
 mod scan;
 mod stream;

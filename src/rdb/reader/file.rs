@@ -127,6 +127,11 @@ pub fn load_streaming(
     sink: &mut dyn FnMut(LoadedKey) -> SinkResult,
     resize: &mut dyn FnMut(usize, u64, u64),
 ) -> Result<Summary, RdbError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores >= 2 {
+        // Values built on every core, beside a walker and the sink.
+        return super::parallel::load_parallel(window, feed, options, cores, sink, resize);
+    }
     let stream = Streaming { window, feed };
     std::thread::scope(|scope| {
         let crc = move |covered: usize| crate::rdb::crc64(&window[..covered]);
@@ -206,7 +211,7 @@ pub(super) const PARALLEL_MIN_BYTES: usize = 1 << 20;
 const EVENT_BATCH: usize = 256;
 
 /// What the parser hands on.
-enum Event {
+pub(super) enum Event {
     /// A key read at this record offset.
     Key(usize, LoadedKey),
     /// A RESIZEDB hint.

@@ -808,3 +808,130 @@ fn an_abandoned_streamed_load_stops_with_the_reason() {
     assert_eq!(e.kind, ErrorKind::Truncated);
     assert!(e.message.contains("the link was lost"), "{}", e.message);
 }
+
+/// 3000 keys of every kind over three databases, some expiring (some
+/// already past), in several of the parallel reader's batches.
+fn many() -> Vec<u8> {
+    let limits = EncodingLimits::default();
+    let keys: Vec<(usize, Blob, Value, Option<i64>)> = (0..3000)
+        .map(|i| {
+            let value = match i % 4 {
+                0 => Value::Str(Blob::from(
+                    format!("value {i} {}", "x".repeat(i % 50)).as_bytes(),
+                )),
+                1 => {
+                    let mut h = Hash::new();
+                    for f in 0..(i % 7 + 1) {
+                        h.set(
+                            format!("f{f}").as_bytes(),
+                            Blob::from(format!("{i}/{f}").as_bytes()),
+                            &limits,
+                        );
+                    }
+                    Value::Hash(Box::new(h))
+                }
+                2 => {
+                    let mut l = List::new();
+                    for e in 0..(i % 5 + 1) {
+                        l.push(End::Tail, format!("e{e}").as_bytes());
+                    }
+                    Value::List(Box::new(l))
+                }
+                _ => {
+                    let mut s = Set::default();
+                    for m in 0..(i % 9 + 1) {
+                        s.insert((m * 7).to_string().as_bytes(), 512);
+                    }
+                    Value::Set(Box::new(s))
+                }
+            };
+            let expire = match i % 10 {
+                0 => Some(1_000),
+                1 => Some(4_000_000_000_000),
+                _ => None,
+            };
+            (
+                i % 3 * 2,
+                Blob::from(format!("key:{i}").as_bytes()),
+                value,
+                expire,
+            )
+        })
+        .collect();
+    let mut keys = keys;
+    keys.sort_by_key(|k| k.0);
+    encode_file(
+        &Encoder::default(),
+        1_700_000_000_000,
+        keys.iter().map(|(db, k, v, e)| (*db, k, v, *e)),
+    )
+}
+
+/// The keys and summary (or error) of the whole-file load and of the
+/// streamed one, with expired keys skipped.
+fn both_loads(data: &[u8]) -> [(Vec<DbKey>, Result<Summary, RdbError>); 2] {
+    let options = Options {
+        skip_expired_before_ms: Some(2_000),
+        ..salvage_options()
+    };
+    let mut whole = Vec::new();
+    let whole_result = load(data, &options, &mut |k| {
+        whole.push((k.db, k.key.to_vec()));
+        Ok(())
+    });
+    let feed = Revealed::new();
+    feed.set(data.len(), true, None);
+    let mut streamed = Vec::new();
+    let streamed_result = load_streaming(
+        data,
+        &feed,
+        &options,
+        &mut |k| {
+            streamed.push((k.db, k.key.to_vec()));
+            Ok(())
+        },
+        &mut |_, _, _| {},
+    );
+    [(whole, whole_result), (streamed, streamed_result)]
+}
+
+#[test]
+fn a_streamed_load_of_many_keys_matches_the_whole_load_summary_included() {
+    let data = many();
+    let [(whole, w), (streamed, s)] = both_loads(&data);
+    let w = w.expect("a valid file");
+    assert!(w.expired_skipped > 0 && w.keys > 2000);
+    assert_eq!(s.expect("a valid file"), w);
+    assert_eq!(streamed, whole);
+}
+
+#[test]
+fn a_streamed_load_of_a_damaged_file_fails_where_the_whole_load_does() {
+    let data = many();
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    for round in 0..300 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let mut damaged = data.clone();
+        let at = 9 + (rng as usize) % (data.len() - 9);
+        damaged[at] ^= 1 << ((rng >> 40) % 8);
+        let [(whole, w), (streamed, s)] = both_loads(&damaged);
+        match (w, s) {
+            (Ok(w), Ok(s)) => {
+                assert_eq!(s, w, "round {round}, byte {at}");
+                assert_eq!(streamed, whole);
+            }
+            (Err(w), Err(s)) => {
+                assert_eq!(
+                    (s.kind, s.offset, &s.key),
+                    (w.kind, w.offset, &w.key),
+                    "round {round}, byte {at}: {s} / {w}"
+                );
+                // The keys before the damage reach the sink either way.
+                assert_eq!(streamed, whole, "round {round}, byte {at}");
+            }
+            (w, s) => panic!("round {round}, byte {at}: whole {w:?}, streamed {s:?}"),
+        }
+    }
+}
