@@ -22,6 +22,7 @@
 mod load;
 mod params;
 mod replica;
+mod rewrite;
 #[cfg(test)]
 mod tests;
 
@@ -37,6 +38,7 @@ pub use params::{
     MULTI_ARG, PARAMS, PROTECTED,
 };
 pub use replica::{DisklessLoad, ReplicaSettings};
+pub use rewrite::{rewrite_content, rewrite_file, SIGNATURE as REWRITE_SIGNATURE};
 
 /// Severity threshold of the log (`loglevel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -226,6 +226,42 @@ pub fn start_on_port(
     })
 }
 
+/// Starts `binary` with the configuration file `conf` as its only
+/// argument (the file sets `port` to `port`, and its own `dir`). None
+/// when it exits at once or another process answers on the port.
+pub fn start_from_config(
+    binary: &str,
+    name: &'static str,
+    port: u16,
+    conf: &std::path::Path,
+) -> Option<ServerProcess> {
+    let mut child = Command::new(binary)
+        .arg(conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+    std::thread::sleep(Duration::from_millis(2));
+    if let Ok(Some(_)) = child.try_wait() {
+        return None;
+    }
+    if !wait_until_listening(port, name, &mut child) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
+    }
+    Some(ServerProcess {
+        child,
+        port,
+        _dir: None,
+    })
+}
+
+/// A port nothing listens on now.
+pub fn unused_port() -> u16 {
+    free_port()
+}
+
 /// A client connection that reads one RESP reply per command.
 pub struct Conn {
     stream: TcpStream,

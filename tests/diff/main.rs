@@ -7,6 +7,7 @@
 use testkit::harness;
 
 mod blocking;
+mod config_rewrite;
 mod dump;
 mod hash;
 mod keys;

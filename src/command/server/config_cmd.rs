@@ -175,13 +175,30 @@ pub(super) fn config_resetstat(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
     Ok(Reply::ok())
 }
 
+/// CONFIG REWRITE: the configuration file the server was started with
+/// holds the values in force (`config::rewrite_file`; Redis's errors).
 pub(super) fn config_rewrite(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
-    if ctx.core.config.config_file.is_none() {
+    let Some(path) = ctx.core.config.config_file.clone() else {
         return Err(Reply::err(
             "ERR The server is running without a config file",
         ));
+    };
+    let master = ctx
+        .core
+        .replica
+        .master
+        .as_ref()
+        .map(|m| (m.host.as_str(), m.port));
+    match crate::config::rewrite_file(&path, &ctx.core.config, master) {
+        Ok(()) => {
+            ctx.core
+                .repl_log(true, "CONFIG REWRITE executed with success.".into());
+            Ok(Reply::ok())
+        }
+        Err(e) => {
+            ctx.core
+                .repl_log(true, format!("CONFIG REWRITE failed: {e}"));
+            Err(Reply::error(format!("ERR Rewriting config file: {e}")))
+        }
     }
-    Err(Reply::err(
-        "ERR CONFIG REWRITE is not supported by hozon yet: edit the configuration file instead",
-    ))
 }
