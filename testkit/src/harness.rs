@@ -299,6 +299,13 @@ impl Conn {
         self.read_reply()
     }
 
+    /// Sends a command and returns its raw reply, or None when the
+    /// connection fails (a server killed under a client's feet).
+    pub fn try_call(&mut self, args: &[&[u8]]) -> Option<Vec<u8>> {
+        self.stream.write_all(&encode_command(args)).ok()?;
+        self.try_read_reply(Duration::from_secs(20))
+    }
+
     /// Sends raw bytes.
     pub fn send_raw(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("write to server");
