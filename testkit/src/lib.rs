@@ -9,10 +9,13 @@
 //!   `persistence` and `inspect` suites).
 //! - [`value`]: RESP2 replies decoded into values (the `repl` and
 //!   `replica` suites).
+//! - [`clients`]: the pinned real client programs (redis-py, ioredis).
 //! - [`checks`]: the property check of every fuzz target, which the
 //!   `fuzz_corpus` suite runs over the committed corpus (docs/fuzzing.md).
 
 pub mod checks;
+#[cfg(feature = "harness")]
+pub mod clients;
 #[cfg(feature = "harness")]
 pub mod harness;
 pub mod rdb_files;

@@ -3,7 +3,8 @@
 //! promotes a replica, the other replica follows it with a partial
 //! resync, every write `WAIT 1` acknowledged before the kill is on the
 //! new master, and the old master, restarted on its own files, is turned
-//! into a replica of the new one.
+//! into a replica of the new one. A redis-py client using Sentinel
+//! discovery writes through the failover.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -11,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use testkit::clients::{python_with_redis_py, repo_root, run_client};
 use testkit::harness::{
     hozon_server_path, start_hozon, start_on_port, unused_port, Conn, ServerProcess,
 };
@@ -220,6 +222,18 @@ fn sentinel_fails_over_a_killed_hozon_master_without_losing_acknowledged_writes(
             }
         })
     };
+    // A redis-py client that finds the master through the sentinels.
+    let ports: Vec<String> = sentinels.iter().map(|s| s.port.to_string()).collect();
+    let py_client = {
+        let mut command = Command::new(python_with_redis_py());
+        command
+            .arg(repo_root().join("tests/clients/python/sentinel_client.py"))
+            .arg(ports.join(","))
+            .arg("40");
+        std::thread::spawn(move || {
+            run_client(command, "sentinel_client.py", Duration::from_secs(60))
+        })
+    };
     std::thread::sleep(Duration::from_millis(1500));
     let before_kill = acked.lock().unwrap().len();
     assert!(before_kill > 0, "no write was acknowledged before the kill");
@@ -304,5 +318,13 @@ fn sentinel_fails_over_a_killed_hozon_master_without_losing_acknowledged_writes(
     assert_eq!(
         call(&mut o, &["GET", "after"]),
         Value::Bulk(b"failover".to_vec())
+    );
+    // The redis-py client wrote on the old master, then on the new one.
+    let output = py_client.join().expect("the redis-py client");
+    let summary = output.lines().last().unwrap_or("");
+    assert!(
+        summary.contains(&format!("[\"127.0.0.1\", {old_port}]"))
+            && summary.contains(&format!("[\"127.0.0.1\", {new_port}]")),
+        "{output}"
     );
 }

@@ -14,7 +14,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,6 +25,7 @@ use hozon::resp::reply_frame::frame_len;
 use crate::crash::parse_int;
 use crate::harness::{encode_command, show, start_hozon, start_redis, Conn, ServerProcess};
 use crate::interop::dump;
+use testkit::clients::{node_client_dir, python_with_redis_py, repo_root, run_client};
 
 fn against_redis() -> bool {
     std::env::var("HOZON_SCRIPTING_SERVER").is_ok_and(|v| v == "redis")
@@ -47,105 +48,6 @@ fn kill_9(server: ServerProcess) {
         .expect("run kill");
     assert!(status.success(), "kill -9 {pid} failed");
     drop(server);
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-// ---------------------------------------------------------------------------
-// Real client programs.
-
-const INSTALL_PYTHON: &str = "scripts/test installs it; by hand: python3 -m venv target/pyclients \
-     && target/pyclients/bin/pip install -r tests/clients/requirements.txt";
-const INSTALL_NODE: &str = "scripts/test installs it; by hand: npm ci --prefix tests/clients/node";
-
-/// The text between `"<name>": "` (or `<name>==`) and the next quote or
-/// line end in `text`: the pinned or installed version.
-fn version_after(text: &str, marker: &str) -> Option<String> {
-    let start = text.find(marker)? + marker.len();
-    let rest = &text[start..];
-    let end = rest.find(['"', '\n', ' ', ';']).unwrap_or(rest.len());
-    Some(rest[..end].trim().to_string())
-}
-
-/// The venv's python, after checking that it has the pinned redis-py.
-fn python_with_redis_py() -> PathBuf {
-    let root = repo_root();
-    let requirements = std::fs::read_to_string(root.join("tests/clients/requirements.txt"))
-        .expect("tests/clients/requirements.txt is part of the repository");
-    let pinned = version_after(&requirements, "\nredis==")
-        .expect("tests/clients/requirements.txt pins redis==<version>");
-    let python = root.join("target/pyclients/bin/python");
-    let installed = Command::new(&python)
-        .args(["-c", "import redis; print(redis.__version__)"])
-        .output()
-        .ok()
-        .filter(|out| out.status.success())
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
-    match installed {
-        Some(version) if version == pinned => python,
-        Some(version) => panic!(
-            "target/pyclients has redis-py {version}, the tests pin {pinned}: {INSTALL_PYTHON}"
-        ),
-        None => panic!(
-            "redis-py {pinned} is not installed in target/pyclients (a Python venv): {INSTALL_PYTHON}"
-        ),
-    }
-}
-
-/// The Node client directory, after checking that it has the pinned ioredis.
-fn node_client_dir() -> PathBuf {
-    let dir = repo_root().join("tests/clients/node");
-    let manifest = std::fs::read_to_string(dir.join("package.json"))
-        .expect("tests/clients/node/package.json is part of the repository");
-    let pinned =
-        version_after(&manifest, "\"ioredis\": \"").expect("package.json pins ioredis exactly");
-    let installed = std::fs::read_to_string(dir.join("node_modules/ioredis/package.json"))
-        .ok()
-        .and_then(|text| version_after(&text, "\"version\": \""));
-    match installed {
-        Some(version) if version == pinned => dir,
-        Some(version) => panic!(
-            "tests/clients/node has ioredis {version}, package.json pins {pinned}: {INSTALL_NODE}"
-        ),
-        None => panic!("ioredis {pinned} is not installed in tests/clients/node: {INSTALL_NODE}"),
-    }
-}
-
-/// Runs a client program to completion (killed after `limit`); panics with
-/// its output unless it exits 0. Returns its output.
-fn run_client(mut command: Command, what: &str, limit: Duration) -> String {
-    let log = tempfile::NamedTempFile::new().expect("temp file for a client's output");
-    let stdout = log.reopen().expect("reopen the client log");
-    let stderr = log.reopen().expect("reopen the client log");
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .spawn()
-        .unwrap_or_else(|e| panic!("could not start {what}: {e}"));
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the client") {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut output = String::new();
-    std::fs::File::open(log.path())
-        .and_then(|mut f| f.read_to_string(&mut output))
-        .expect("read the client's output");
-    match status {
-        Some(status) if status.success() => output,
-        Some(status) => panic!("{what} failed ({status}); its output:\n{output}"),
-        None => panic!("{what} did not finish within {limit:?}; its output:\n{output}"),
-    }
 }
 
 fn last_line(output: &str) -> &str {
