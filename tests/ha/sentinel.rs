@@ -1,10 +1,11 @@
-//! Three `redis-sentinel` processes monitor a hozon master with two hozon
-//! replicas. The master is SIGKILLed under a steady write load: Sentinel
-//! promotes a replica, the other replica follows it with a partial
-//! resync, every write `WAIT 1` acknowledged before the kill is on the
-//! new master, and the old master, restarted on its own files, is turned
-//! into a replica of the new one. A redis-py client using Sentinel
-//! discovery writes through the failover.
+//! Three `redis-sentinel` processes monitor a master with two replicas
+//! (hozon, or mixed with redis-server). Under a steady write load the
+//! master is SIGKILLed, or `SENTINEL FAILOVER` is asked for: Sentinel
+//! promotes the preferred replica, the other replica follows it with a
+//! partial resync, every write acknowledged with WAIT before the failover
+//! is on the new master, and the old master (restarted on its own files
+//! after a kill) is turned into a replica of the new one. A redis-py
+//! client using Sentinel discovery writes through one of the failovers.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use testkit::clients::{python_with_redis_py, repo_root, run_client};
 use testkit::harness::{
-    hozon_server_path, start_hozon, start_on_port, unused_port, Conn, ServerProcess,
+    hozon_server_path, redis_server_path, start_hozon, start_on_port, start_redis, unused_port,
+    Conn, ServerProcess,
 };
 
 use crate::{call, info_field, Value};
@@ -139,15 +141,79 @@ fn role(port: u16) -> Option<(String, Option<u16>)> {
     Some((name, master))
 }
 
-/// A hozon server with the AOF on, in `dir` (kept across restarts).
-fn hozon_in(dir: &Path, extra: &[&str]) -> ServerProcess {
-    let dir_arg = dir.to_string_lossy().into_owned();
-    let args = [&["--appendonly", "yes", "--dir", &dir_arg][..], extra].concat();
-    start_hozon(&args)
+/// Which server program.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Hozon,
+    Redis,
 }
 
-#[test]
-fn sentinel_fails_over_a_killed_hozon_master_without_losing_acknowledged_writes() {
+impl Kind {
+    fn binary(self) -> String {
+        match self {
+            Kind::Hozon => hozon_server_path().to_string(),
+            Kind::Redis => redis_server_path(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Hozon => "hozon-server",
+            Kind::Redis => "redis-server",
+        }
+    }
+}
+
+/// A server of `kind` with the AOF on, in `dir` (kept across restarts).
+fn server_in(kind: Kind, dir: &Path, extra: &[&str]) -> ServerProcess {
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let args = [
+        &[
+            "--appendonly",
+            "yes",
+            "--dir",
+            &dir_arg,
+            "--repl-diskless-sync-delay",
+            "0",
+        ][..],
+        extra,
+    ]
+    .concat();
+    match kind {
+        Kind::Hozon => start_hozon(&args),
+        Kind::Redis => start_redis(&args),
+    }
+}
+
+/// How the failover starts.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Trigger {
+    /// SIGKILL of the master; later restarted on its own files.
+    Kill,
+    /// `SENTINEL FAILOVER mymaster` with the master running.
+    Manual,
+}
+
+fn link_up(port: u16) -> bool {
+    info_field(
+        &mut Conn::connect(port),
+        "replication",
+        "master_link_status",
+    )
+    .as_deref()
+        == Some("up")
+}
+
+/// A master of `master` kind and replicas of `replicas` kinds (the first
+/// one preferred by `replica-priority`), three sentinels, a write load,
+/// the failover by `trigger`, then the checks: every acknowledged write on
+/// the new master (acknowledged by `WAIT 1` for a kill, by both replicas
+/// for a manual failover, where the master keeps taking writes until
+/// Sentinel demotes it), the first replica promoted, the other one
+/// following it with a partial resync, the old master a replica of the
+/// new one. With `py_client`, a redis-py client using Sentinel discovery
+/// writes through it.
+fn failover(master_kind: Kind, replica_kinds: [Kind; 2], trigger: Trigger, py_client: bool) {
     let root = tempfile::tempdir().expect("temp dir");
     let dirs: Vec<PathBuf> = ["m", "r1", "r2", "s"]
         .iter()
@@ -157,24 +223,36 @@ fn sentinel_fails_over_a_killed_hozon_master_without_losing_acknowledged_writes(
             p
         })
         .collect();
-    let master = hozon_in(&dirs[0], &["--repl-diskless-sync-delay", "0"]);
+    let master = server_in(master_kind, &dirs[0], &[]);
     let old_port = master.port;
     let port_arg = old_port.to_string();
     let replicas = [
-        hozon_in(&dirs[1], &["--replicaof", "127.0.0.1", &port_arg]),
-        hozon_in(&dirs[2], &["--replicaof", "127.0.0.1", &port_arg]),
+        server_in(
+            replica_kinds[0],
+            &dirs[1],
+            &[
+                "--replicaof",
+                "127.0.0.1",
+                &port_arg,
+                "--replica-priority",
+                "10",
+            ],
+        ),
+        server_in(
+            replica_kinds[1],
+            &dirs[2],
+            &[
+                "--replicaof",
+                "127.0.0.1",
+                &port_arg,
+                "--replica-priority",
+                "100",
+            ],
+        ),
     ];
     let sentinels: Vec<Sentinel> = (0..3).map(|_| start_sentinel(&dirs[3], old_port)).collect();
     wait_for(30, "both replicas in sync", &sentinels, || {
-        replicas.iter().all(|r| {
-            info_field(
-                &mut Conn::connect(r.port),
-                "replication",
-                "master_link_status",
-            )
-            .as_deref()
-                == Some("up")
-        })
+        replicas.iter().all(|r| link_up(r.port))
     });
     wait_for(
         30,
@@ -187,32 +265,33 @@ fn sentinel_fails_over_a_killed_hozon_master_without_losing_acknowledged_writes(
         },
     );
 
-    // A steady write load; the keys WAIT 1 acknowledged are recorded.
+    // A steady write load; the keys WAIT acknowledged are recorded.
+    let wait_for_replicas: &'static [u8] = match trigger {
+        Trigger::Kill => b"1",
+        Trigger::Manual => b"2",
+    };
     let acked = Arc::new(Mutex::new(Vec::<String>::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (acked, stop) = (Arc::clone(&acked), Arc::clone(&stop));
         std::thread::spawn(move || {
-            let Ok(stream) = std::net::TcpStream::connect(("127.0.0.1", old_port)) else {
-                return;
-            };
-            drop(stream);
             let mut c = Conn::connect(old_port);
             let mut pending = Vec::new();
+            let want = format!(":{}\r\n", String::from_utf8_lossy(wait_for_replicas));
             for i in 0.. {
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
                 let key = format!("k:{i}");
-                let raw = c.try_call(&[b"SET", key.as_bytes(), b"v"]);
-
-                if raw.is_none() {
-                    return;
+                match c.try_call(&[b"SET", key.as_bytes(), b"v"]) {
+                    Some(reply) if reply == b"+OK\r\n" => pending.push(key),
+                    // A demoted master refuses writes (READONLY); a killed
+                    // one closes the connection.
+                    _ => return,
                 }
-                pending.push(key);
                 if i % 10 == 9 {
-                    match c.try_call(&[b"WAIT", b"1", b"200"]) {
-                        Some(reply) if reply.starts_with(b":") && reply != b":0\r\n" => {
+                    match c.try_call(&[b"WAIT", wait_for_replicas, b"200"]) {
+                        Some(reply) if reply == want.as_bytes() => {
                             acked.lock().unwrap().append(&mut pending);
                         }
                         Some(_) => pending.clear(),
@@ -224,7 +303,7 @@ fn sentinel_fails_over_a_killed_hozon_master_without_losing_acknowledged_writes(
     };
     // A redis-py client that finds the master through the sentinels.
     let ports: Vec<String> = sentinels.iter().map(|s| s.port.to_string()).collect();
-    let py_client = {
+    let py_client = py_client.then(|| {
         let mut command = Command::new(python_with_redis_py());
         command
             .arg(repo_root().join("tests/clients/python/sentinel_client.py"))
@@ -233,27 +312,42 @@ fn sentinel_fails_over_a_killed_hozon_master_without_losing_acknowledged_writes(
         std::thread::spawn(move || {
             run_client(command, "sentinel_client.py", Duration::from_secs(60))
         })
-    };
+    });
     std::thread::sleep(Duration::from_millis(1500));
-    let before_kill = acked.lock().unwrap().len();
-    assert!(before_kill > 0, "no write was acknowledged before the kill");
-    drop(master); // SIGKILL
-    stop.store(true, Ordering::Relaxed);
-    writer.join().expect("the writer");
-    let acked = acked.lock().unwrap().clone();
+    assert!(
+        !acked.lock().unwrap().is_empty(),
+        "no write was acknowledged before the failover"
+    );
+    let master = match trigger {
+        Trigger::Kill => {
+            drop(master); // SIGKILL
+            stop.store(true, Ordering::Relaxed);
+            None
+        }
+        Trigger::Manual => {
+            let mut s = Conn::connect(sentinels[0].port);
+            assert_eq!(
+                call(&mut s, &["SENTINEL", "FAILOVER", "mymaster"]),
+                Value::Simple("OK".into())
+            );
+            Some(master)
+        }
+    };
 
     wait_for(30, "+switch-master", &sentinels, || {
         sentinels
             .iter()
             .all(|s| master_port(s).is_some_and(|p| p != old_port))
     });
+    stop.store(true, Ordering::Relaxed);
+    writer.join().expect("the writer");
+    let acked = acked.lock().unwrap().clone();
     let new_port = master_port(&sentinels[0]).expect("a new master");
-    let (promoted, other) = if replicas[0].port == new_port {
-        (&replicas[0], &replicas[1])
-    } else {
-        (&replicas[1], &replicas[0])
-    };
-    assert_eq!(promoted.port, new_port);
+    let (promoted, other) = (&replicas[0], &replicas[1]);
+    assert_eq!(
+        new_port, promoted.port,
+        "the preferred replica was not promoted"
+    );
     let mut p = Conn::connect(new_port);
     // Every acknowledged write is on the new master.
     let missing: Vec<&String> = acked
@@ -272,59 +366,92 @@ fn sentinel_fails_over_a_killed_hozon_master_without_losing_acknowledged_writes(
         30,
         "the other replica following the new master",
         &sentinels,
-        || {
-            role(other.port) == Some(("slave".into(), Some(new_port)))
-                && info_field(
-                    &mut Conn::connect(other.port),
-                    "replication",
-                    "master_link_status",
-                )
-                .as_deref()
-                    == Some("up")
-        },
+        || role(other.port) == Some(("slave".into(), Some(new_port))) && link_up(other.port),
     );
-    let partial = info_field(&mut p, "stats", "sync_partial_ok").unwrap_or_default();
-    assert_eq!(partial, "1", "the other replica did not continue partially");
+    // After a kill it continues partially; in a manual failover the old
+    // master kept sending it writes after the promoted replica stopped
+    // following, so its history is longer and it takes a full sync (as
+    // from a Redis master).
+    if trigger == Trigger::Kill {
+        let partial: u64 = info_field(&mut p, "stats", "sync_partial_ok")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        assert!(partial >= 1, "the other replica did not continue partially");
+    }
     // Writes go to the new master and reach the other replica.
     call(&mut p, &["SET", "after", "failover"]);
-    assert_eq!(call(&mut p, &["WAIT", "1", "5000"]), Value::Int(1));
+    assert!(matches!(call(&mut p, &["WAIT", "1", "5000"]), Value::Int(n) if n >= 1));
 
-    // The old master comes back on its own files: Sentinel turns it into
-    // a replica of the new master.
-    let dir_arg = dirs[0].to_string_lossy().into_owned();
-    let restarted = start_on_port(
-        hozon_server_path(),
-        "hozon-server",
-        old_port,
-        &["--appendonly", "yes", "--dir", &dir_arg],
-    )
-    .expect("the old master restarts on its port");
+    // The old master (restarted on its own files after a kill) is turned
+    // into a replica of the new master.
+    let old = match master {
+        Some(running) => running,
+        None => {
+            let dir_arg = dirs[0].to_string_lossy().into_owned();
+            let binary = master_kind.binary();
+            start_on_port(
+                &binary,
+                master_kind.name(),
+                old_port,
+                &["--appendonly", "yes", "--dir", &dir_arg],
+            )
+            .expect("the old master restarts on its port")
+        }
+    };
     wait_for(
         40,
         "the old master turned into a replica",
         &sentinels,
-        || {
-            role(old_port) == Some(("slave".into(), Some(new_port)))
-                && info_field(
-                    &mut Conn::connect(old_port),
-                    "replication",
-                    "master_link_status",
-                )
-                .as_deref()
-                    == Some("up")
-        },
+        || role(old_port) == Some(("slave".into(), Some(new_port))) && link_up(old_port),
     );
-    let mut o = Conn::connect(restarted.port);
+    let mut o = Conn::connect(old.port);
     assert_eq!(
         call(&mut o, &["GET", "after"]),
         Value::Bulk(b"failover".to_vec())
     );
-    // The redis-py client wrote on the old master, then on the new one.
-    let output = py_client.join().expect("the redis-py client");
-    let summary = output.lines().last().unwrap_or("");
-    assert!(
-        summary.contains(&format!("[\"127.0.0.1\", {old_port}]"))
-            && summary.contains(&format!("[\"127.0.0.1\", {new_port}]")),
-        "{output}"
+    if let Some(client) = py_client {
+        // The redis-py client wrote on the old master, then on the new one.
+        let output = client.join().expect("the redis-py client");
+        let summary = output.lines().last().unwrap_or("");
+        assert!(
+            summary.contains(&format!("[\"127.0.0.1\", {old_port}]"))
+                && summary.contains(&format!("[\"127.0.0.1\", {new_port}]")),
+            "{output}"
+        );
+    }
+}
+
+#[test]
+fn sentinel_fails_over_a_killed_hozon_master_without_losing_acknowledged_writes() {
+    failover(Kind::Hozon, [Kind::Hozon, Kind::Hozon], Trigger::Kill, true);
+}
+
+#[test]
+fn sentinel_failover_command_switches_hozon_servers_without_losing_acknowledged_writes() {
+    failover(
+        Kind::Hozon,
+        [Kind::Hozon, Kind::Hozon],
+        Trigger::Manual,
+        false,
+    );
+}
+
+#[test]
+fn sentinel_promotes_a_redis_replica_of_a_killed_hozon_master() {
+    failover(
+        Kind::Hozon,
+        [Kind::Redis, Kind::Hozon],
+        Trigger::Kill,
+        false,
+    );
+}
+
+#[test]
+fn sentinel_promotes_a_hozon_replica_of_a_killed_redis_master() {
+    failover(
+        Kind::Redis,
+        [Kind::Hozon, Kind::Redis],
+        Trigger::Kill,
+        false,
     );
 }
