@@ -1,8 +1,10 @@
-//! High availability with the real programs (issue 26): Redis Sentinel
-//! (Debian's `redis-sentinel`, 7.0) failing over hozon servers. Each test
-//! starts its own servers and sentinels on free ports; a missing
-//! `redis-sentinel` fails the test (scripts/test installs it).
+//! High availability and scale-out with the real programs (issue 26):
+//! Redis Sentinel (Debian's `redis-sentinel`, 7.0) failing over hozon
+//! servers, and twemproxy (Debian's `nutcracker`) sharding over them.
+//! Each test starts its own processes on free ports; a missing program
+//! fails the test (scripts/test installs both).
 
+mod proxy;
 mod sentinel;
 
 use testkit::harness::Conn;
