@@ -14,11 +14,110 @@ const SERVER: &str = "server";
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::from_docs("replicaof", "replicaof", SERVER, replicaof),
     CommandSpec::from_docs("slaveof", "slaveof", SERVER, replicaof),
+    CommandSpec::from_docs("failover", "failover", SERVER, failover),
 ];
+
+/// Redis's `failoverCommand`: FAILOVER [TO host port [FORCE]] [ABORT]
+/// [TIMEOUT ms], its checks and errors in Redis's order
+/// (`core::failover` does the rest).
+fn failover(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    use crate::command::is;
+    if argv.len() == 2 && is(argv[1], "abort") {
+        if ctx.core.failover.is_none() {
+            return Err(Reply::err("ERR No failover in progress."));
+        }
+        ctx.core.abort_failover("Failover manually aborted");
+        return Ok(Reply::ok());
+    }
+    let long = |arg: &[u8]| {
+        crate::command::parse_int(arg)
+            .map_err(|_| Reply::err("ERR value is not an integer or out of range"))
+    };
+    let mut timeout_ms = 0i64;
+    let mut force = false;
+    let mut target: Option<(String, i64)> = None;
+    let mut j = 1;
+    while j < argv.len() {
+        if is(argv[j], "timeout") && j + 1 < argv.len() && timeout_ms == 0 {
+            timeout_ms = long(argv[j + 1])?;
+            if timeout_ms <= 0 {
+                return Err(Reply::err("ERR FAILOVER timeout must be greater than 0"));
+            }
+            j += 2;
+        } else if is(argv[j], "to") && j + 2 < argv.len() && target.is_none() {
+            let port = long(argv[j + 2])?;
+            target = Some((String::from_utf8_lossy(argv[j + 1]).into_owned(), port));
+            j += 3;
+        } else if is(argv[j], "force") && !force {
+            force = true;
+            j += 1;
+        } else {
+            return Err(Reply::err("ERR syntax error"));
+        }
+    }
+    if ctx.core.failover.is_some() {
+        return Err(Reply::err("ERR FAILOVER already in progress."));
+    }
+    if ctx.core.replica.master.is_some() {
+        return Err(Reply::err(
+            "ERR FAILOVER is not valid when server is a replica.",
+        ));
+    }
+    if ctx.core.repl.replicas.is_empty() {
+        return Err(Reply::err("ERR FAILOVER requires connected replicas."));
+    }
+    if force && (timeout_ms == 0 || target.is_none()) {
+        return Err(Reply::err(
+            "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+        ));
+    }
+    let target = match target {
+        Some((host, port)) => {
+            let found = u16::try_from(port)
+                .ok()
+                .and_then(|p| ctx.core.find_replica(&host, p).map(|id| (id, p)));
+            let Some((id, port)) = found else {
+                return Err(Reply::err(
+                    "ERR FAILOVER target HOST and PORT is not a replica.",
+                ));
+            };
+            let online = ctx
+                .core
+                .repl
+                .replicas
+                .get(&id)
+                .is_some_and(|r| r.state == crate::core::repl::ReplicaState::Online);
+            if !online {
+                return Err(Reply::err("ERR FAILOVER target replica is not online."));
+            }
+            ctx.host.log(
+                LogLevel::Notice,
+                &format!("FAILOVER requested to {host}:{port}."),
+            );
+            Some((host, port))
+        }
+        None => {
+            ctx.host
+                .log(LogLevel::Notice, "FAILOVER requested to any replica.");
+            None
+        }
+    };
+    let end_ms = (timeout_ms > 0).then(|| ctx.now_ms.saturating_add(timeout_ms));
+    ctx.core.start_failover(crate::core::failover::Failover {
+        stage: crate::core::failover::Stage::WaitForSync,
+        target,
+        end_ms,
+        force,
+    });
+    Ok(Reply::ok())
+}
 
 /// Redis's `replicaofCommand`.
 fn replicaof(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let (host, port) = (argv[1], argv[2]);
+    if ctx.core.failover.is_some() {
+        return Err(Reply::err("ERR REPLICAOF not allowed while failing over."));
+    }
     if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
         if let Some(ids) = ctx.core.become_master() {
             ctx.host.log(LogLevel::Notice, &ids);
@@ -35,6 +134,7 @@ fn replicaof(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             "ERR Command is not valid when client is a replica.",
         ));
     }
+
     let port = std::str::from_utf8(port)
         .ok()
         .and_then(|p| p.parse::<i64>().ok())

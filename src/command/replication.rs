@@ -149,6 +149,34 @@ fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return Ok(no_reply());
     }
     let psync = argv[0].eq_ignore_ascii_case(b"psync");
+    // A master failing over to us: we take over when its id is ours
+    // (Redis's syncCommand), then the PSYNC goes on as any other.
+    if psync && argv.len() > 3 && argv[3].eq_ignore_ascii_case(b"failover") {
+        let replid = String::from_utf8_lossy(argv[1]).into_owned();
+        ctx.host.log(
+            LogLevel::Warning,
+            &format!("Failover request received for replid {replid}."),
+        );
+        if ctx.core.replica.master.is_none() {
+            return Err(Reply::err("ERR PSYNC FAILOVER can't be sent to a master."));
+        }
+        if replid != ctx.core.repl.replid.to_string() {
+            return Err(Reply::err(
+                "ERR PSYNC FAILOVER replid must match my replid.",
+            ));
+        }
+        if let Some(ids) = ctx.core.become_master() {
+            ctx.host.log(LogLevel::Notice, &ids);
+        }
+        let info = super::server::client::current_line(ctx, argv, "psync");
+        ctx.host.log(
+            LogLevel::Notice,
+            &format!("MASTER MODE enabled (failover request from '{info}')"),
+        );
+    }
+    if ctx.core.failover.is_some() {
+        return Err(Reply::err("NOMASTERLINK Can't SYNC while failing over"));
+    }
     if let Some(refusal) = crate::command::replicaof::sync_refusal(ctx) {
         return Err(refusal);
     }
@@ -167,9 +195,6 @@ fn sync(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         if conf.filter.is_filtered() && !conf.capa_eof {
             return Err(Reply::err("ERR Filtered replica requires EOF capability"));
         }
-    }
-    if psync && argv.len() > 3 && argv[3].eq_ignore_ascii_case(b"failover") {
-        return Err(Reply::err("ERR PSYNC FAILOVER can't be sent to a master."));
     }
     if let Some(cause) = &ctx.core.repl.broken {
         return Err(Reply::error(format!(

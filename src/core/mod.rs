@@ -7,6 +7,7 @@
 
 mod background;
 pub mod clients;
+pub(crate) mod failover;
 pub(crate) mod pause;
 pub(crate) use pause::{PauseMode, PausePurpose};
 pub(crate) mod repl;
@@ -103,6 +104,8 @@ pub struct Core {
     /// Client pauses in force (CLIENT PAUSE, a shutdown waiting for its
     /// replicas).
     pub(crate) pauses: pause::Pauses,
+    /// A FAILOVER in progress.
+    pub(crate) failover: Option<failover::Failover>,
     /// While a shutdown waits for its replicas: until when (Unix ms; INFO
     /// `shutdown_in_milliseconds`).
     pub(crate) shutdown_deadline_ms: Option<i64>,

@@ -16,6 +16,8 @@ pub(crate) enum PausePurpose {
     Shutdown,
     /// CLIENT PAUSE (until its timeout or CLIENT UNPAUSE).
     Client,
+    /// FAILOVER, until the failover ends.
+    Failover,
 }
 
 /// What a pause holds back (ordered: the later holds back more).
@@ -40,6 +42,7 @@ struct Pause {
 pub(crate) struct Pauses {
     shutdown: Option<Pause>,
     client: Option<Pause>,
+    failover: Option<Pause>,
     /// Clients the server holds for a pause or a shutdown (counted in
     /// INFO `blocked_clients`, as Redis counts them).
     pub(crate) waiting_clients: usize,
@@ -50,6 +53,7 @@ impl Pauses {
         match purpose {
             PausePurpose::Shutdown => &mut self.shutdown,
             PausePurpose::Client => &mut self.client,
+            PausePurpose::Failover => &mut self.failover,
         }
     }
 
@@ -91,7 +95,7 @@ impl Pauses {
     /// The strictest pause in force at `now_ms`, if any (a pause whose
     /// end has passed is over; Redis ends it when its end is before now).
     pub(crate) fn mode_at(&self, now_ms: i64) -> Option<PauseMode> {
-        [self.shutdown, self.client]
+        [self.shutdown, self.client, self.failover]
             .into_iter()
             .flatten()
             .filter(|p| p.end_ms.is_none_or(|end| end >= now_ms))
@@ -101,7 +105,7 @@ impl Pauses {
 
     /// The strictest pause in force now.
     pub(crate) fn mode(&self) -> Option<PauseMode> {
-        if self.shutdown.is_none() && self.client.is_none() {
+        if self.shutdown.is_none() && self.client.is_none() && self.failover.is_none() {
             return None;
         }
         self.mode_at(crate::clock::now_ms())

@@ -66,6 +66,7 @@ impl Core {
     /// `repl-ping-replica-period`, a newline each second to replicas
     /// waiting for their payload, and `repl-timeout`.
     pub(crate) fn repl_cron(&mut self, now_ms: i64) {
+        self.failover_cron(now_ms);
         if self.repl.replicas.is_empty() {
             // The PING period counts from when replicas appear: Redis
             // pings every `repl-ping-replica-period` cron seconds since its

@@ -119,6 +119,7 @@ impl Engine {
                 last_cron_ms: now,
                 replica: Default::default(),
                 pauses: Default::default(),
+                failover: None,
                 shutdown_deadline_ms: None,
             },
         };

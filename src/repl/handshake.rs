@@ -31,6 +31,10 @@ pub struct Config {
     pub masteruser: Option<Vec<u8>>,
     /// `masterauth`: `AUTH` is sent only when set.
     pub masterauth: Option<Vec<u8>>,
+    /// This server is failing over to the master it connects to: PSYNC
+    /// carries `FAILOVER`, and any reply but `+CONTINUE`/`+FULLRESYNC`
+    /// ends the attempt with [`RetryReason::FailoverRejected`].
+    pub failover: bool,
 }
 
 /// Where the link stands (Redis's `repl_state`).
@@ -160,6 +164,8 @@ pub enum RetryReason {
     BadReply,
     /// The payload could not be received or loaded.
     TransferFailed,
+    /// The master we fail over to refused `PSYNC … FAILOVER`.
+    FailoverRejected,
 }
 
 /// A log line.
@@ -217,7 +223,13 @@ impl Handshake {
         self.state
     }
 
-    /// The configuration.
+    /// The failover this link was made for is over: later attempts send
+    /// a plain PSYNC.
+    pub fn end_failover(&mut self) {
+        self.config.failover = false;
+    }
+
+    /// The settings the link was made with.
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -445,22 +457,35 @@ impl Handshake {
                     "Trying a partial resynchronization (request {}:{offset}).",
                     cached.replid
                 ));
-                encode_command(
-                    &mut step.send,
-                    &[&b"PSYNC"[..], cached.replid.as_bytes(), offset.as_bytes()],
-                );
+                let replid = cached.replid.to_string();
+                self.encode_psync(&mut step.send, &replid, &offset);
             }
             None => {
                 step.notice("Partial resynchronization not possible (no cached master)");
-                encode_command(&mut step.send, &["PSYNC", "?", "-1"]);
+                self.encode_psync(&mut step.send, "?", "-1");
             }
         }
         self.state = State::ReceivePsyncReply;
     }
 
+    /// `PSYNC <replid> <offset>`, with `FAILOVER` while failing over.
+    fn encode_psync(&self, out: &mut Vec<u8>, replid: &str, offset: &str) {
+        if self.config.failover {
+            encode_command(out, &["PSYNC", replid, offset, "FAILOVER"]);
+        } else {
+            encode_command(out, &["PSYNC", replid, offset]);
+        }
+    }
+
     /// The reply to PSYNC (Redis's `slaveTryPartialResynchronization`).
     fn psync_reply(&mut self, line: &[u8], step: &mut Out) {
         let text = String::from_utf8_lossy(line);
+        let settled = line.starts_with(b"+FULLRESYNC") || line.starts_with(b"+CONTINUE");
+        if self.config.failover && !line.is_empty() && !settled {
+            step.notice(format!("Failover target rejected psync request: {text}"));
+            self.fail(step, RetryReason::FailoverRejected);
+            return;
+        }
         if line.is_empty() {
             // A keepalive before the reply.
         } else if line.starts_with(b"+FULLRESYNC") {

@@ -22,7 +22,7 @@ use super::Server;
 use crate::command::Session;
 use crate::config::LogLevel;
 use crate::engine::{now_ms, PayloadFeed};
-use crate::repl::handshake::{Config, Event, Handshake, Outcome, Step};
+use crate::repl::handshake::{Config, Event, Handshake, Outcome, RetryReason, Step};
 use crate::repl::ids::{Position, ReplId};
 use crate::repl::payload::{Preamble, PreambleReader, Receiver};
 use crate::resp;
@@ -242,6 +242,7 @@ impl Server {
             announce_ip: settings.announce_ip.clone(),
             masteruser: settings.masteruser.clone(),
             masterauth: settings.masterauth.clone(),
+            failover: core.failover_in_progress(),
         })
     }
 
@@ -355,13 +356,30 @@ impl Server {
                 let step = link.handshake.handle(Event::LinkLost);
                 self.apply_step(link, step);
             }
+            Some(Outcome::Retry {
+                reason: RetryReason::FailoverRejected,
+            }) => {
+                // Redis's abortFailover: a master again.
+                self.close_link_socket(link);
+                self.engine
+                    .core()
+                    .abort_failover("Failover target rejected psync request");
+            }
             Some(Outcome::Retry { .. }) => self.close_link_socket(link),
             Some(Outcome::FullSync { replid, offset }) => {
+                if link.handshake.config().failover {
+                    link.handshake.end_failover();
+                    self.engine.core().clear_failover();
+                }
                 link.full_sync = Some((replid, offset));
                 link.psync_master = replid.is_some();
                 link.phase = Phase::Preamble(PreambleReader::new());
             }
             Some(Outcome::Continue { new_replid }) => {
+                if link.handshake.config().failover {
+                    link.handshake.end_failover();
+                    self.engine.core().clear_failover();
+                }
                 link.psync_master = true;
                 self.engine.core().mirror_continue(new_replid);
                 self.start_stream(link);

@@ -19,6 +19,7 @@ pub use testkit::value;
 
 mod bad_input;
 mod dataset;
+mod failover;
 mod fake_replica;
 mod full_sync;
 mod info;

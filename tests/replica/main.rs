@@ -269,6 +269,7 @@ fn redis_master_diskless_payload_then_stream() {
 
 mod announce;
 mod chain;
+mod failover;
 mod promotion;
 mod refusals;
 mod restart;

@@ -482,7 +482,7 @@ fn info_replication(ctx: &Ctx, out: &mut String) {
         (b.backlog_first_byte_offset(), b.backlog_histlen())
     });
     lines.extend([
-        "master_failover_state:no-failover".to_string(),
+        format!("master_failover_state:{}", ctx.core.failover_state_name()),
         format!("master_replid:{}", repl.replid),
         format!("master_replid2:{}", repl.replid2),
         format!(

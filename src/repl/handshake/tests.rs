@@ -12,6 +12,7 @@ fn config(user: Option<&str>, auth: Option<&str>, ip: Option<&str>) -> Config {
         announce_ip: ip.map(|s| s.as_bytes().to_vec()),
         masteruser: user.map(|s| s.as_bytes().to_vec()),
         masterauth: auth.map(|s| s.as_bytes().to_vec()),
+        failover: false,
     }
 }
 
