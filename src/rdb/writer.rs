@@ -545,3 +545,318 @@ impl RecordEncoder {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The encoder against a reference: the straightforward encoder this
+    //! module had before its buffers were reused (a fresh Vec per
+    //! listpack, compressed string and list node, scores as text), kept
+    //! here to show the bytes have not changed.
+
+    use super::*;
+    use crate::keyspace::dict::Dict;
+    use crate::rand::Rng;
+    use crate::types::list::End;
+    use crate::types::zset::AddFlags;
+
+    mod reference {
+        use super::super::*;
+
+        pub fn put_string(e: &Encoder, out: &mut Vec<u8>, s: &[u8]) {
+            if s.len() <= 11 {
+                if let Some(v) = parse_i64(s) {
+                    if put_int_encoded(out, v) {
+                        return;
+                    }
+                }
+            }
+            if e.compress && s.len() > 20 {
+                let mark = out.len();
+                out.push(0xC3);
+                let mut compressed = Vec::with_capacity(s.len());
+                if lzf::compress(s, &mut compressed, s.len() - 4) {
+                    put_len(out, compressed.len() as u64);
+                    put_len(out, s.len() as u64);
+                    out.extend_from_slice(&compressed);
+                    return;
+                }
+                out.truncate(mark);
+            }
+            put_len(out, s.len() as u64);
+            out.extend_from_slice(s);
+        }
+
+        pub fn put_key(
+            e: &Encoder,
+            out: &mut Vec<u8>,
+            key: &[u8],
+            value: &Value,
+            expire_ms: Option<i64>,
+        ) {
+            if let Some(at) = expire_ms {
+                out.push(opcode::EXPIRETIME_MS);
+                out.extend_from_slice(&at.to_le_bytes());
+            }
+            out.push(e.value_type(value));
+            put_string(e, out, key);
+            put_value(e, out, value);
+        }
+
+        pub fn put_value(e: &Encoder, out: &mut Vec<u8>, value: &Value) {
+            match value {
+                Value::Str(s) => put_string(e, out, s),
+                Value::List(l) => put_list(e, out, l),
+                Value::Hash(h) => match &**h {
+                    Hash::Listpack(pairs) => {
+                        let mut lp = listpack::Builder::new();
+                        for (f, v) in pairs {
+                            lp.push_str(f);
+                            lp.push_str(v);
+                        }
+                        put_string(e, out, &lp.finish());
+                    }
+                    Hash::Table(_) => {
+                        put_len(out, h.len() as u64);
+                        for (f, v) in h.iter() {
+                            put_string(e, out, f);
+                            put_string(e, out, v);
+                        }
+                    }
+                },
+                Value::Set(s) => match &**s {
+                    Set::Intset(ints) => put_string(e, out, &crate::rdb::intset::encode(ints)),
+                    Set::Table(_) => {
+                        put_len(out, s.len() as u64);
+                        for m in s.iter() {
+                            m.with_bytes(|b| put_string(e, out, b));
+                        }
+                    }
+                },
+                Value::ZSet(z) => {
+                    if z.is_listpack() {
+                        let mut lp = listpack::Builder::new();
+                        for (member, score) in z.iter() {
+                            lp.push_str(member);
+                            lp.push_str(listpack_score_text(score).as_bytes());
+                        }
+                        put_string(e, out, &lp.finish());
+                    } else {
+                        put_len(out, z.len() as u64);
+                        for (member, score) in z.iter_from(z.len().saturating_sub(1), true) {
+                            put_string(e, out, member);
+                            out.extend_from_slice(&score.to_le_bytes());
+                        }
+                    }
+                }
+                Value::Stream(_) => e.put_value(out, value),
+            }
+        }
+
+        fn put_list(e: &Encoder, out: &mut Vec<u8>, l: &List) {
+            let fill = e.list_max_listpack_size;
+            let max_bytes = match fill {
+                -1 => 4096,
+                -2 => 8192,
+                -3 => 16384,
+                -4 => 32768,
+                f if f <= -5 => 65536,
+                _ => SIZE_SAFETY_LIMIT,
+            };
+            let max_count = if fill > 0 { fill as usize } else { usize::MAX };
+            let mut nodes: Vec<(u8, Vec<u8>)> = Vec::new();
+            let mut current: Option<listpack::Builder> = None;
+            for item in l.iter() {
+                let fits = current.as_ref().is_some_and(|lp| {
+                    lp.bytes() + item.len() + SIZE_ESTIMATE_OVERHEAD <= max_bytes
+                        && lp.len() < max_count
+                });
+                if !fits {
+                    if let Some(lp) = current.take() {
+                        nodes.push((2, lp.finish()));
+                    }
+                    current = Some(listpack::Builder::new());
+                }
+                if let Some(lp) = current.as_mut() {
+                    lp.push_str(item);
+                }
+            }
+            if let Some(lp) = current.take() {
+                nodes.push((2, lp.finish()));
+            }
+            put_len(out, nodes.len() as u64);
+            for (container, bytes) in nodes {
+                put_len(out, u64::from(container));
+                put_string(e, out, &bytes);
+            }
+        }
+    }
+
+    /// Random bytes of `len`: digits, repetitive text, or noise.
+    fn bytes(rng: &mut Rng, len: usize) -> Vec<u8> {
+        match rng.below(4) {
+            0 => (0..len).map(|_| b'0' + rng.below(10) as u8).collect(),
+            1 => b"abcab:".iter().copied().cycle().take(len).collect(),
+            2 => (0..len).map(|_| rng.next_u64() as u8).collect(),
+            _ => (0..len).map(|_| b'a' + rng.below(3) as u8).collect(),
+        }
+    }
+
+    /// A string that is often an integer or a short one.
+    fn element(rng: &mut Rng) -> Vec<u8> {
+        match rng.below(6) {
+            0 => (rng.next_u64() as i64 >> rng.below(64))
+                .to_string()
+                .into_bytes(),
+            1 => Vec::new(),
+            2 => {
+                let n = rng.below(12) as usize;
+                bytes(rng, n)
+            }
+            3 => {
+                let n = rng.below(100) as usize;
+                bytes(rng, n)
+            }
+            4 => {
+                let n = 4000 + rng.below(200) as usize;
+                bytes(rng, n)
+            }
+            _ => {
+                let n = rng.below(30) as usize;
+                bytes(rng, n)
+            }
+        }
+    }
+
+    fn length(rng: &mut Rng) -> usize {
+        match rng.below(10) {
+            0 => rng.below(3000) as usize,
+            1 => rng.below(300) as usize,
+            _ => 1 + rng.below(40) as usize,
+        }
+    }
+
+    fn score(rng: &mut Rng) -> f64 {
+        match rng.below(10) {
+            0 => Some(f64::from_bits(rng.next_u64()))
+                .filter(|s| !s.is_nan())
+                .unwrap_or(0.5),
+            1 => [
+                0.0,
+                -0.0,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                1e17,
+                4.7e18,
+                -1e19,
+            ][rng.index(7)],
+            2 => (rng.next_u64() as i64 >> rng.below(64)) as f64,
+            3 => rng.below(1_000_000) as f64 / 7.0,
+            4 => rng.below(1_000) as f64 / 16.0,
+            5 => (rng.next_u64() as i64) as f64 / 3.0,
+            _ => rng.below(1_000_000) as f64 - 500_000.0,
+        }
+    }
+
+    fn value(rng: &mut Rng) -> Value {
+        let limits = EncodingLimits::default();
+        match rng.below(8) {
+            0 => Value::Str(Blob::from_vec(element(rng))),
+            1 => Value::Str(Blob::from_vec({
+                let n = rng.below(70_000) as usize;
+                bytes(rng, n)
+            })),
+            2 => {
+                let mut l = List::new();
+                for _ in 0..length(rng) {
+                    l.push(End::Tail, &element(rng));
+                }
+                Value::List(Box::new(l))
+            }
+            3 => {
+                let n = length(rng);
+                let pairs = (0..n)
+                    .map(|_| (Blob::from_vec(element(rng)), Blob::from_vec(element(rng))))
+                    .collect();
+                Value::Hash(Box::new(Hash::Listpack(pairs)))
+            }
+            4 => {
+                let mut d = Dict::new();
+                for i in 0..length(rng) {
+                    let mut field = element(rng);
+                    field.extend_from_slice(format!("#{i}").as_bytes());
+                    d.insert_new(Blob::from_vec(field), Blob::from_vec(element(rng)));
+                }
+                Value::Hash(Box::new(Hash::Table(d)))
+            }
+            5 => {
+                let wide = rng.below(3);
+                let mut ints: Vec<i64> = (0..length(rng))
+                    .map(|_| match wide {
+                        0 => i64::from(rng.next_u64() as i16),
+                        1 => i64::from(rng.next_u64() as i32),
+                        _ => rng.next_u64() as i64,
+                    })
+                    .collect();
+                ints.sort_unstable();
+                ints.dedup();
+                Value::Set(Box::new(Set::Intset(ints)))
+            }
+            6 => {
+                let mut s = Set::default();
+                for _ in 0..length(rng) {
+                    s.insert(&element(rng), limits.set_max_intset_entries);
+                }
+                Value::Set(Box::new(s))
+            }
+            _ => {
+                let mut z = ZSet::new();
+                let small = rng.below(2) == 0;
+                for _ in 0..length(rng) {
+                    let mut member = element(rng);
+                    if small {
+                        member.truncate(20);
+                    }
+                    z.add(&member, score(rng), AddFlags::default(), &limits)
+                        .expect("no NaN score");
+                }
+                Value::ZSet(Box::new(z))
+            }
+        }
+    }
+
+    #[test]
+    fn records_are_the_reference_encoders_bytes() {
+        let mut rng = Rng::with_seed(20_261_205);
+        let encoders = [
+            Encoder::default(),
+            Encoder {
+                compress: false,
+                ..Encoder::default()
+            },
+            Encoder {
+                list_max_listpack_size: -1,
+                ..Encoder::default()
+            },
+            Encoder {
+                list_max_listpack_size: -5,
+                ..Encoder::default()
+            },
+            Encoder {
+                list_max_listpack_size: 3,
+                ..Encoder::default()
+            },
+        ];
+        for round in 0..3_000 {
+            let v = value(&mut rng);
+            let key = element(&mut rng);
+            let expire = (round % 3 == 0).then(|| rng.next_u64() as i64);
+            for e in &encoders {
+                let mut ours = vec![0xAA];
+                e.put_key(&mut ours, &key, &v, expire);
+                let mut theirs = vec![0xAA];
+                reference::put_key(e, &mut theirs, &key, &v, expire);
+                assert!(ours == theirs, "round {round}, {e:?}: {v:?}");
+            }
+        }
+    }
+}
