@@ -11,10 +11,10 @@ use super::{kind, listpack, lzf, opcode, Crc64, WRITE_VERSION};
 use crate::repl::ids::Position;
 use crate::types::hash::Hash;
 use crate::types::list::List;
-use crate::types::num::parse_i64;
+use crate::types::num::{parse_i64, G17_BYTES};
 use crate::types::set::Set;
 use crate::types::stream::{NodeLayout, Stream, StreamId};
-use crate::types::zset::{listpack_score_text, ZSet};
+use crate::types::zset::{listpack_score_entry, ScoreEntry, ZSet};
 use crate::types::{Blob, EncodingLimits, Value};
 
 /// The Redis version whose format hozon writes (the `redis-ver` AUX field).
@@ -169,9 +169,13 @@ impl Encoder {
     fn put_zset(&self, out: &mut Vec<u8>, z: &ZSet) {
         if z.is_listpack() {
             let mut lp = listpack::Builder::new();
+            let mut text = [0; G17_BYTES];
             for (member, score) in z.iter() {
                 lp.push_str(member);
-                lp.push_str(listpack_score_text(score).as_bytes());
+                match listpack_score_entry(score, &mut text) {
+                    ScoreEntry::Int(n) => lp.push_int(n),
+                    ScoreEntry::Text(t) => lp.push_str(t),
+                }
             }
             self.put_string(out, &lp.finish());
         } else {
@@ -561,6 +565,7 @@ mod tests {
 
     mod reference {
         use super::super::*;
+        use crate::types::zset::listpack_score_text;
 
         pub fn put_string(e: &Encoder, out: &mut Vec<u8>, s: &[u8]) {
             if s.len() <= 11 {
