@@ -253,8 +253,11 @@ fn encode_backlen(entry_len: usize, buf: &mut [u8; 5]) -> &[u8] {
 /// `lpAppend`/`lpAppendInteger` lay them out.
 #[derive(Debug, Clone)]
 pub struct Builder {
-    /// The header (filled by `finish`) and the entries; no terminator yet.
+    /// Whatever came before the listpack ([`Builder::append_to`]), then
+    /// its header (filled by `finish`) and entries; no terminator yet.
     buf: Vec<u8>,
+    /// Where the listpack starts in `buf`.
+    start: usize,
     count: usize,
 }
 
@@ -267,8 +270,18 @@ impl Default for Builder {
 impl Builder {
     /// An empty listpack.
     pub fn new() -> Builder {
+        Builder::append_to(Vec::new())
+    }
+
+    /// An empty listpack that starts at the end of `buf`: `finish` returns
+    /// `buf` with the listpack after what it held, so a caller can reuse
+    /// one buffer, or put several listpacks in it.
+    pub fn append_to(mut buf: Vec<u8>) -> Builder {
+        let start = buf.len();
+        buf.extend_from_slice(&[0; HEADER_BYTES]);
         Builder {
-            buf: vec![0; HEADER_BYTES],
+            buf,
+            start,
             count: 0,
         }
     }
@@ -340,30 +353,37 @@ impl Builder {
     /// Size in bytes of the listpack `finish` would return now (header,
     /// entries and terminator), i.e. Redis's `lpBytes`.
     pub fn bytes(&self) -> usize {
-        self.buf.len() + 1
+        self.buf.len() - self.start + 1
     }
 
     /// The finished listpack: header (total bytes, and the element count or
-    /// 65535 when it does not fit below 65535), entries, terminator.
+    /// 65535 when it does not fit below 65535), entries, terminator (after
+    /// what the buffer held before, for [`Builder::append_to`]).
     pub fn finish(mut self) -> Vec<u8> {
         self.buf.push(EOF);
-        let total = u32::try_from(self.buf.len())
+        let total = u32::try_from(self.buf.len() - self.start)
             .expect("listpack of 4 GiB or more: Redis caps listpacks at 1 GB");
         let count = u16::try_from(self.count)
             .ok()
             .filter(|&c| c != COUNT_UNKNOWN)
             .unwrap_or(COUNT_UNKNOWN);
-        self.buf[..4].copy_from_slice(&total.to_le_bytes());
-        self.buf[4..6].copy_from_slice(&count.to_le_bytes());
+        let header = &mut self.buf[self.start..self.start + HEADER_BYTES];
+        header[..4].copy_from_slice(&total.to_le_bytes());
+        header[4..].copy_from_slice(&count.to_le_bytes());
         self.buf
     }
 
     /// Appends the backlen of the entry that starts at `start`.
     fn end_entry(&mut self, start: usize) {
-        let mut backlen = [0u8; 5];
         let entry_len = self.buf.len() - start;
-        let backlen = encode_backlen(entry_len, &mut backlen);
-        self.buf.extend_from_slice(backlen);
+        if entry_len <= 127 {
+            // The usual one-byte backlen: the length itself.
+            self.buf.push(entry_len as u8);
+        } else {
+            let mut backlen = [0u8; 5];
+            let backlen = encode_backlen(entry_len, &mut backlen);
+            self.buf.extend_from_slice(backlen);
+        }
         self.count += 1;
     }
 }
@@ -497,6 +517,23 @@ mod tests {
         );
         assert_eq!(validate(&expected), Ok(29));
         assert_eq!(entries(&expected).unwrap().header_count(), Some(29));
+    }
+
+    #[test]
+    fn a_listpack_appended_to_a_buffer_is_the_same_after_it() {
+        let a = [b'a'; 200];
+        let mut values: Vec<&[u8]> = LIST_VALUES.iter().map(|s| s.as_bytes()).collect();
+        values.push(&a);
+        let alone = build(&values);
+        let mut b = Builder::append_to(b"before".to_vec());
+        for v in &values {
+            b.push_str(v);
+        }
+        assert_eq!(b.bytes(), alone.len());
+        assert_eq!(b.len(), values.len());
+        let both = b.finish();
+        assert_eq!(&both[..6], b"before");
+        assert_eq!(&both[6..], &alone[..]);
     }
 
     #[test]

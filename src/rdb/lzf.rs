@@ -274,8 +274,19 @@ pub fn compress(input: &[u8], out: &mut Vec<u8>, max_len: usize) -> bool {
     fits
 }
 
+/// Bytes past `max_len` the compressor's output area has. Its checks keep
+/// every write below `max_len` (a literal is written only there, a
+/// back-reference only when it and the next control byte's place end
+/// there), and the output's size, counting the place kept for the next
+/// control byte, at most `max_len + 1`.
+const OUT_SLACK: usize = 8;
+
 /// The compressor proper (see [`compress`]); may leave partial output in
 /// `out` when it returns false.
+///
+/// The output is written in place, into zeroed room for `max_len` bytes
+/// and a little slack, which is cut to size at the end; `op` is C's
+/// `op - out_data`.
 fn compress_with(table: &mut HashTable, input: &[u8], out: &mut Vec<u8>, max_len: usize) -> bool {
     let n = input.len();
     // Positions are stored as `base + position` in u32 slots: start over
@@ -302,85 +313,289 @@ fn compress_with(table: &mut HashTable, input: &[u8], out: &mut Vec<u8>, max_len
             1
         }
     };
-    let slots = &mut table.slots;
+    let slots: &mut [u32; HASH_SIZE] = (&mut *table.slots)
+        .try_into()
+        .expect("the table has HASH_SIZE slots");
     let start = out.len();
-    // Output size so far, relative to `start` (C's `op - out_data`).
-    let written = |out: &Vec<u8>| out.len() - start;
+    out.resize(start + max_len + OUT_SLACK, 0);
+    let buf = &mut out[start..];
 
     let mut lit = 0usize;
-    out.push(0); // Placeholder for the first literal run's control byte.
+    // The first literal run's control byte, written when the run closes.
+    let mut op = 1usize;
     let mut ip = 0usize;
-    if n >= 3 {
-        let mut hval = (u32::from(input[0]) << 8) | u32::from(input[1]);
-        while ip < n - 2 {
-            hval = (hval << 8) | u32::from(input[ip + 2]);
-            let h = slot(hval);
-            let stored = slots[h];
-            slots[h] = base + ip as u32;
-            // A candidate from this call, not at position 0 (lzf requires
-            // `ref > in_data`), within reach, with the same three bytes.
-            let candidate = stored
-                .checked_sub(base)
-                .map(|r| r as usize)
-                .filter(|&r| r > 0 && r < ip && ip - r - 1 < MAX_OFFSET)
-                .filter(|&r| input[r..r + 3] == input[ip..ip + 3]);
-            if let Some(r) = candidate {
-                let off = ip - r - 1;
-                let maxlen = (n - ip - 2).min(MAX_REF);
-                let op = written(out);
-                if op + 4 >= max_len && op - usize::from(lit == 0) + 4 >= max_len {
-                    return false;
+    let fits = 'compress: {
+        if n >= 3 {
+            let mut hval = (u32::from(input[0]) << 8) | u32::from(input[1]);
+            while ip < n - 2 {
+                hval = (hval << 8) | u32::from(input[ip + 2]);
+                let h = slot(hval);
+                let stored = slots[h];
+                slots[h] = base + ip as u32;
+                // A candidate from this call (an older slot wraps to far
+                // beyond `ip`), not at position 0 (lzf requires
+                // `ref > in_data`), within reach, with the same three
+                // bytes (the low 24 bits of `hval` are those at `ip`).
+                let r = stored.wrapping_sub(base) as usize;
+                let off = ip.wrapping_sub(r).wrapping_sub(1);
+                if r > 0
+                    && off < MAX_OFFSET
+                    && (u32::from(input[r]) << 16 | u32::from(input[r + 1]) << 8)
+                        | u32::from(input[r + 2])
+                        == hval & 0xFF_FFFF
+                {
+                    let maxlen = (n - ip - 2).min(MAX_REF);
+                    if op + 4 >= max_len && op - usize::from(lit == 0) + 4 >= max_len {
+                        break 'compress false;
+                    }
+                    close_run(buf, &mut op, lit);
+                    let len = match_len(input, r, ip, maxlen) - 2;
+                    ip += 1;
+                    let off_high = (off >> 8) as u8;
+                    if len < 7 {
+                        buf[op] = off_high + ((len as u8) << 5);
+                        op += 1;
+                    } else {
+                        buf[op] = off_high + (7 << 5);
+                        buf[op + 1] = (len - 7) as u8;
+                        op += 2;
+                    }
+                    buf[op] = off as u8;
+                    // And the next literal run's control byte.
+                    op += 2;
+                    lit = 0;
+                    ip += len + 1;
+                    if ip >= n - 2 {
+                        break;
+                    }
+                    // VERY_FAST: hash the two positions before the new one.
+                    ip -= 2;
+                    hval = (u32::from(input[ip]) << 8) | u32::from(input[ip + 1]);
+                    for _ in 0..2 {
+                        hval = (hval << 8) | u32::from(input[ip + 2]);
+                        slots[slot(hval)] = base + ip as u32;
+                        ip += 1;
+                    }
+                } else {
+                    if op >= max_len {
+                        break 'compress false;
+                    }
+                    lit += 1;
+                    buf[op] = input[ip];
+                    op += 1;
+                    ip += 1;
+                    if lit == MAX_LITERAL {
+                        close_run(buf, &mut op, lit);
+                        lit = 0;
+                        op += 1;
+                    }
                 }
-                close_run(out, lit);
-                // Extend the match the way lzf does, including its quirk of
-                // comparing 16 bytes unconditionally when maxlen > 16 (so a
-                // match may end up to two bytes past maxlen, still within
-                // the input).
-                let mut len = 2usize;
-                'extend: {
-                    if maxlen > 16 {
-                        for _ in 0..16 {
-                            len += 1;
-                            if input[r + len] != input[ip + len] {
-                                break 'extend;
+            }
+        }
+        if op + 3 > max_len {
+            break 'compress false;
+        }
+        while ip < n {
+            lit += 1;
+            buf[op] = input[ip];
+            op += 1;
+            ip += 1;
+            if lit == MAX_LITERAL {
+                close_run(buf, &mut op, lit);
+                lit = 0;
+                op += 1;
+            }
+        }
+        close_run(buf, &mut op, lit);
+        op <= max_len
+    };
+    out.truncate(start + op);
+    fits
+}
+
+/// The length of the match at `r` for the bytes at `ip` (`r` < `ip`; the
+/// first three bytes are known equal), as lzf extends it: up to `maxlen`
+/// (at most the bytes left after `ip + 2`), except that when `maxlen` >
+/// 16 it compares the first 16 bytes after the three unconditionally, so
+/// the result may be up to two bytes past `maxlen` (still within the
+/// input). Returns C's `len` at the end of its loop (the length less one).
+fn match_len(input: &[u8], r: usize, ip: usize, maxlen: usize) -> usize {
+    let mut len = 2usize;
+    if maxlen > 16 {
+        // Bytes 3..19 after both positions, compared at once: lzf stops at
+        // the first that differs.
+        let word = |at: usize| u128::from_le_bytes(input[at + 3..at + 19].try_into().expect("16"));
+        let differ = word(r) ^ word(ip);
+        if differ != 0 {
+            return 3 + (differ.trailing_zeros() / 8) as usize;
+        }
+        len = 18;
+    }
+    len += 1;
+    // Then while `len < maxlen` and the bytes agree: 8 at a time while
+    // all 8 are below `maxlen`, then one at a time.
+    while len + 8 <= maxlen {
+        let word = |at: usize| u64::from_le_bytes(input[at..at + 8].try_into().expect("8"));
+        let differ = word(r + len) ^ word(ip + len);
+        if differ != 0 {
+            return len + (differ.trailing_zeros() / 8) as usize;
+        }
+        len += 8;
+    }
+    while len < maxlen && input[r + len] == input[ip + len] {
+        len += 1;
+    }
+    len
+}
+
+/// Ends the literal run of `lit` bytes before `op`: writes its control
+/// byte in the place kept for it, or gives that place back if the run is
+/// empty.
+fn close_run(buf: &mut [u8], op: &mut usize, lit: usize) {
+    if lit == 0 {
+        *op -= 1;
+    } else {
+        buf[*op - lit - 1] = (lit - 1) as u8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quickcheck::QuickCheck;
+
+    /// The compressor as it was before it wrote its output in place and
+    /// compared matches a word at a time: the output must not change.
+    mod before {
+        use super::super::{slot, HashTable, MAX_LITERAL, MAX_OFFSET, MAX_REF};
+
+        /// The compressor proper (see [`compress`]); may leave partial output in
+        /// `out` when it returns false.
+        pub fn compress_with(
+            table: &mut HashTable,
+            input: &[u8],
+            out: &mut Vec<u8>,
+            max_len: usize,
+        ) -> bool {
+            let n = input.len();
+            // Positions are stored as `base + position` in u32 slots: start over
+            // with a cleared table when this input would not fit above the base.
+            let Ok(n32) = u32::try_from(n) else {
+                return false;
+            };
+            let base = match table
+                .base
+                .checked_add(n32)
+                .and_then(|end| end.checked_add(1))
+            {
+                Some(next) => {
+                    let base = table.base;
+                    table.base = next;
+                    base
+                }
+                None => {
+                    table.slots.fill(0);
+                    let Some(next) = n32.checked_add(2) else {
+                        return false;
+                    };
+                    table.base = next;
+                    1
+                }
+            };
+            let slots = &mut table.slots;
+            let start = out.len();
+            // Output size so far, relative to `start` (C's `op - out_data`).
+            let written = |out: &Vec<u8>| out.len() - start;
+
+            let mut lit = 0usize;
+            out.push(0); // Placeholder for the first literal run's control byte.
+            let mut ip = 0usize;
+            if n >= 3 {
+                let mut hval = (u32::from(input[0]) << 8) | u32::from(input[1]);
+                while ip < n - 2 {
+                    hval = (hval << 8) | u32::from(input[ip + 2]);
+                    let h = slot(hval);
+                    let stored = slots[h];
+                    slots[h] = base + ip as u32;
+                    // A candidate from this call, not at position 0 (lzf requires
+                    // `ref > in_data`), within reach, with the same three bytes.
+                    let candidate = stored
+                        .checked_sub(base)
+                        .map(|r| r as usize)
+                        .filter(|&r| r > 0 && r < ip && ip - r - 1 < MAX_OFFSET)
+                        .filter(|&r| input[r..r + 3] == input[ip..ip + 3]);
+                    if let Some(r) = candidate {
+                        let off = ip - r - 1;
+                        let maxlen = (n - ip - 2).min(MAX_REF);
+                        let op = written(out);
+                        if op + 4 >= max_len && op - usize::from(lit == 0) + 4 >= max_len {
+                            return false;
+                        }
+                        close_run(out, lit);
+                        // Extend the match the way lzf does, including its quirk of
+                        // comparing 16 bytes unconditionally when maxlen > 16 (so a
+                        // match may end up to two bytes past maxlen, still within
+                        // the input).
+                        let mut len = 2usize;
+                        'extend: {
+                            if maxlen > 16 {
+                                for _ in 0..16 {
+                                    len += 1;
+                                    if input[r + len] != input[ip + len] {
+                                        break 'extend;
+                                    }
+                                }
+                            }
+                            loop {
+                                len += 1;
+                                if !(len < maxlen && input[r + len] == input[ip + len]) {
+                                    break;
+                                }
                             }
                         }
-                    }
-                    loop {
-                        len += 1;
-                        if !(len < maxlen && input[r + len] == input[ip + len]) {
+                        len -= 2;
+                        ip += 1;
+                        let off_high = (off >> 8) as u8;
+                        if len < 7 {
+                            out.push(off_high + ((len as u8) << 5));
+                        } else {
+                            out.push(off_high + (7 << 5));
+                            out.push((len - 7) as u8);
+                        }
+                        out.push(off as u8);
+                        lit = 0;
+                        out.push(0); // Placeholder for the next literal run.
+                        ip += len + 1;
+                        if ip >= n - 2 {
                             break;
+                        }
+                        // VERY_FAST: hash the two positions before the new one.
+                        ip -= 2;
+                        hval = (u32::from(input[ip]) << 8) | u32::from(input[ip + 1]);
+                        for _ in 0..2 {
+                            hval = (hval << 8) | u32::from(input[ip + 2]);
+                            slots[slot(hval)] = base + ip as u32;
+                            ip += 1;
+                        }
+                    } else {
+                        if written(out) >= max_len {
+                            return false;
+                        }
+                        lit += 1;
+                        out.push(input[ip]);
+                        ip += 1;
+                        if lit == MAX_LITERAL {
+                            close_run(out, lit);
+                            lit = 0;
+                            out.push(0);
                         }
                     }
                 }
-                len -= 2;
-                ip += 1;
-                let off_high = (off >> 8) as u8;
-                if len < 7 {
-                    out.push(off_high + ((len as u8) << 5));
-                } else {
-                    out.push(off_high + (7 << 5));
-                    out.push((len - 7) as u8);
-                }
-                out.push(off as u8);
-                lit = 0;
-                out.push(0); // Placeholder for the next literal run.
-                ip += len + 1;
-                if ip >= n - 2 {
-                    break;
-                }
-                // VERY_FAST: hash the two positions before the new one.
-                ip -= 2;
-                hval = (u32::from(input[ip]) << 8) | u32::from(input[ip + 1]);
-                for _ in 0..2 {
-                    hval = (hval << 8) | u32::from(input[ip + 2]);
-                    slots[slot(hval)] = base + ip as u32;
-                    ip += 1;
-                }
-            } else {
-                if written(out) >= max_len {
-                    return false;
-                }
+            }
+            if written(out) + 3 > max_len {
+                return false;
+            }
+            while ip < n {
                 lit += 1;
                 out.push(input[ip]);
                 ip += 1;
@@ -390,41 +605,104 @@ fn compress_with(table: &mut HashTable, input: &[u8], out: &mut Vec<u8>, max_len
                     out.push(0);
                 }
             }
-        }
-    }
-    if written(out) + 3 > max_len {
-        return false;
-    }
-    while ip < n {
-        lit += 1;
-        out.push(input[ip]);
-        ip += 1;
-        if lit == MAX_LITERAL {
             close_run(out, lit);
-            lit = 0;
-            out.push(0);
+            written(out) <= max_len
+        }
+
+        /// Ends the literal run of `lit` bytes at the end of `out`: writes its
+        /// control byte into the placeholder, or drops the placeholder if the run
+        /// is empty.
+        fn close_run(out: &mut Vec<u8>, lit: usize) {
+            if lit == 0 {
+                out.pop();
+            } else {
+                let at = out.len() - lit - 1;
+                out[at] = (lit - 1) as u8;
+            }
         }
     }
-    close_run(out, lit);
-    written(out) <= max_len
-}
 
-/// Ends the literal run of `lit` bytes at the end of `out`: writes its
-/// control byte into the placeholder, or drops the placeholder if the run
-/// is empty.
-fn close_run(out: &mut Vec<u8>, lit: usize) {
-    if lit == 0 {
-        out.pop();
-    } else {
-        let at = out.len() - lit - 1;
-        out[at] = (lit - 1) as u8;
+    /// `compress` by the compressor `before`, with a table of its own.
+    fn compress_before(input: &[u8], out: &mut Vec<u8>, max_len: usize) -> bool {
+        if input.is_empty() || max_len == 0 {
+            return false;
+        }
+        let mut table = HashTable {
+            slots: vec![0; HASH_SIZE].into_boxed_slice(),
+            base: 1,
+        };
+        let base_len = out.len();
+        let fits = before::compress_with(&mut table, input, out, max_len);
+        if !fits {
+            out.truncate(base_len);
+        }
+        fits
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use quickcheck::QuickCheck;
+    #[test]
+    fn compress_is_byte_for_byte_what_it_was() {
+        let mut rng = crate::rand::Rng::with_seed(0x12f);
+        for round in 0..20_000 {
+            let len = match round % 4 {
+                0 => rng.below(40) as usize,
+                1 => rng.below(300) as usize,
+                2 => rng.below(3_000) as usize,
+                _ => rng.below(20_000) as usize,
+            };
+            let symbols = [3, 30, 255][rng.index(3)];
+            let alphabet = 1 + rng.below(symbols) as u8;
+            let mut input: Vec<u8> = Vec::with_capacity(len);
+            while input.len() < len {
+                match rng.below(4) {
+                    // A run of one byte (long references, capped at 264).
+                    0 => {
+                        let b = rng.below(u64::from(alphabet)) as u8;
+                        let run = 1 + rng.below(600) as usize;
+                        input.extend(std::iter::repeat_n(b, run));
+                    }
+                    // A copy of earlier bytes, maybe changed at one place.
+                    1 if !input.is_empty() => {
+                        let from = rng.index(input.len());
+                        let take = (1 + rng.below(80) as usize).min(input.len() - from);
+                        let mut copy = input[from..from + take].to_vec();
+                        if rng.below(2) == 0 {
+                            let at = rng.index(copy.len());
+                            copy[at] ^= 1;
+                        }
+                        input.extend_from_slice(&copy);
+                    }
+                    _ => {
+                        for _ in 0..1 + rng.below(40) {
+                            input.push(rng.below(u64::from(alphabet)) as u8);
+                        }
+                    }
+                }
+            }
+            input.truncate(len);
+            let max_len = match rng.below(4) {
+                0 => len.saturating_sub(4),
+                1 => len + 64,
+                2 => rng.below(len as u64 + 10) as usize,
+                _ => len,
+            };
+            let prefix = rng.below(3) as usize;
+            let mut ours = vec![7u8; prefix];
+            let mut theirs = ours.clone();
+            let fits = compress(&input, &mut ours, max_len);
+            assert_eq!(
+                fits,
+                compress_before(&input, &mut theirs, max_len),
+                "round {round}: {len} bytes, max_len {max_len}"
+            );
+            assert!(
+                ours == theirs,
+                "round {round}: {len} bytes, max_len {max_len}"
+            );
+            if fits {
+                assert_eq!(decompress(&ours[prefix..], len).as_deref(), Ok(&input[..]));
+            }
+        }
+    }
 
     /// Compresses as Redis's rdbSaveLzfStringObject does (room for len - 4).
     fn redis_compress(input: &[u8]) -> Option<Vec<u8>> {

@@ -7,14 +7,16 @@
 //! as integers when they are short canonical integers and LZF-compressed
 //! above 20 bytes when that saves space.
 
+use std::cell::RefCell;
+
 use super::{kind, listpack, lzf, opcode, Crc64, WRITE_VERSION};
 use crate::repl::ids::Position;
 use crate::types::hash::Hash;
 use crate::types::list::List;
-use crate::types::num::parse_i64;
+use crate::types::num::{parse_i64, G17_BYTES};
 use crate::types::set::Set;
 use crate::types::stream::{NodeLayout, Stream, StreamId};
-use crate::types::zset::{listpack_score_text, ZSet};
+use crate::types::zset::{listpack_score_entry, ScoreEntry, ZSet};
 use crate::types::{Blob, EncodingLimits, Value};
 
 /// The Redis version whose format hozon writes (the `redis-ver` AUX field).
@@ -80,6 +82,55 @@ fn put_int_encoded(out: &mut Vec<u8>, v: i64) -> bool {
     true
 }
 
+/// [`put_len`]'s bytes for `n`, written in `buf`.
+fn len_encoded(n: u64, buf: &mut [u8; 9]) -> &[u8] {
+    if n < 1 << 6 {
+        buf[0] = n as u8;
+        &buf[..1]
+    } else if n < 1 << 14 {
+        buf[0] = 0x40 | (n >> 8) as u8;
+        buf[1] = n as u8;
+        &buf[..2]
+    } else if n <= u64::from(u32::MAX) {
+        buf[0] = 0x80;
+        buf[1..5].copy_from_slice(&(n as u32).to_be_bytes());
+        &buf[..5]
+    } else {
+        buf[0] = 0x81;
+        buf[1..].copy_from_slice(&n.to_be_bytes());
+        &buf[..]
+    }
+}
+
+/// Appends `s` LZF-compressed as `rdbSaveLzfStringObject` does (0xC3, the
+/// compressed length, the length, the data) when the data takes at most
+/// `s.len() - 4` bytes, compressing straight into `out`; false (`out` as
+/// it was) otherwise. `s` is longer than 4 bytes.
+fn put_compressed(out: &mut Vec<u8>, s: &[u8]) -> bool {
+    let max_len = s.len() - 4;
+    let mark = out.len();
+    out.push(0xC3);
+    // Room for the compressed length at its largest (`max_len`), closed
+    // up below when the actual length takes fewer bytes.
+    let room = len_encoded(max_len as u64, &mut [0; 9]).len();
+    let len_at = out.len();
+    out.resize(len_at + room, 0);
+    put_len(out, s.len() as u64);
+    let data_at = out.len();
+    if !lzf::compress(s, out, max_len) {
+        out.truncate(mark);
+        return false;
+    }
+    let mut buf = [0; 9];
+    let len = len_encoded((out.len() - data_at) as u64, &mut buf);
+    if len.len() < room {
+        out.copy_within(len_at + room.., len_at + len.len());
+        out.truncate(out.len() - (room - len.len()));
+    }
+    out[len_at..len_at + len.len()].copy_from_slice(len);
+    true
+}
+
 impl Encoder {
     /// Appends a string the way `rdbSaveRawString` does.
     pub fn put_string(&self, out: &mut Vec<u8>, s: &[u8]) {
@@ -90,17 +141,8 @@ impl Encoder {
                 }
             }
         }
-        if self.compress && s.len() > 20 {
-            let mark = out.len();
-            out.push(0xC3);
-            let mut compressed = Vec::with_capacity(s.len());
-            if lzf::compress(s, &mut compressed, s.len() - 4) {
-                put_len(out, compressed.len() as u64);
-                put_len(out, s.len() as u64);
-                out.extend_from_slice(&compressed);
-                return;
-            }
-            out.truncate(mark);
+        if self.compress && s.len() > 20 && put_compressed(out, s) {
+            return;
         }
         put_len(out, s.len() as u64);
         out.extend_from_slice(s);
@@ -136,14 +178,12 @@ impl Encoder {
             Value::Str(s) => self.put_string(out, s),
             Value::List(l) => self.put_list(out, l),
             Value::Hash(h) => match &**h {
-                Hash::Listpack(pairs) => {
-                    let mut lp = listpack::Builder::new();
+                Hash::Listpack(pairs) => self.put_listpack(out, |lp| {
                     for (f, v) in pairs {
                         lp.push_str(f);
                         lp.push_str(v);
                     }
-                    self.put_string(out, &lp.finish());
-                }
+                }),
                 Hash::Table(_) => {
                     put_len(out, h.len() as u64);
                     for (f, v) in h.iter() {
@@ -153,7 +193,10 @@ impl Encoder {
                 }
             },
             Value::Set(s) => match &**s {
-                Set::Intset(ints) => self.put_string(out, &super::intset::encode(ints)),
+                Set::Intset(ints) => with_scratch(|scratch| {
+                    put_intset(&mut scratch.bytes, ints);
+                    self.put_string(out, &scratch.bytes);
+                }),
                 Set::Table(_) => {
                     put_len(out, s.len() as u64);
                     for m in s.iter() {
@@ -168,12 +211,16 @@ impl Encoder {
 
     fn put_zset(&self, out: &mut Vec<u8>, z: &ZSet) {
         if z.is_listpack() {
-            let mut lp = listpack::Builder::new();
-            for (member, score) in z.iter() {
-                lp.push_str(member);
-                lp.push_str(listpack_score_text(score).as_bytes());
-            }
-            self.put_string(out, &lp.finish());
+            self.put_listpack(out, |lp| {
+                let mut text = [0; G17_BYTES];
+                for (member, score) in z.iter() {
+                    lp.push_str(member);
+                    match listpack_score_entry(score, &mut text) {
+                        ScoreEntry::Int(n) => lp.push_int(n),
+                        ScoreEntry::Text(t) => lp.push_str(t),
+                    }
+                }
+            });
         } else {
             // From the greatest element down, as Redis writes skiplists
             // (its loader then inserts at the head in O(1)).
@@ -198,38 +245,61 @@ impl Encoder {
             _ => SIZE_SAFETY_LIMIT,
         };
         let max_count = if fill > 0 { fill as usize } else { usize::MAX };
-        let mut nodes: Vec<(u8, Vec<u8>)> = Vec::new();
-        let mut current: Option<listpack::Builder> = None;
-        for item in l.iter() {
-            if item.len() >= PACKED_THRESHOLD {
-                if let Some(lp) = current.take() {
-                    nodes.push((2, lp.finish()));
+        with_scratch(|scratch| {
+            // The nodes one after another in `bytes`, each ending where
+            // its entry in `nodes` says.
+            let Scratch { bytes, nodes } = scratch;
+            let mut done = std::mem::take(bytes);
+            let mut current: Option<listpack::Builder> = None;
+            for item in l.iter() {
+                if item.len() >= PACKED_THRESHOLD {
+                    if let Some(lp) = current.take() {
+                        done = lp.finish();
+                        nodes.push((2, done.len()));
+                    }
+                    done.extend_from_slice(item);
+                    nodes.push((1, done.len()));
+                    continue;
                 }
-                nodes.push((1, item.to_vec()));
-                continue;
-            }
-            let fits = current.as_ref().is_some_and(|lp| {
-                lp.bytes() + item.len() + SIZE_ESTIMATE_OVERHEAD <= max_bytes
-                    && lp.len() < max_count
-            });
-            if !fits {
-                if let Some(lp) = current.take() {
-                    nodes.push((2, lp.finish()));
+                let fits = current.as_ref().is_some_and(|lp| {
+                    lp.bytes() + item.len() + SIZE_ESTIMATE_OVERHEAD <= max_bytes
+                        && lp.len() < max_count
+                });
+                if !fits {
+                    if let Some(lp) = current.take() {
+                        done = lp.finish();
+                        nodes.push((2, done.len()));
+                    }
+                    current = Some(listpack::Builder::append_to(std::mem::take(&mut done)));
                 }
-                current = Some(listpack::Builder::new());
+                if let Some(lp) = current.as_mut() {
+                    lp.push_str(item);
+                }
             }
-            if let Some(lp) = current.as_mut() {
-                lp.push_str(item);
+            if let Some(lp) = current.take() {
+                done = lp.finish();
+                nodes.push((2, done.len()));
             }
-        }
-        if let Some(lp) = current.take() {
-            nodes.push((2, lp.finish()));
-        }
-        put_len(out, nodes.len() as u64);
-        for (container, bytes) in nodes {
-            put_len(out, u64::from(container));
-            self.put_string(out, &bytes);
-        }
+            *bytes = done;
+            put_len(out, nodes.len() as u64);
+            let mut start = 0;
+            for &(container, end) in nodes.iter() {
+                put_len(out, u64::from(container));
+                self.put_string(out, &bytes[start..end]);
+                start = end;
+            }
+        });
+    }
+
+    /// Appends, as a string, the listpack `fill` builds (in the thread's
+    /// scratch buffer).
+    fn put_listpack(&self, out: &mut Vec<u8>, fill: impl FnOnce(&mut listpack::Builder)) {
+        with_scratch(|scratch| {
+            let mut lp = listpack::Builder::append_to(std::mem::take(&mut scratch.bytes));
+            fill(&mut lp);
+            scratch.bytes = lp.finish();
+            self.put_string(out, &scratch.bytes);
+        });
     }
 
     /// STREAM_LISTPACKS_2: one listpack per node of the stream's layout,
@@ -369,6 +439,58 @@ impl Encoder {
         out.push(opcode::RESIZEDB);
         put_len(out, keys);
         put_len(out, expiring);
+    }
+}
+
+/// Buffers a thread reuses from value to value: a listpack or intset is
+/// built here before it is written (compressed) as a string.
+#[derive(Default)]
+struct Scratch {
+    bytes: Vec<u8>,
+    /// A list's nodes: container kind and where each ends in `bytes`.
+    nodes: Vec<(u8, usize)>,
+}
+
+/// Scratch buffers grown past this are freed after use rather than kept.
+const SCRATCH_KEPT_BYTES: usize = 1 << 20;
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
+
+/// Runs `f` with the thread's scratch buffers, emptied. (Taken out for
+/// the call: a nested call would get fresh ones.)
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let mut scratch = SCRATCH.try_with(RefCell::take).unwrap_or_default();
+    scratch.bytes.clear();
+    scratch.nodes.clear();
+    let result = f(&mut scratch);
+    if scratch.bytes.capacity() <= SCRATCH_KEPT_BYTES
+        && scratch.nodes.capacity() <= SCRATCH_KEPT_BYTES / 16
+    {
+        let _ = SCRATCH.try_with(|kept| kept.replace(scratch));
+    }
+    result
+}
+
+/// Appends the intset of `sorted` (strictly ascending) as
+/// `rdb::intset::encode` lays it out: the width (2, 4 or 8 bytes, the
+/// smallest holding every value), the count, the values little-endian.
+fn put_intset(out: &mut Vec<u8>, sorted: &[i64]) {
+    let width: usize = if sorted.iter().all(|&v| i16::try_from(v).is_ok()) {
+        2
+    } else if sorted.iter().all(|&v| i32::try_from(v).is_ok()) {
+        4
+    } else {
+        8
+    };
+    let count = u32::try_from(sorted.len())
+        .expect("intset of 2^32 values or more: Redis caps set-max-intset-entries far below");
+    out.reserve(8 + sorted.len() * width);
+    out.extend_from_slice(&(width as u32).to_le_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+    for &v in sorted {
+        out.extend_from_slice(&v.to_le_bytes()[..width]);
     }
 }
 
@@ -543,5 +665,321 @@ impl RecordEncoder {
             &mut self.buf,
             Vec::with_capacity(CHUNK_BYTES + CHUNK_BYTES / 8),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The encoder against a reference: the straightforward encoder this
+    //! module had before its buffers were reused (a fresh Vec per
+    //! listpack, compressed string and list node, scores as text), kept
+    //! here to show the bytes have not changed.
+
+    use super::*;
+    use crate::keyspace::dict::Dict;
+    use crate::rand::Rng;
+    use crate::types::list::End;
+    use crate::types::zset::AddFlags;
+
+    mod reference {
+        use super::super::*;
+        use crate::types::zset::listpack_score_text;
+
+        pub fn put_string(e: &Encoder, out: &mut Vec<u8>, s: &[u8]) {
+            if s.len() <= 11 {
+                if let Some(v) = parse_i64(s) {
+                    if put_int_encoded(out, v) {
+                        return;
+                    }
+                }
+            }
+            if e.compress && s.len() > 20 {
+                let mark = out.len();
+                out.push(0xC3);
+                let mut compressed = Vec::with_capacity(s.len());
+                if lzf::compress(s, &mut compressed, s.len() - 4) {
+                    put_len(out, compressed.len() as u64);
+                    put_len(out, s.len() as u64);
+                    out.extend_from_slice(&compressed);
+                    return;
+                }
+                out.truncate(mark);
+            }
+            put_len(out, s.len() as u64);
+            out.extend_from_slice(s);
+        }
+
+        pub fn put_key(
+            e: &Encoder,
+            out: &mut Vec<u8>,
+            key: &[u8],
+            value: &Value,
+            expire_ms: Option<i64>,
+        ) {
+            if let Some(at) = expire_ms {
+                out.push(opcode::EXPIRETIME_MS);
+                out.extend_from_slice(&at.to_le_bytes());
+            }
+            out.push(e.value_type(value));
+            put_string(e, out, key);
+            put_value(e, out, value);
+        }
+
+        pub fn put_value(e: &Encoder, out: &mut Vec<u8>, value: &Value) {
+            match value {
+                Value::Str(s) => put_string(e, out, s),
+                Value::List(l) => put_list(e, out, l),
+                Value::Hash(h) => match &**h {
+                    Hash::Listpack(pairs) => {
+                        let mut lp = listpack::Builder::new();
+                        for (f, v) in pairs {
+                            lp.push_str(f);
+                            lp.push_str(v);
+                        }
+                        put_string(e, out, &lp.finish());
+                    }
+                    Hash::Table(_) => {
+                        put_len(out, h.len() as u64);
+                        for (f, v) in h.iter() {
+                            put_string(e, out, f);
+                            put_string(e, out, v);
+                        }
+                    }
+                },
+                Value::Set(s) => match &**s {
+                    Set::Intset(ints) => put_string(e, out, &crate::rdb::intset::encode(ints)),
+                    Set::Table(_) => {
+                        put_len(out, s.len() as u64);
+                        for m in s.iter() {
+                            m.with_bytes(|b| put_string(e, out, b));
+                        }
+                    }
+                },
+                Value::ZSet(z) => {
+                    if z.is_listpack() {
+                        let mut lp = listpack::Builder::new();
+                        for (member, score) in z.iter() {
+                            lp.push_str(member);
+                            lp.push_str(listpack_score_text(score).as_bytes());
+                        }
+                        put_string(e, out, &lp.finish());
+                    } else {
+                        put_len(out, z.len() as u64);
+                        for (member, score) in z.iter_from(z.len().saturating_sub(1), true) {
+                            put_string(e, out, member);
+                            out.extend_from_slice(&score.to_le_bytes());
+                        }
+                    }
+                }
+                Value::Stream(_) => e.put_value(out, value),
+            }
+        }
+
+        fn put_list(e: &Encoder, out: &mut Vec<u8>, l: &List) {
+            let fill = e.list_max_listpack_size;
+            let max_bytes = match fill {
+                -1 => 4096,
+                -2 => 8192,
+                -3 => 16384,
+                -4 => 32768,
+                f if f <= -5 => 65536,
+                _ => SIZE_SAFETY_LIMIT,
+            };
+            let max_count = if fill > 0 { fill as usize } else { usize::MAX };
+            let mut nodes: Vec<(u8, Vec<u8>)> = Vec::new();
+            let mut current: Option<listpack::Builder> = None;
+            for item in l.iter() {
+                let fits = current.as_ref().is_some_and(|lp| {
+                    lp.bytes() + item.len() + SIZE_ESTIMATE_OVERHEAD <= max_bytes
+                        && lp.len() < max_count
+                });
+                if !fits {
+                    if let Some(lp) = current.take() {
+                        nodes.push((2, lp.finish()));
+                    }
+                    current = Some(listpack::Builder::new());
+                }
+                if let Some(lp) = current.as_mut() {
+                    lp.push_str(item);
+                }
+            }
+            if let Some(lp) = current.take() {
+                nodes.push((2, lp.finish()));
+            }
+            put_len(out, nodes.len() as u64);
+            for (container, bytes) in nodes {
+                put_len(out, u64::from(container));
+                put_string(e, out, &bytes);
+            }
+        }
+    }
+
+    /// Random bytes of `len`: digits, repetitive text, or noise.
+    fn bytes(rng: &mut Rng, len: usize) -> Vec<u8> {
+        match rng.below(4) {
+            0 => (0..len).map(|_| b'0' + rng.below(10) as u8).collect(),
+            1 => b"abcab:".iter().copied().cycle().take(len).collect(),
+            2 => (0..len).map(|_| rng.next_u64() as u8).collect(),
+            _ => (0..len).map(|_| b'a' + rng.below(3) as u8).collect(),
+        }
+    }
+
+    /// A string that is often an integer or a short one.
+    fn element(rng: &mut Rng) -> Vec<u8> {
+        match rng.below(6) {
+            0 => (rng.next_u64() as i64 >> rng.below(64))
+                .to_string()
+                .into_bytes(),
+            1 => Vec::new(),
+            2 => {
+                let n = rng.below(12) as usize;
+                bytes(rng, n)
+            }
+            3 => {
+                let n = rng.below(100) as usize;
+                bytes(rng, n)
+            }
+            4 => {
+                let n = 4000 + rng.below(200) as usize;
+                bytes(rng, n)
+            }
+            _ => {
+                let n = rng.below(30) as usize;
+                bytes(rng, n)
+            }
+        }
+    }
+
+    fn length(rng: &mut Rng) -> usize {
+        match rng.below(10) {
+            0 => rng.below(3000) as usize,
+            1 => rng.below(300) as usize,
+            _ => 1 + rng.below(40) as usize,
+        }
+    }
+
+    fn score(rng: &mut Rng) -> f64 {
+        match rng.below(10) {
+            0 => Some(f64::from_bits(rng.next_u64()))
+                .filter(|s| !s.is_nan())
+                .unwrap_or(0.5),
+            1 => [
+                0.0,
+                -0.0,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                1e17,
+                4.7e18,
+                -1e19,
+            ][rng.index(7)],
+            2 => (rng.next_u64() as i64 >> rng.below(64)) as f64,
+            3 => rng.below(1_000_000) as f64 / 7.0,
+            4 => rng.below(1_000) as f64 / 16.0,
+            5 => (rng.next_u64() as i64) as f64 / 3.0,
+            _ => rng.below(1_000_000) as f64 - 500_000.0,
+        }
+    }
+
+    fn value(rng: &mut Rng) -> Value {
+        let limits = EncodingLimits::default();
+        match rng.below(8) {
+            0 => Value::Str(Blob::from_vec(element(rng))),
+            1 => Value::Str(Blob::from_vec({
+                let n = rng.below(70_000) as usize;
+                bytes(rng, n)
+            })),
+            2 => {
+                let mut l = List::new();
+                for _ in 0..length(rng) {
+                    l.push(End::Tail, &element(rng));
+                }
+                Value::List(Box::new(l))
+            }
+            3 => {
+                let n = length(rng);
+                let pairs = (0..n)
+                    .map(|_| (Blob::from_vec(element(rng)), Blob::from_vec(element(rng))))
+                    .collect();
+                Value::Hash(Box::new(Hash::Listpack(pairs)))
+            }
+            4 => {
+                let mut d = Dict::new();
+                for i in 0..length(rng) {
+                    let mut field = element(rng);
+                    field.extend_from_slice(format!("#{i}").as_bytes());
+                    d.insert_new(Blob::from_vec(field), Blob::from_vec(element(rng)));
+                }
+                Value::Hash(Box::new(Hash::Table(d)))
+            }
+            5 => {
+                let wide = rng.below(3);
+                let mut ints: Vec<i64> = (0..length(rng))
+                    .map(|_| match wide {
+                        0 => i64::from(rng.next_u64() as i16),
+                        1 => i64::from(rng.next_u64() as i32),
+                        _ => rng.next_u64() as i64,
+                    })
+                    .collect();
+                ints.sort_unstable();
+                ints.dedup();
+                Value::Set(Box::new(Set::Intset(ints)))
+            }
+            6 => {
+                let mut s = Set::default();
+                for _ in 0..length(rng) {
+                    s.insert(&element(rng), limits.set_max_intset_entries);
+                }
+                Value::Set(Box::new(s))
+            }
+            _ => {
+                let mut z = ZSet::new();
+                let small = rng.below(2) == 0;
+                for _ in 0..length(rng) {
+                    let mut member = element(rng);
+                    if small {
+                        member.truncate(20);
+                    }
+                    z.add(&member, score(rng), AddFlags::default(), &limits)
+                        .expect("no NaN score");
+                }
+                Value::ZSet(Box::new(z))
+            }
+        }
+    }
+
+    #[test]
+    fn records_are_the_reference_encoders_bytes() {
+        let mut rng = Rng::with_seed(20_261_205);
+        let encoders = [
+            Encoder::default(),
+            Encoder {
+                compress: false,
+                ..Encoder::default()
+            },
+            Encoder {
+                list_max_listpack_size: -1,
+                ..Encoder::default()
+            },
+            Encoder {
+                list_max_listpack_size: -5,
+                ..Encoder::default()
+            },
+            Encoder {
+                list_max_listpack_size: 3,
+                ..Encoder::default()
+            },
+        ];
+        for round in 0..3_000 {
+            let v = value(&mut rng);
+            let key = element(&mut rng);
+            let expire = (round % 3 == 0).then(|| rng.next_u64() as i64);
+            for e in &encoders {
+                let mut ours = vec![0xAA];
+                e.put_key(&mut ours, &key, &v, expire);
+                let mut theirs = vec![0xAA];
+                reference::put_key(e, &mut theirs, &key, &v, expire);
+                assert!(ours == theirs, "round {round}, {e:?}: {v:?}");
+            }
+        }
     }
 }

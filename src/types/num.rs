@@ -165,7 +165,124 @@ pub fn write_i64(out: &mut Vec<u8>, n: i64) {
 /// Formats a double as C's `printf("%.17g")` does, which is what Redis 7.0
 /// uses for scores and for RESP3 doubles. Infinities are `inf` / `-inf`.
 pub fn format_g17(d: f64) -> String {
-    format_g(d, 17)
+    let mut buf = [0u8; G17_BYTES];
+    let text = format_g17_into(d, &mut buf);
+    // The text is ASCII.
+    String::from_utf8_lossy(text).into_owned()
+}
+
+/// Room for any `%.17g` text: a sign, 17 digits, a point and an exponent
+/// of up to `e-308` (24 bytes), or a sign, `0.000` and 17 digits (23).
+pub const G17_BYTES: usize = 32;
+
+/// [`format_g17`] into `buf`, returning the text, without allocating for
+/// the numbers `%.17g` writes without an exponent (from 1e-4 to just
+/// under 1e17), which it works out from the binary value exactly in
+/// integer arithmetic; the others go through [`format_g`].
+pub fn format_g17_into(d: f64, buf: &mut [u8; G17_BYTES]) -> &[u8] {
+    if let Some(len) = g17_fixed(d, buf) {
+        return &buf[..len];
+    }
+    let text = format_g(d, 17);
+    let len = text.len().min(G17_BYTES);
+    buf[..len].copy_from_slice(&text.as_bytes()[..len]);
+    &buf[..len]
+}
+
+/// `%.17g` of `d` when its decimal exponent after rounding to 17
+/// significant digits is in -4..=16 (so C prints it without exponent) and
+/// `d` lies between 1e-4 and 1e17: the length written to `buf`. None
+/// otherwise (zero, infinities, NaN, other magnitudes).
+///
+/// The 17 digits are `|d| × 10^(16 - X)` rounded to an integer, half to
+/// even (the exact value of `d` is `m × 2^e`, so the product is an
+/// integer shifted right by `-e` bits, here at most 2^120 in a u128),
+/// for the exponent `X` that puts the rounded result in 10^16..10^17.
+fn g17_fixed(d: f64, buf: &mut [u8; G17_BYTES]) -> Option<usize> {
+    const LOW: u64 = 10_000_000_000_000_000; // 10^16
+    const HIGH: u64 = 100_000_000_000_000_000; // 10^17
+    let magnitude = d.abs();
+    if !(1e-4..1e17).contains(&magnitude) {
+        return None;
+    }
+    let bits = magnitude.to_bits();
+    // A normal number (1e-4 is far above the subnormals): the implicit
+    // bit, and the exponent of the mantissa's last bit.
+    let mantissa = (bits & ((1 << 52) - 1)) | (1 << 52);
+    let exponent = ((bits >> 52) & 0x7FF) as i32 - 1075;
+    let mut x = magnitude.log10().floor() as i32;
+    let mut digits = None;
+    // log10 is off by at most one near powers of ten; the rounding can
+    // carry into one more digit (then X is one more).
+    for _ in 0..3 {
+        let k = 16 - x;
+        if !(0..=20).contains(&k) {
+            return None;
+        }
+        let q = round_scaled(mantissa, exponent, k as u32);
+        if q >= u128::from(HIGH) {
+            x += 1;
+        } else if q < u128::from(LOW) {
+            x -= 1;
+        } else {
+            digits = Some(q as u64);
+            break;
+        }
+    }
+    let digits = digits?;
+    if !(-4..=16).contains(&x) {
+        return None;
+    }
+    let mut text = [0u8; 17];
+    let mut rest = digits;
+    for slot in text.iter_mut().rev() {
+        *slot = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    // The last significant digit (the first is never 0).
+    let last = text.iter().rposition(|&c| c != b'0').unwrap_or(0);
+    let mut len = 0;
+    let mut put = |bytes: &[u8]| {
+        buf[len..len + bytes.len()].copy_from_slice(bytes);
+        len += bytes.len();
+    };
+    if d < 0.0 {
+        put(b"-");
+    }
+    if x >= 0 {
+        let int_digits = x as usize + 1;
+        put(&text[..int_digits]);
+        if last >= int_digits {
+            put(b".");
+            put(&text[int_digits..=last]);
+        }
+    } else {
+        put(b"0.");
+        put(&b"0000"[..(-x - 1) as usize]);
+        put(&text[..=last]);
+    }
+    Some(len)
+}
+
+/// `mantissa × 2^exponent × 10^k` rounded to an integer, half to even
+/// (`mantissa` < 2^53, `k` ≤ 20, `exponent` ≥ -127: the product fits).
+fn round_scaled(mantissa: u64, exponent: i32, k: u32) -> u128 {
+    let scaled = u128::from(mantissa) * 10u128.pow(k);
+    if exponent >= 0 {
+        return scaled << exponent;
+    }
+    let shift = (-exponent) as u32;
+    if shift >= 128 {
+        return 0;
+    }
+    let q = scaled >> shift;
+    let rem = scaled - (q << shift);
+    let half = 1u128 << (shift - 1);
+    if rem > half || (rem == half && q & 1 == 1) {
+        q + 1
+    } else {
+        q
+    }
 }
 
 /// C's `%.{precision}g`.
@@ -291,6 +408,93 @@ mod tests {
         assert_eq!(format_g17(0.00001), "1.0000000000000001e-05");
         assert_eq!(format_g17(f64::INFINITY), "inf");
         assert_eq!(format_g17(3.0), "3");
+    }
+
+    #[test]
+    fn g17_fixed_notation_is_format_gs() {
+        let mut rng = crate::rand::Rng::with_seed(17);
+        let check = |d: f64| {
+            let mut buf = [0u8; G17_BYTES];
+            let fast = format_g17_into(d, &mut buf);
+            assert_eq!(
+                std::str::from_utf8(fast).unwrap(),
+                format_g(d, 17),
+                "{d:e} ({:#x})",
+                d.to_bits()
+            );
+        };
+        for d in [
+            0.0,
+            -0.0,
+            1e-4,
+            1e-5,
+            1e17,
+            1e16,
+            0.1,
+            0.3,
+            1.0 / 3.0,
+            2.5,
+            9.5,
+            0.5,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            5e-324,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            9_007_199_254_740_993.0,
+            99_999_999_999_999_990.0,
+            0.000_099_999_999_999_999_99,
+        ] {
+            check(d);
+            check(-d);
+        }
+        // Ties at the 17th digit (the exact value ends in 5 one digit
+        // further; quarters are exact up to 2^51): half to even, both ways.
+        for d in [
+            1_234_567_890_123_456.0 + 0.25,
+            1_234_567_890_123_456.0 + 0.75,
+            1_234_567_890_123_457.0 + 0.25,
+            2_251_799_813_685_247.0 + 0.5,
+        ] {
+            assert!(g17_fixed(d, &mut [0; G17_BYTES]).is_some(), "{d}");
+            check(d);
+            check(-d);
+        }
+        // Around every power of ten in range, a few ulps either side.
+        for exp in -6..=18 {
+            let p = 10f64.powi(exp);
+            let mut below = p;
+            let mut above = p;
+            for _ in 0..64 {
+                check(below);
+                check(above);
+                below = f64::from_bits(below.to_bits() - 1);
+                above = f64::from_bits(above.to_bits() + 1);
+            }
+        }
+        // The usual scores take the integer path.
+        for d in [
+            1.5,
+            0.1,
+            -142_857.142_857_142_87,
+            1e-4,
+            99_999_999_999_999.99,
+        ] {
+            assert!(g17_fixed(d, &mut [0; G17_BYTES]).is_some(), "{d}");
+        }
+        for _ in 0..200_000 {
+            check(f64::from_bits(rng.next_u64()));
+            // Any magnitude from 1e-6 to 1e18, every mantissa.
+            let exp = rng.below(25) as i32 - 6;
+            let mantissa = f64::from_bits(0x3FF0_0000_0000_0000 | (rng.next_u64() >> 12));
+            check(mantissa * 10f64.powi(exp));
+            // Scores as they come: fractions, halves and quarters of big
+            // integers, integers.
+            check(rng.below(1 << 40) as f64 / (1 + rng.below(1000)) as f64);
+            check((rng.next_u64() >> rng.below(64)) as f64 / 4.0);
+            check((rng.next_u64() >> rng.below(64)) as f64);
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 use std::cmp::Ordering;
 
+use super::num::{format_g17_into, G17_BYTES};
 use super::ordtree::{self, cmp_key, OrdTree};
 use super::{Blob, EncodingLimits};
 use crate::keyspace::dict::Dict;
@@ -219,9 +220,28 @@ impl RangeSpec for LexRange<'_> {
 /// returns for small sets: an integer when the score is integral and
 /// within ±2^62 (Redis's `double2ll`), `%.17g` otherwise.
 pub fn listpack_score_text(score: f64) -> String {
+    match listpack_score_entry(score, &mut [0; G17_BYTES]) {
+        ScoreEntry::Int(n) => n.to_string(),
+        ScoreEntry::Text(text) => String::from_utf8_lossy(text).into_owned(),
+    }
+}
+
+/// A score as a listpack stores it (see [`listpack_score_text`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ScoreEntry<'a> {
+    /// An integral score: the listpack holds this integer.
+    Int(i64),
+    /// Any other: the listpack holds this `%.17g` text, which is never a
+    /// canonical integer.
+    Text(&'a [u8]),
+}
+
+/// [`listpack_score_text`] without allocating: the integer, or the text
+/// written in `buf`.
+pub fn listpack_score_entry(score: f64, buf: &mut [u8; G17_BYTES]) -> ScoreEntry<'_> {
     match integral(score) {
-        Some(n) => n.to_string(),
-        None => super::num::format_g17(score),
+        Some(n) => ScoreEntry::Int(n),
+        None => ScoreEntry::Text(format_g17_into(score, buf)),
     }
 }
 
@@ -1071,5 +1091,31 @@ mod tests {
         assert_eq!(listpack_score_text(1e19), "1e+19");
         assert_eq!(listpack_score_text(1.5), "1.5");
         assert_eq!(listpack_score_text(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn listpack_score_entries_are_the_text_a_listpack_parses() {
+        let mut rng = Rng::with_seed(5);
+        let mut buf = [0; G17_BYTES];
+        for i in 0..100_000 {
+            let score = match i % 4 {
+                0 => f64::from_bits(rng.next_u64()),
+                1 => (rng.next_u64() as i64 >> rng.below(64)) as f64,
+                2 => (rng.next_u64() as i64 >> rng.below(64)) as f64 / 8.0,
+                _ => rng.below(1 << 30) as f64 / 7.0,
+            };
+            if score.is_nan() {
+                continue;
+            }
+            let text = listpack_score_text(score);
+            match listpack_score_entry(score, &mut buf) {
+                // A listpack stores the canonical decimal form as this integer.
+                ScoreEntry::Int(n) => assert_eq!(text, n.to_string()),
+                ScoreEntry::Text(t) => {
+                    assert_eq!(t, text.as_bytes());
+                    assert_eq!(crate::types::num::parse_i64(t), None, "{text}");
+                }
+            }
+        }
     }
 }
