@@ -70,6 +70,13 @@ pub fn decode(data: &[u8]) -> Result<Vec<i64>, EncodingError> {
 /// that holds every value, as Redis lays out a set it built by adding them.
 /// The caller guarantees the order (the values of a Redis set are distinct).
 pub fn encode(sorted: &[i64]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_into(sorted, &mut out);
+    out
+}
+
+/// [`encode`], appended to `out`.
+pub fn encode_into(sorted: &[i64], out: &mut Vec<u8>) {
     debug_assert!(
         sorted.windows(2).all(|w| w[0] < w[1]),
         "intset::encode needs strictly ascending values"
@@ -83,13 +90,12 @@ pub fn encode(sorted: &[i64]) -> Vec<u8> {
     };
     let count = u32::try_from(sorted.len())
         .expect("intset of 2^32 values or more: Redis caps set-max-intset-entries far below");
-    let mut out = Vec::with_capacity(HEADER_BYTES + sorted.len() * width);
+    out.reserve(HEADER_BYTES + sorted.len() * width);
     out.extend_from_slice(&(width as u32).to_le_bytes());
     out.extend_from_slice(&count.to_le_bytes());
     for &v in sorted {
         out.extend_from_slice(&v.to_le_bytes()[..width]);
     }
-    out
 }
 
 #[cfg(test)]

@@ -194,7 +194,7 @@ impl Encoder {
             },
             Value::Set(s) => match &**s {
                 Set::Intset(ints) => with_scratch(|scratch| {
-                    put_intset(&mut scratch.bytes, ints);
+                    super::intset::encode_into(ints, &mut scratch.bytes);
                     self.put_string(out, &scratch.bytes);
                 }),
                 Set::Table(_) => {
@@ -471,27 +471,6 @@ fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
         let _ = SCRATCH.try_with(|kept| kept.replace(scratch));
     }
     result
-}
-
-/// Appends the intset of `sorted` (strictly ascending) as
-/// `rdb::intset::encode` lays it out: the width (2, 4 or 8 bytes, the
-/// smallest holding every value), the count, the values little-endian.
-fn put_intset(out: &mut Vec<u8>, sorted: &[i64]) {
-    let width: usize = if sorted.iter().all(|&v| i16::try_from(v).is_ok()) {
-        2
-    } else if sorted.iter().all(|&v| i32::try_from(v).is_ok()) {
-        4
-    } else {
-        8
-    };
-    let count = u32::try_from(sorted.len())
-        .expect("intset of 2^32 values or more: Redis caps set-max-intset-entries far below");
-    out.reserve(8 + sorted.len() * width);
-    out.extend_from_slice(&(width as u32).to_le_bytes());
-    out.extend_from_slice(&count.to_le_bytes());
-    for &v in sorted {
-        out.extend_from_slice(&v.to_le_bytes()[..width]);
-    }
 }
 
 fn id_to_be(id: StreamId) -> [u8; 16] {
