@@ -200,11 +200,39 @@ pub fn start_on_port(
     extra: &[&str],
 ) -> Option<ServerProcess> {
     let dir = tempfile::tempdir().expect("temp dir for a test server");
-    let mut child = Command::new(binary)
+    let mut command = Command::new(binary);
+    command
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
         .args(["--dir", &dir.path().to_string_lossy()])
-        .args(extra)
+        .args(extra);
+    spawn_listening(command, name, port, Some(dir))
+}
+
+/// Starts `binary` with the configuration file `conf` as its only
+/// argument (the file sets `port` to `port`, and its own `dir`). None
+/// when it exits at once or another process answers on the port.
+pub fn start_from_config(
+    binary: &str,
+    name: &'static str,
+    port: u16,
+    conf: &std::path::Path,
+) -> Option<ServerProcess> {
+    let mut command = Command::new(binary);
+    command.arg(conf);
+    spawn_listening(command, name, port, None)
+}
+
+/// Spawns `command` (output discarded) and waits until it listens on
+/// `port`. None when it exits at once or another process answers there
+/// (ours is then stopped).
+fn spawn_listening(
+    mut command: Command,
+    name: &'static str,
+    port: u16,
+    dir: Option<tempfile::TempDir>,
+) -> Option<ServerProcess> {
+    let mut child = command
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -222,38 +250,7 @@ pub fn start_on_port(
     Some(ServerProcess {
         child,
         port,
-        _dir: Some(dir),
-    })
-}
-
-/// Starts `binary` with the configuration file `conf` as its only
-/// argument (the file sets `port` to `port`, and its own `dir`). None
-/// when it exits at once or another process answers on the port.
-pub fn start_from_config(
-    binary: &str,
-    name: &'static str,
-    port: u16,
-    conf: &std::path::Path,
-) -> Option<ServerProcess> {
-    let mut child = Command::new(binary)
-        .arg(conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-    std::thread::sleep(Duration::from_millis(2));
-    if let Ok(Some(_)) = child.try_wait() {
-        return None;
-    }
-    if !wait_until_listening(port, name, &mut child) {
-        let _ = child.kill();
-        let _ = child.wait();
-        return None;
-    }
-    Some(ServerProcess {
-        child,
-        port,
-        _dir: None,
+        _dir: dir,
     })
 }
 

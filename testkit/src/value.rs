@@ -1,7 +1,23 @@
 //! RESP2 replies decoded into values, shown readably in failures (the
 //! `repl` and `replica` suites).
 
-use crate::harness::show;
+use crate::harness::{show, Conn};
+
+/// Sends a command given as words and decodes its reply.
+pub fn call(conn: &mut Conn, args: &[&str]) -> Value {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    decode(&conn.call(&args))
+}
+
+/// One field of an INFO section, if the server reports it.
+pub fn info_field(conn: &mut Conn, section: &str, field: &str) -> Option<String> {
+    let Value::Bulk(text) = call(conn, &["INFO", section]) else {
+        panic!("INFO is not a bulk string");
+    };
+    let text = String::from_utf8_lossy(&text).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+}
 
 /// A decoded RESP2 reply.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -7,22 +7,31 @@
 mod proxy;
 mod sentinel;
 
-use testkit::harness::Conn;
-pub use testkit::value::Value;
+pub use testkit::value::{call, info_field, Value};
 
-/// Sends a command and decodes its reply.
-pub fn call(conn: &mut Conn, args: &[&str]) -> Value {
-    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    let raw = conn.call(&args);
-    testkit::value::decode(&raw)
-}
-
-/// One INFO field.
-pub fn info_field(conn: &mut Conn, section: &str, field: &str) -> Option<String> {
-    let Value::Bulk(text) = call(conn, &["INFO", section]) else {
-        panic!("INFO is not a bulk string");
-    };
-    let text = String::from_utf8_lossy(&text).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+/// Spawns `command` (output discarded) and waits up to 5 s until
+/// something accepts connections on `port`; None when the process exits
+/// first or never listens (it is then killed).
+pub fn spawn_listening(
+    mut command: std::process::Command,
+    port: u16,
+) -> Option<std::process::Child> {
+    let mut child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return None;
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(child);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }

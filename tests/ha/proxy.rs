@@ -6,7 +6,7 @@
 //! the proxy serves them again.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use testkit::harness::{hozon_server_path, start_hozon, start_on_port, unused_port, Conn};
@@ -53,29 +53,17 @@ fn start_proxy(dir: &Path, shards: &[u16]) -> Proxy {
             ),
         )
         .expect("write the proxy's config");
-        let child = Command::new(NUTCRACKER)
+        let mut command = Command::new(NUTCRACKER);
+        command
             .args(["-c", &conf.to_string_lossy(), "-s", &stats.to_string()])
             .args(["-a", "127.0.0.1", "-o", &log.to_string_lossy()])
             .args([
                 "-p",
                 &dir.join(format!("nutcracker-{port}.pid")).to_string_lossy(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn nutcracker");
-        let mut proxy = Proxy { child, port, log };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = proxy.child.try_wait() {
-                break;
-            }
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return proxy;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            ]);
+        if let Some(child) = crate::spawn_listening(command, port) {
+            return Proxy { child, port, log };
         }
-        drop(proxy);
     }
     panic!("could not start nutcracker");
 }

@@ -8,7 +8,7 @@
 //! client using Sentinel discovery writes through one of the failovers.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -60,24 +60,11 @@ fn start_sentinel(dir: &Path, master_port: u16) -> Sentinel {
             ),
         )
         .expect("write the sentinel's config");
-        let child = Command::new(SENTINEL)
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn redis-sentinel");
-        let mut sentinel = Sentinel { child, port, log };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = sentinel.child.try_wait() {
-                break;
-            }
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return sentinel;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let mut command = Command::new(SENTINEL);
+        command.arg(&conf);
+        if let Some(child) = crate::spawn_listening(command, port) {
+            return Sentinel { child, port, log };
         }
-        drop(sentinel);
     }
     panic!("could not start redis-sentinel");
 }

@@ -18,22 +18,7 @@ mod preamble;
 
 pub use testkit::value::Value;
 
-/// Sends a command and decodes its reply.
-pub fn call(conn: &mut Conn, args: &[&str]) -> Value {
-    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    let raw = conn.call(&args);
-    testkit::value::decode(&raw)
-}
-
-/// One INFO field.
-pub fn info_field(conn: &mut Conn, section: &str, field: &str) -> Option<String> {
-    let Value::Bulk(text) = call(conn, &["INFO", section]) else {
-        panic!("INFO is not a bulk string");
-    };
-    let text = String::from_utf8_lossy(&text).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
-}
+pub use testkit::value::{call, info_field};
 
 /// Waits until the replica's link is up and it applied everything the
 /// master produced (its `slave_repl_offset` equals the master's

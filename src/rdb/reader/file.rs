@@ -258,31 +258,21 @@ fn parse_from(
         let record_at = c.pos;
         let t = c.u8("a record type")?;
         if let Some(meta) = read_meta(&mut c, t, record_at)? {
-            match meta {
-                Meta::Eof => break,
-                Meta::SelectDb(n) => {
-                    if n >= options.databases as u64 {
-                        return Err(RdbError::new(
-                            ErrorKind::Rejected,
-                            record_at,
-                            format!(
-                                "the file selects database {n} but only {} are configured",
-                                options.databases
-                            ),
-                        ));
-                    }
-                    db = n as usize;
+            let hint = c.remaining_bound();
+            match apply_meta(
+                meta,
+                record_at,
+                hint,
+                options,
+                &mut db,
+                &mut expire,
+                &mut summary,
+            )? {
+                MetaStep::End => break,
+                MetaStep::Resize(db, keys, expiring) => {
+                    emit(Event::Resize(db, keys, expiring)).map_err(reject)?
                 }
-                Meta::ResizeDb { keys, expiring } => {
-                    // A hint only: capped by what the rest of the file can hold.
-                    let cap = (c.remaining_bound() / 3) as u64;
-                    emit(Event::Resize(db, keys.min(cap), expiring.min(cap))).map_err(reject)?;
-                }
-                Meta::Expire(at) => expire = Some(at),
-                Meta::Aux(name, value) => summary.aux.push((name, value)),
-                Meta::Function(library) => summary.functions.push(library),
-                Meta::ModuleAux(name) => summary.modules_skipped.push(name),
-                Meta::Ignored => {}
+                MetaStep::Next => {}
             }
             continue;
         }
@@ -324,6 +314,59 @@ fn parse_from(
     summary.len = c.pos;
     summary.position = crate::rdb::position_from_aux(&summary.aux);
     Ok(summary)
+}
+
+/// What a record that is not a key means to a loader.
+pub(super) enum MetaStep {
+    /// EOF: the checksum follows.
+    End,
+    /// A RESIZEDB hint to hand on (database, keys, keys with an expiry),
+    /// capped by what the rest of the file can hold.
+    Resize(usize, u64, u64),
+    /// Nothing to hand on.
+    Next,
+}
+
+/// Applies a record [`read_meta`] read at `record_at` to a loader's state
+/// (`bound`: the most bytes the rest of the file can hold): the database
+/// selected (refused beyond `options.databases`), the next key's expiry,
+/// the summary's AUX fields, functions and skipped modules.
+pub(super) fn apply_meta(
+    meta: Meta,
+    record_at: usize,
+    bound: usize,
+    options: &Options,
+    db: &mut usize,
+    expire: &mut Option<i64>,
+    summary: &mut Summary,
+) -> Result<MetaStep, RdbError> {
+    match meta {
+        Meta::Eof => return Ok(MetaStep::End),
+        Meta::SelectDb(n) => {
+            if n >= options.databases as u64 {
+                return Err(RdbError::new(
+                    ErrorKind::Rejected,
+                    record_at,
+                    format!(
+                        "the file selects database {n} but only {} are configured",
+                        options.databases
+                    ),
+                ));
+            }
+            *db = n as usize;
+        }
+        Meta::ResizeDb { keys, expiring } => {
+            // A hint only: capped by what the rest of the file can hold.
+            let cap = (bound / 3) as u64;
+            return Ok(MetaStep::Resize(*db, keys.min(cap), expiring.min(cap)));
+        }
+        Meta::Expire(at) => *expire = Some(at),
+        Meta::Aux(name, value) => summary.aux.push((name, value)),
+        Meta::Function(library) => summary.functions.push(library),
+        Meta::ModuleAux(name) => summary.modules_skipped.push(name),
+        Meta::Ignored => {}
+    }
+    Ok(MetaStep::Next)
 }
 
 fn reject((offset, message): (usize, String)) -> RdbError {

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 
-use super::file::{read_meta, skip_module_value, verify_checksum, Event, Meta};
+use super::file::{apply_meta, read_meta, skip_module_value, verify_checksum, Event, MetaStep};
 use super::scan::skip_value;
 use super::*;
 
@@ -344,34 +344,26 @@ fn walk_records(
         let record_at = c.pos;
         let t = c.u8("a record type")?;
         if let Some(meta) = read_meta(&mut c, t, record_at)? {
-            match meta {
-                Meta::Eof => break,
-                Meta::SelectDb(n) => {
-                    if n >= options.databases as u64 {
-                        // Keys before it come first.
-                        if !send(&mut items, c.pos) {
-                            return Err(stopped());
-                        }
-                        return Err(RdbError::new(
-                            ErrorKind::Rejected,
-                            record_at,
-                            format!(
-                                "the file selects database {n} but only {} are configured",
-                                options.databases
-                            ),
-                        ));
-                    }
-                    db = n as usize;
+            let hint = c.remaining_bound();
+            match apply_meta(
+                meta,
+                record_at,
+                hint,
+                options,
+                &mut db,
+                &mut expire,
+                &mut summary,
+            ) {
+                Ok(MetaStep::End) => break,
+                Ok(MetaStep::Resize(db, keys, expiring)) => {
+                    items.push(Item::Resize(db, keys, expiring))
                 }
-                Meta::ResizeDb { keys, expiring } => {
-                    let cap = (c.remaining_bound() / 3) as u64;
-                    items.push(Item::Resize(db, keys.min(cap), expiring.min(cap)));
+                Ok(MetaStep::Next) => {}
+                Err(e) => {
+                    // The keys before it come first.
+                    send(&mut items, c.pos);
+                    return Err(e);
                 }
-                Meta::Expire(at) => expire = Some(at),
-                Meta::Aux(name, value) => summary.aux.push((name, value)),
-                Meta::Function(library) => summary.functions.push(library),
-                Meta::ModuleAux(name) => summary.modules_skipped.push(name),
-                Meta::Ignored => {}
             }
             continue;
         }
