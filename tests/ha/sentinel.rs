@@ -1,9 +1,9 @@
 //! Three `redis-sentinel` processes monitor a master with two replicas
 //! (hozon, or mixed with redis-server). Under a steady write load the
 //! master is SIGKILLed, or `SENTINEL FAILOVER` is asked for: Sentinel
-//! promotes the preferred replica, the other replica follows it with a
-//! partial resync, every write acknowledged with WAIT before the failover
-//! is on the new master, and the old master (restarted on its own files
+//! promotes the preferred replica, the other replica follows it, every
+//! write acknowledged by both replicas (WAIT 2) before the failover is on
+//! the new master, and the old master (restarted on its own files
 //! after a kill) is turned into a replica of the new one. A redis-py
 //! client using Sentinel discovery writes through one of the failovers.
 
@@ -193,12 +193,9 @@ fn link_up(port: u16) -> bool {
 
 /// A master of `master` kind and replicas of `replicas` kinds (the first
 /// one preferred by `replica-priority`), three sentinels, a write load,
-/// the failover by `trigger`, then the checks: every acknowledged write on
-/// the new master (acknowledged by `WAIT 1` for a kill, by both replicas
-/// for a manual failover, where the master keeps taking writes until
-/// Sentinel demotes it), the first replica promoted, the other one
-/// following it with a partial resync, the old master a replica of the
-/// new one. With `py_client`, a redis-py client using Sentinel discovery
+/// the failover by `trigger`, then the checks: every write both replicas
+/// acknowledged (`WAIT 2`) on the new master, the first replica promoted,
+/// the other one following it, the old master a replica of the new one. With `py_client`, a redis-py client using Sentinel discovery
 /// writes through it.
 fn failover(master_kind: Kind, replica_kinds: [Kind; 2], trigger: Trigger, py_client: bool) {
     let root = tempfile::tempdir().expect("temp dir");
@@ -253,10 +250,10 @@ fn failover(master_kind: Kind, replica_kinds: [Kind; 2], trigger: Trigger, py_cl
     );
 
     // A steady write load; the keys WAIT acknowledged are recorded.
-    let wait_for_replicas: &'static [u8] = match trigger {
-        Trigger::Kill => b"1",
-        Trigger::Manual => b"2",
-    };
+    // Acknowledged by both replicas: Sentinel may promote either (by
+    // priority, then by an offset up to a second old), so a write on one
+    // replica only may be lost by the failover, with hozon as with Redis.
+    let wait_for_replicas: &'static [u8] = b"2";
     let acked = Arc::new(Mutex::new(Vec::<String>::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
@@ -348,23 +345,20 @@ fn failover(master_kind: Kind, replica_kinds: [Kind; 2], trigger: Trigger, py_cl
         acked.len(),
         &missing[..missing.len().min(5)]
     );
-    // The other replica follows the new master, with a partial resync.
+    // The other replica follows the new master.
     wait_for(
         30,
         "the other replica following the new master",
         &sentinels,
         || role(other.port) == Some(("slave".into(), Some(new_port))) && link_up(other.port),
     );
-    // After a kill it continues partially; in a manual failover the old
-    // master kept sending it writes after the promoted replica stopped
-    // following, so its history is longer and it takes a full sync (as
-    // from a Redis master).
-    if trigger == Trigger::Kill {
-        let partial: u64 = info_field(&mut p, "stats", "sync_partial_ok")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        assert!(partial >= 1, "the other replica did not continue partially");
-    }
+    // Whether it continues partially depends on which of the two was
+    // further along when the stream stopped (Sentinel promotes by
+    // priority, then by the offset of its last INFO, up to a second old):
+    // if the other replica had received more than the promoted one, it
+    // needs a full sync, from hozon as from Redis. So it is not asserted
+    // here; tests/repl/failover.rs and tests/replica/failover.rs assert
+    // the `+CONTINUE` of a coordinated failover.
     // Writes go to the new master and reach the other replica.
     call(&mut p, &["SET", "after", "failover"]);
     assert!(matches!(call(&mut p, &["WAIT", "1", "5000"]), Value::Int(n) if n >= 1));
