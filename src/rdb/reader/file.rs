@@ -240,18 +240,7 @@ fn parse_from(
     crc: &mut dyn FnMut(usize) -> u64,
     emit: &mut dyn FnMut(Event) -> EmitResult,
 ) -> Result<Summary, RdbError> {
-    // The longest header (`REDIS` or `VALKEY` and the version's digits).
-    const HEADER_MAX: u64 = 9;
-    if (c.remaining() as u64) < HEADER_MAX {
-        c.grow(HEADER_MAX)?;
-    }
-    let (version, valkey, header_len) = read_header(c.data)?;
-    let mut summary = Summary {
-        version,
-        valkey,
-        ..Summary::default()
-    };
-    c.pos = header_len;
+    let mut summary = begin_summary(&mut c)?;
     let mut db = 0usize;
     let mut expire: Option<i64> = None;
     loop {
@@ -310,7 +299,34 @@ fn parse_from(
         emit(Event::Key(record_at, loaded)).map_err(reject)?;
         summary.keys += 1;
     }
-    summary.checksum = Some(verify_checksum(c.data, &mut c, version, crc)?);
+    end_summary(summary, &mut c, crc)
+}
+
+/// Reads the header at the cursor (waiting for it when the payload is
+/// still arriving) and leaves the cursor after it; the summary begun.
+pub(super) fn begin_summary(c: &mut Cursor<'_>) -> Result<Summary, RdbError> {
+    // The longest header (`REDIS` or `VALKEY` and the version's digits).
+    const HEADER_MAX: u64 = 9;
+    if (c.remaining() as u64) < HEADER_MAX {
+        c.grow(HEADER_MAX)?;
+    }
+    let (version, valkey, header_len) = read_header(c.data)?;
+    c.pos = header_len;
+    Ok(Summary {
+        version,
+        valkey,
+        ..Summary::default()
+    })
+}
+
+/// After EOF: the checksum verified, the length and the replication
+/// position from the AUX fields; the summary done.
+pub(super) fn end_summary(
+    mut summary: Summary,
+    c: &mut Cursor<'_>,
+    crc: &mut dyn FnMut(usize) -> u64,
+) -> Result<Summary, RdbError> {
+    summary.checksum = Some(verify_checksum(c.data, c, summary.version, crc)?);
     summary.len = c.pos;
     summary.position = crate::rdb::position_from_aux(&summary.aux);
     Ok(summary)

@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 
-use super::file::{apply_meta, read_meta, skip_module_value, verify_checksum, Event, MetaStep};
+use super::file::{
+    apply_meta, begin_summary, end_summary, read_meta, skip_module_value, Event, MetaStep,
+};
 use super::scan::skip_value;
 use super::*;
 
@@ -321,15 +323,8 @@ fn walk_records(
 ) -> Result<Summary, RdbError> {
     let stopped = || RdbError::new(ErrorKind::Rejected, 0, "stopped: the sink refused a key");
     let mut c = Cursor::streaming(stream, 0);
-    const HEADER_MAX: u64 = 9;
-    c.grow(HEADER_MAX)?;
-    let (version, valkey, header_len) = read_header(c.data)?;
-    let mut summary = Summary {
-        version,
-        valkey,
-        ..Summary::default()
-    };
-    c.pos = header_len;
+    let mut summary = begin_summary(&mut c)?;
+    let valkey = summary.valkey;
     let mut db = 0usize;
     let mut expire: Option<i64> = None;
     let mut items: Vec<Item> = Vec::with_capacity(BATCH_RECORDS);
@@ -412,10 +407,7 @@ fn walk_records(
     }
     let window = stream.window;
     let mut crc = |covered: usize| crate::rdb::crc64(&window[..covered]);
-    summary.checksum = Some(verify_checksum(c.data, &mut c, version, &mut crc)?);
-    summary.len = c.pos;
-    summary.position = crate::rdb::position_from_aux(&summary.aux);
-    Ok(summary)
+    end_summary(summary, &mut c, &mut crc)
 }
 
 /// The loader's error for the key string at `key_at`, if it has one.
