@@ -34,8 +34,8 @@ use crate::types::EncodingLimits;
 pub use load::{os_error_text, ConfigError, Invocation};
 use params::default_args;
 pub use params::{
-    lookup, Kind, LoadState, Param, SpecialSetter, Unsupported, IMMUTABLE, MAXMEMORY_POLICIES,
-    MULTI_ARG, PARAMS, PROTECTED,
+    lookup, Kind, LoadState, Param, SpecialSetter, Unsupported, HIDDEN, IMMUTABLE,
+    MAXMEMORY_POLICIES, MULTI_ARG, PARAMS, PROTECTED,
 };
 pub use replica::{DisklessLoad, ReplicaSettings};
 pub use rewrite::{rewrite_content, rewrite_file, SIGNATURE as REWRITE_SIGNATURE};
@@ -172,6 +172,14 @@ pub struct Config {
     /// `busy-reply-threshold` (alias `lua-time-limit`): ms before a script
     /// counts as busy (5000).
     pub busy_reply_threshold_ms: u64,
+    /// `key-load-delay` (a test setting, as in Redis): microseconds slept
+    /// after each key a load inserts (a negative `-n` sleeps 1 µs once in
+    /// `n` keys), so tests can watch a load in progress.
+    pub key_load_delay: i32,
+    /// `loading-process-events-interval-bytes` (Redis's test setting: how
+    /// often a loading Redis answers clients). Accepted and shown; hozon
+    /// answers them throughout a load, which runs on a thread of its own.
+    pub loading_process_events_interval_bytes: i32,
     /// `busy-poll-us` (hozon only): how long the event loop keeps polling
     /// for new requests before it sleeps, after turns whose requests came
     /// close together (20 µs; 0: always sleep at once). See
@@ -396,6 +404,8 @@ impl Default for Config {
             maxmemory: 0,
             maxmemory_policy: 0,
             busy_reply_threshold_ms: 0,
+            key_load_delay: 0,
+            loading_process_events_interval_bytes: 2 * 1024 * 1024,
             busy_poll_us: 0,
             config_file: None,
             normal_output_limit: OutputLimit::default(),

@@ -10,6 +10,9 @@ pub const IMMUTABLE: u8 = 1;
 pub const PROTECTED: u8 = 2;
 /// The value is a list of words (`save`, `bind`).
 pub const MULTI_ARG: u8 = 4;
+/// Left out of CONFIG GET's patterns (Redis's `HIDDEN_CONFIG`: settings
+/// for tests, named exactly).
+pub const HIDDEN: u8 = 8;
 
 /// How a parameter's value is parsed, stored and shown.
 pub enum Kind {
@@ -568,6 +571,8 @@ pub static PARAMS: &[Param] = &[
         },
         unsupported: None,
     },
+    int_param!("loading-process-events-interval-bytes", None, HIDDEN, "2097152", 1024, INT_MAX, false, false, |c| c.loading_process_events_interval_bytes, |c, v| c.loading_process_events_interval_bytes = v as i32),
+    int_param!("key-load-delay", None, HIDDEN, "0", INT_MIN, INT_MAX, false, false, |c| c.key_load_delay, |c, v| c.key_load_delay = v as i32),
     int_param!("busy-reply-threshold", Some("lua-time-limit"), 0, "5000", 0, LONG_MAX, false, false, |c| c.busy_reply_threshold_ms, |c, v| c.busy_reply_threshold_ms = v as u64),
     int_param!("busy-poll-us", None, 0, "20", 0, 10000, false, false, |c| c.busy_poll_us, |c, v| c.busy_poll_us = v as u64),
 ];

@@ -75,6 +75,11 @@ pub struct Core {
     pub(crate) start_ms: i64,
     /// True while the AOF is being replayed: no lazy expiry, nothing logged.
     pub(crate) loading: bool,
+    /// The files read at startup, while a thread loads them
+    /// (`Engine::begin_open`): commands without Redis's `loading` flag are
+    /// refused with -LOADING, INFO shows `loading:1`, and no background
+    /// work runs.
+    pub(crate) startup_load: Option<sync_load::SyncLoad>,
     /// The append-only file, when `appendonly yes`.
     pub(crate) aof: Option<AofWriter>,
     /// What loading the AOF found at startup.

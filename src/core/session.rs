@@ -74,6 +74,9 @@ pub struct MultiState {
     /// A queued command may replicate (PUBLISH, EVAL): EXEC waits during
     /// a write pause.
     pub may_replicate: bool,
+    /// A queued command lacks Redis's `loading` flag: EXEC is refused
+    /// with -LOADING while a dataset loads.
+    pub denied_while_loading: bool,
 }
 
 impl Session {

@@ -1,8 +1,8 @@
-//! A full sync's payload being loaded on a background thread
-//! (docs/replication.md §5.3): what INFO reports meanwhile. The thread
-//! counts what it loaded in shared counters; the event loop keeps serving
-//! the old dataset, so INFO shows Redis's `async_loading:1` with the
-//! `loading_*` fields.
+//! A dataset being loaded on a background thread: the files read at
+//! startup (docs/persistence.md, "Loading at startup") or a full sync's
+//! payload (docs/replication.md §5.3). What INFO reports meanwhile: the
+//! thread counts what it loaded in shared counters, and INFO shows
+//! Redis's `loading:1` or `async_loading:1` with the `loading_*` fields.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,6 +14,13 @@ pub(crate) struct LoadCounters {
     pub(crate) keys_loaded: AtomicU64,
     /// Keys the payload's RESIZEDB hints announce (0 without hints).
     pub(crate) keys_expected: AtomicU64,
+    /// Bytes to load, when the thread learns it (the files it maps at
+    /// startup); added to `SyncLoad::total_bytes`.
+    pub(crate) total_bytes: AtomicU64,
+    /// Bytes loaded, when the loader knows (an AOF's offsets, or its own
+    /// estimate from the keys of a snapshot part); 0: estimated from the
+    /// keys.
+    pub(crate) bytes_loaded: AtomicU64,
 }
 
 /// A payload load in progress.
@@ -25,6 +32,11 @@ pub(crate) struct SyncLoad {
     pub(crate) total_bytes: u64,
     /// The thread's counters.
     pub(crate) counters: Arc<LoadCounters>,
+    /// The old data is served meanwhile (Redis's `async_loading`: a
+    /// replica's diskless `swapdb` load of the history it already
+    /// follows); otherwise commands without the `loading` flag are
+    /// refused with -LOADING.
+    pub(crate) asynchronous: bool,
 }
 
 impl SyncLoad {
@@ -34,29 +46,40 @@ impl SyncLoad {
             started_ms,
             total_bytes,
             counters: Arc::new(LoadCounters::default()),
+            asynchronous: false,
         }
     }
 
-    /// Bytes loaded, estimated from the keys loaded against the keys the
-    /// RESIZEDB hints announce (the loader reports keys, not offsets).
+    /// Bytes to load.
+    pub(crate) fn total(&self) -> u64 {
+        self.total_bytes + self.counters.total_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes loaded: what the loader reported, else estimated from the
+    /// keys loaded against the keys the RESIZEDB hints announce.
     pub(crate) fn loaded_bytes(&self) -> u64 {
+        let reported = self.counters.bytes_loaded.load(Ordering::Relaxed);
+        if reported > 0 {
+            return reported.min(self.total());
+        }
         let loaded = self.counters.keys_loaded.load(Ordering::Relaxed);
         let expected = self.counters.keys_expected.load(Ordering::Relaxed);
         if expected == 0 {
             return 0;
         }
         let share = (loaded.min(expected) as f64) / expected as f64;
-        (self.total_bytes as f64 * share) as u64
+        (self.total() as f64 * share) as u64
     }
 
     /// INFO persistence's `loading_*` lines (Redis 7.0's names and
     /// order; the ETA as Redis computes it).
     pub(crate) fn info_lines(&self, now_ms: i64) -> Vec<String> {
         let loaded = self.loaded_bytes();
-        let (perc, remaining) = if self.total_bytes > 0 {
+        let total = self.total();
+        let (perc, remaining) = if total > 0 {
             (
-                loaded as f64 * 100.0 / self.total_bytes as f64,
-                self.total_bytes.saturating_sub(loaded),
+                loaded as f64 * 100.0 / total as f64,
+                total.saturating_sub(loaded),
             )
         } else {
             (0.0, 1)
@@ -69,7 +92,7 @@ impl SyncLoad {
         };
         vec![
             format!("loading_start_time:{}", self.started_ms / 1000),
-            format!("loading_total_bytes:{}", self.total_bytes),
+            format!("loading_total_bytes:{total}"),
             "loading_rdb_used_mem:0".to_string(),
             format!("loading_loaded_bytes:{loaded}"),
             format!("loading_loaded_perc:{perc:.2}"),
@@ -94,6 +117,22 @@ mod tests {
         assert_eq!(lines[0], "loading_start_time:10");
         assert!(lines.contains(&"loading_loaded_perc:50.00".to_string()));
         // Redis's estimate: elapsed * remaining / (loaded + 1) = 2 * 500 / 501.
+        assert!(lines.contains(&"loading_eta_seconds:1".to_string()));
+    }
+
+    #[test]
+    fn reported_bytes_and_totals_win_over_the_key_estimate() {
+        let load = SyncLoad::new(10_000, 0);
+        load.counters.total_bytes.store(2000, Ordering::Relaxed);
+        load.counters.keys_expected.store(10, Ordering::Relaxed);
+        load.counters.keys_loaded.store(5, Ordering::Relaxed);
+        assert_eq!(load.loaded_bytes(), 1000);
+        load.counters.bytes_loaded.store(1500, Ordering::Relaxed);
+        assert_eq!(load.loaded_bytes(), 1500);
+        let lines = load.info_lines(10_500);
+        assert!(lines.contains(&"loading_total_bytes:2000".to_string()));
+        assert!(lines.contains(&"loading_loaded_perc:75.00".to_string()));
+        // Under a second elapsed: Redis's fake 1 s.
         assert!(lines.contains(&"loading_eta_seconds:1".to_string()));
     }
 }

@@ -11,6 +11,10 @@ impl Engine {
     /// between turns; an embedded engine's [`Engine::cron`] calls it too.
     /// Returns a line for the log when a save started or ended.
     pub fn background_step(&mut self, budget: std::time::Duration, now_ms: i64) -> Option<String> {
+        if self.core.startup_load.is_some() {
+            // Nothing to save or rewrite before the files are loaded.
+            return None;
+        }
         self.core.background_step(budget, now_ms)
     }
 
@@ -30,6 +34,11 @@ impl Engine {
 
     pub(super) fn cron_at(&mut self, now: i64) {
         self.core.last_cron_ms = now;
+        if self.core.startup_load.is_some() {
+            // No data, no AOF and no replication before the files are
+            // loaded (Redis runs only `whileBlockedCron` meanwhile).
+            return;
+        }
         if !self.group_commit {
             // An embedded engine has no event loop to drive a BGSAVE (or
             // start one for a save point): cron does, a slice at a time.

@@ -11,6 +11,9 @@ use crate::types::{Blob, Value};
 
 use super::{not_durable_reply, Engine};
 
+/// Redis's reply to a command it does not run while loading a dataset.
+pub(crate) const LOADING_ERROR: &str = "LOADING Redis is loading the dataset in memory";
+
 /// How a command's effects are grouped for the AOF and the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Units {
@@ -56,6 +59,7 @@ impl Engine {
     ) -> Reply {
         let now = now_ms();
         if !self.core.loading
+            && self.core.startup_load.is_none()
             && now - self.core.last_cron_ms >= i64::from(1000 / self.core.config.hz.max(1))
         {
             self.cron_at(now);
@@ -117,6 +121,7 @@ impl Engine {
                 session.last_command = spec.name;
                 multi.has_write |= spec.is_write();
                 multi.may_replicate |= spec.has(flags::MAY_REPLICATE);
+                multi.denied_while_loading |= !spec.has(flags::LOADING);
                 // Nothing is kept for a transaction that will not run.
                 if !multi.failed && !self.core.clients.is_dirty(session.id) {
                     multi
@@ -222,7 +227,7 @@ impl Engine {
 
     /// Redis's processCommand checks before a command runs or is queued:
     /// lookup and arity, authentication, the write refusal (MISCONF), the
-    /// RESP2 subscribed context.
+    /// RESP2 subscribed context, a dataset loading.
     fn admit(
         &mut self,
         session: &mut Session,
@@ -289,7 +294,28 @@ impl Engine {
                 command::full_name(top, spec)
             )));
         }
+        if let Some(asynchronous) = self.loading_kind() {
+            if !session.is_master && refused_while_loading(asynchronous, top, spec, session) {
+                return Err(Reply::err(LOADING_ERROR));
+            }
+        }
         Ok((top, spec))
+    }
+
+    /// Whether a dataset is loading: `Some(false)` for the files read at
+    /// startup or a full sync's payload (Redis's `loading`: only commands
+    /// with the `loading` flag run), `Some(true)` for a full sync that
+    /// serves the old data meanwhile (Redis's `async_loading`).
+    fn loading_kind(&self) -> Option<bool> {
+        if self.core.startup_load.is_some() {
+            return Some(false);
+        }
+        self.core
+            .replica
+            .master
+            .as_ref()
+            .and_then(|m| m.loading.as_ref())
+            .map(|load| load.asynchronous)
     }
 
     /// Sends the effects logged since `effects_before` to the AOF and the
@@ -539,6 +565,36 @@ impl Engine {
     pub fn take_messages(&mut self) -> Vec<(u64, crate::command::clients::Message)> {
         self.core.clients.take_messages()
     }
+}
+
+/// Redis's processCommand rules while a dataset loads: a synchronous load
+/// runs only commands with the `loading` flag (EXEC only when everything
+/// it queued has it); an asynchronous one refuses the commands flagged
+/// `no_async_loading` (SAVE, BGSAVE, REPLICAOF, …).
+fn refused_while_loading(
+    asynchronous: bool,
+    top: &CommandSpec,
+    spec: &CommandSpec,
+    session: &Session,
+) -> bool {
+    let multi = session.multi.as_ref();
+    if !asynchronous {
+        let exec_denied = top.name == "exec" && multi.is_some_and(|m| m.denied_while_loading);
+        return !spec.has(flags::LOADING) || exec_denied;
+    }
+    let no_async = |name: &str| {
+        crate::command::docs::lookup(name)
+            .is_some_and(|d| d.extra_flags & crate::command::docs::EXTRA_NO_ASYNC_LOADING != 0)
+    };
+    if top.name == "exec" {
+        return multi.is_some_and(|m| {
+            m.commands.iter().any(|argv| {
+                let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+                command::resolve(&argv).is_ok_and(|(t, s)| no_async(&command::full_name(t, s)))
+            })
+        });
+    }
+    no_async(&command::full_name(top, spec))
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 mod cron;
 mod dispatch;
 mod open;
+pub use open::{LoadedFiles, StartupLoad};
 mod payload_feed;
 #[cfg(feature = "server")]
 mod repl;
@@ -78,6 +79,9 @@ pub struct Engine {
     /// Keep logged effects for [`Engine::take_effects`] when there is no
     /// AOF to consume them (tests, embedders that ship effects elsewhere).
     capture_effects: bool,
+    /// Where a startup load reports its progress (the engine a
+    /// [`StartupLoad`] reads the files into).
+    load_counters: Option<std::sync::Arc<crate::core::sync_load::LoadCounters>>,
 }
 impl Engine {
     /// Log lines describing what opening found (for the host to print).

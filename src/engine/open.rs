@@ -1,11 +1,13 @@
 //! Opening an engine: the startup rule, snapshot and AOF loading, recovery.
 
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::clock::now_ms;
 use crate::command;
 use crate::config::{CommandCatalog, Config, ConfigError, Invocation};
+use crate::core::sync_load::{LoadCounters, SyncLoad};
 use crate::core::{Core, Stats};
 use crate::error::CorruptCause;
 use crate::keyspace::Keyspace;
@@ -83,14 +85,119 @@ impl Engine {
 
     /// [`Engine::open`] with an explicit I/O backend (tests inject faults).
     pub fn open_with_io(config: Config, io: Arc<dyn Io>) -> Result<Engine, crate::Error> {
+        let (mut engine, load) = Engine::begin_open_with_io(config, io)?;
+        let loaded = load.run()?;
+        engine.finish_open(loaded)?;
+        Ok(engine)
+    }
+
+    /// The first half of [`Engine::open`], for a host that serves while
+    /// the files load (the server answers -LOADING meanwhile): the data
+    /// directory is locked and its stale temporary files removed, and the
+    /// reading of the files the startup rule chose is returned as a
+    /// [`StartupLoad`] to run on any thread. Until [`Engine::finish_open`]
+    /// takes its result, the engine holds no data and refuses every command
+    /// Redis refuses while loading (`-LOADING`), and INFO shows `loading:1`
+    /// with the progress.
+    pub fn begin_open(config: Config) -> Result<(Engine, StartupLoad), crate::Error> {
+        Engine::begin_open_with_io(config, Arc::new(RealIo))
+    }
+
+    /// [`Engine::begin_open`] with an explicit I/O backend.
+    pub fn begin_open_with_io(
+        config: Config,
+        io: Arc<dyn Io>,
+    ) -> Result<(Engine, StartupLoad), crate::Error> {
         if config.databases == 0 {
             return Err(crate::Error::Config("databases must be at least 1".into()));
         }
+        let mut engine = Engine::bare(config, Arc::clone(&io));
+        let plan = engine.prepare_dir(io.as_ref())?;
+        let mut scratch = Engine::bare(engine.core.config.clone(), io);
+        let progress = SyncLoad::new(now_ms(), 0);
+        scratch.load_counters = Some(Arc::clone(&progress.counters));
+        engine.core.startup_load = Some(progress);
+        Ok((engine, StartupLoad { scratch, plan }))
+    }
+
+    /// The second half of [`Engine::open`]: takes what the
+    /// [`StartupLoad`] read, opens the AOF for appending (with `appendonly
+    /// yes`) and sets the replication position the files recorded. Then
+    /// the engine serves. As in Redis, a key WATCHed while loading is not
+    /// touched by the load (nobody could read it before).
+    pub fn finish_open(&mut self, loaded: LoadedFiles) -> Result<(), crate::Error> {
+        let LoadedFiles { scratch, plan } = loaded;
+        let mut scratch = *scratch;
+        self.notices.append(&mut scratch.notices);
+        std::mem::swap(&mut self.core.keyspace, &mut scratch.core.keyspace);
+        let save = &scratch.core.save;
+        self.core.save.last_load_keys = save.last_load_keys;
+        self.core.save.last_load_expired = save.last_load_expired;
+        if plan == Plan::Snapshot {
+            self.core.save.last_save_ms = save.last_save_ms;
+        }
+        self.core.repl.loaded = scratch.core.repl.loaded.take();
+        self.core.aof_load = scratch.core.aof_load.take();
+        drop(scratch);
+        self.core.startup_load = None;
+        if plan != Plan::NoDir && self.core.config.appendonly {
+            // The initial AOF, when there was none, holds what was loaded:
+            // it is opened for appending, never replayed on top of it.
+            self.open_aof_writer()?;
+        }
+        // The position the loaded files recorded (the AOF's, else the
+        // snapshot's): replicas of the previous run may continue.
+        let position = match &self.core.aof_load {
+            Some(report) => report.position,
+            None => self.core.repl.loaded.take().filter(|_| {
+                // A snapshot load leaves out keys past their TTL; a replica
+                // continuing from the snapshot's position would keep them
+                // (their DELs cannot be sent), so it syncs in full instead.
+                let expired = self.core.save.last_load_expired;
+                if expired > 0 {
+                    self.notices.push(format!(
+                        "Replication position of the snapshot not kept: {expired} of its keys had \
+                         expired at load, so replicas sync in full"
+                    ));
+                }
+                expired == 0
+            }),
+        };
+        let replicaof = self.core.config.replica.replicaof.clone();
+        match (position, replicaof) {
+            (position, Some((host, port))) => {
+                self.core.become_replica(host, port);
+                match position {
+                    // A replica continues from what its files hold (D7).
+                    Some(position) => self.core.resume_as_replica(position),
+                    // Files without a position (or none): nothing to
+                    // continue, `PSYNC ? -1` as a fresh Redis replica sends.
+                    None => self.core.forget_cached_master(),
+                }
+            }
+            (Some(position), None) => {
+                let size = self.core.config.repl.backlog_size as usize;
+                let line = self.core.repl.resume_from(&position, size);
+                self.notices.push(line);
+            }
+            (None, None) => {}
+        }
+        Ok(())
+    }
+
+    /// True until [`Engine::finish_open`] took the startup load's result.
+    pub fn is_loading(&self) -> bool {
+        self.core.startup_load.is_some()
+    }
+
+    /// An engine with an empty keyspace and no files open.
+    fn bare(config: Config, io: Arc<dyn Io>) -> Engine {
         let now = now_ms();
-        let mut engine = Engine {
+        Engine {
             group_commit: false,
             notices: Vec::new(),
             capture_effects: true,
+            load_counters: None,
             core: Core {
                 keyspace: Keyspace::new(config.databases),
                 config,
@@ -100,6 +207,7 @@ impl Engine {
                 dirty: 0,
                 start_ms: now,
                 loading: false,
+                startup_load: None,
                 aof: None,
                 aof_load: None,
                 clients: Default::default(),
@@ -111,7 +219,7 @@ impl Engine {
                 },
                 rewrite: RewriteState::default(),
                 scripting: Default::default(),
-                io: Arc::clone(&io),
+                io,
                 dir_lock: None,
                 next_session_id: 1,
                 repl: crate::core::repl::ReplState::new(),
@@ -122,59 +230,14 @@ impl Engine {
                 failover: None,
                 shutdown_deadline_ms: None,
             },
-        };
-        engine.open_files(io)?;
-        // The position the loaded files recorded (the AOF's, else the
-        // snapshot's): replicas of the previous run may continue.
-        let position = match &engine.core.aof_load {
-            Some(report) => report.position,
-            None => engine.core.repl.loaded.take().filter(|_| {
-                // A snapshot load leaves out keys past their TTL; a replica
-                // continuing from the snapshot's position would keep them
-                // (their DELs cannot be sent), so it syncs in full instead.
-                let expired = engine.core.save.last_load_expired;
-                if expired > 0 {
-                    engine.notices.push(format!(
-                        "Replication position of the snapshot not kept: {expired} of its keys had \
-                         expired at load, so replicas sync in full"
-                    ));
-                }
-                expired == 0
-            }),
-        };
-        let replicaof = engine.core.config.replica.replicaof.clone();
-        match (position, replicaof) {
-            (position, Some((host, port))) => {
-                engine.core.become_replica(host, port);
-                match position {
-                    // A replica continues from what its files hold (D7).
-                    Some(position) => engine.core.resume_as_replica(position),
-                    // Files without a position (or none): nothing to
-                    // continue, `PSYNC ? -1` as a fresh Redis replica sends.
-                    None => engine.core.forget_cached_master(),
-                }
-            }
-            (Some(position), None) => {
-                let size = engine.core.config.repl.backlog_size as usize;
-                let line = engine.core.repl.resume_from(&position, size);
-                engine.notices.push(line);
-            }
-            (None, None) => {}
         }
-        Ok(engine)
     }
 
-    /// The startup rule (docs/persistence.md, "Startup"): with `appendonly
-    /// yes`, the AOF if it exists, else a Redis 7 multi-part AOF
-    /// (`appendonlydir/`) to import; otherwise (and with `appendonly no`)
-    /// the snapshot if one exists (the file SAVE writes, then `dump.hoz`,
-    /// then a Redis `dump.rdb`; the format is told by its magic). With
-    /// persistence configured (`appendonly yes` or save points) the
-    /// directory is locked and `temp-*` files are removed first; without
-    /// it nothing is written unless asked (SAVE, BGSAVE). With `appendonly
-    /// yes` and no AOF yet, the initial AOF is written from what was loaded
-    /// before any write is accepted. Every start logs what was loaded.
-    fn open_files(&mut self, io: Arc<dyn Io>) -> Result<(), crate::Error> {
+    /// The part of the startup rule done before loading: with persistence
+    /// configured (`appendonly yes` or save points) the directory is
+    /// locked and `temp-*` files are removed; without a directory nothing
+    /// is read. Returns what the load reads.
+    fn prepare_dir(&mut self, io: &dyn Io) -> Result<Plan, crate::Error> {
         let dir = self.core.config.dir.clone();
         let appendonly = self.core.config.appendonly;
         let persistent = appendonly || !self.core.config.save.is_empty();
@@ -188,18 +251,41 @@ impl Engine {
                 "No data directory (dir is empty): starting with 0 keys; no file is read or written"
                     .into(),
             );
-            return Ok(());
+            return Ok(Plan::NoDir);
         }
         if persistent {
             if io.is_real() {
                 self.core.dir_lock = Some(DirLock::acquire(&dir)?);
             }
-            self.remove_temp_files(io.as_ref(), &dir)?;
+            self.remove_temp_files(io, &dir)?;
         }
         let aof_path = dir.join(&self.core.config.appendfilename);
-        let aof_present = appendonly && io.exists(&aof_path);
-        let imported_aof = !aof_present && appendonly && self.import_redis_aof_dir(io.as_ref())?;
-        if !aof_present && !imported_aof {
+        Ok(if appendonly && io.exists(&aof_path) {
+            Plan::Aof
+        } else {
+            Plan::Snapshot
+        })
+    }
+
+    /// The startup rule (docs/persistence.md, "Startup"), run by
+    /// [`StartupLoad::run`] on an engine nobody serves: with `appendonly
+    /// yes`, the AOF if it exists, else a Redis 7 multi-part AOF
+    /// (`appendonlydir/`) to import; otherwise (and with `appendonly no`)
+    /// the snapshot if one exists (the file SAVE writes, then `dump.hoz`,
+    /// then a Redis `dump.rdb`; the format is told by its magic). With
+    /// `appendonly yes` and no AOF yet, the initial AOF is written from
+    /// what was loaded. Every start logs what was loaded.
+    fn load_files(&mut self, plan: Plan) -> Result<(), crate::Error> {
+        let io = Arc::clone(&self.core.io);
+        let appendonly = self.core.config.appendonly;
+        match plan {
+            Plan::NoDir => return Ok(()),
+            Plan::Aof => return self.replay_aof_file(io.as_ref()),
+            Plan::Snapshot => {}
+        }
+        let dir = self.core.config.dir.clone();
+        let imported = appendonly && self.import_redis_aof_dir(io.as_ref())?;
+        if !imported {
             match self.snapshot_to_load(io.as_ref()) {
                 Some(path) => self.load_snapshot(io.as_ref(), &path)?,
                 None => self.notices.push(format!(
@@ -217,17 +303,28 @@ impl Engine {
                 self.warn_unread_aofs(io.as_ref(), &dir);
             }
         }
-        if !appendonly {
-            return Ok(());
-        }
-        if !aof_present && self.core.keyspace.total_keys() > 0 {
+        if appendonly && self.core.keyspace.total_keys() > 0 {
             self.core
                 .write_initial_aof(now_ms())
                 .map_err(crate::Error::Config)?;
         }
-        // The initial AOF holds what is already loaded: it is opened for
-        // appending, never replayed on top of it.
-        self.open_aof(io, aof_present)
+        Ok(())
+    }
+
+    /// Counts a file the load maps (INFO's `loading_total_bytes`).
+    fn note_load_total(&self, bytes: usize) {
+        if let Some(c) = &self.load_counters {
+            c.total_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// What a load does after each key it inserts.
+    fn key_pacer(&self) -> KeyPacer {
+        KeyPacer {
+            delay: self.core.config.key_load_delay,
+            counters: self.load_counters.clone(),
+            count: std::cell::Cell::new(0),
+        }
     }
 
     /// The snapshot names looked for, in order: the file SAVE writes, the
@@ -280,6 +377,7 @@ impl Engine {
             context: format!("reading {}", path.display()),
             source,
         })?;
+        self.note_load_total(data.len());
         if crate::rdb::reader::is_rdb(&data) {
             let summary = self.load_rdb(&data, path, Some(now_ms()))?;
             if summary.len != data.len() {
@@ -313,8 +411,13 @@ impl Engine {
             limits: self.core.config.limits,
             now_ms: now_ms(),
         };
-        let (summary, expired) =
-            crate::persist::snapshot::load_into(&data, &mut self.core.keyspace, &options)
+        let pacer = self.key_pacer();
+        let (summary, expired) = crate::persist::snapshot::load_into_reporting(
+            &data,
+            &mut self.core.keyspace,
+            &options,
+            &mut |announced| pacer.key(announced),
+        )
         .map_err(|e| {
             let offset = e.offset();
             let at = offset.map_or_else(String::new, |n| format!(" (damage at offset {n})"));
@@ -353,6 +456,7 @@ impl Engine {
             skip_expired_before_ms,
             now_ms: now_ms(),
         };
+        let pacer = self.key_pacer();
         let keyspace = std::cell::RefCell::new(&mut self.core.keyspace);
         let summary = crate::rdb::reader::load_with_hints(
             data,
@@ -362,9 +466,12 @@ impl Engine {
                     .borrow_mut()
                     .db_mut(k.db)
                     .insert_loaded(k.key, k.value, k.expire_ms)
-                    .map_err(|_| "the key appears twice in the file".to_string())
+                    .map_err(|_| "the key appears twice in the file".to_string())?;
+                pacer.key(0);
+                Ok(())
             },
             &mut |db, keys, expiring| {
+                pacer.expect(keys);
                 let mut keyspace = keyspace.borrow_mut();
                 let db = keyspace.db_mut(db);
                 if db.is_empty() {
@@ -456,6 +563,7 @@ impl Engine {
                 ),
                 source,
             })?;
+            self.note_load_total(data.len());
             if crate::rdb::reader::is_rdb(&data) && !is_base {
                 let text = format!("{} is an incr file but holds an RDB image", path.display());
                 return Err(corrupt(&path, Some(0), CorruptCause::RdbInIncrFile, text));
@@ -494,16 +602,16 @@ impl Engine {
         Ok(true)
     }
 
-    /// Opens the AOF for appending, first replaying it when `replay`.
-    fn open_aof(&mut self, io: Arc<dyn Io>, replay: bool) -> Result<(), crate::Error> {
-        let dir = self.core.config.dir.clone();
-        let path = dir.join(&self.core.config.appendfilename);
-        if replay && io.exists(&path) {
+    /// Replays the AOF (a torn tail is cut when `aof-load-truncated`).
+    fn replay_aof_file(&mut self, io: &dyn Io) -> Result<(), crate::Error> {
+        let path = self.core.config.dir.join(&self.core.config.appendfilename);
+        {
             let started = std::time::Instant::now();
             let data = io.map(&path).map_err(|source| crate::Error::Io {
                 context: format!("reading {}", path.display()),
                 source,
             })?;
+            self.note_load_total(data.len());
             let report = self.load_aof_image(&data, &path, false)?;
             // Unmap before the file is truncated or appended to.
             drop(data);
@@ -551,6 +659,14 @@ impl Engine {
             ));
             self.core.aof_load = Some(report);
         }
+        Ok(())
+    }
+
+    /// Opens the AOF for appending (after the replay, or the initial AOF
+    /// the load wrote; created empty when there was nothing to load).
+    fn open_aof_writer(&mut self) -> Result<(), crate::Error> {
+        let io = Arc::clone(&self.core.io);
+        let path = self.core.config.dir.join(&self.core.config.appendfilename);
         let checksummed = self.core.aof_load.as_ref().is_none_or(|r| r.checksummed);
         let writer = AofWriter::open(
             Arc::clone(&io),
@@ -625,9 +741,14 @@ impl Engine {
             limits: self.core.config.limits,
             now_ms,
         };
-        let (summary, expired) =
-            snapshot::load_into(&data[..len], &mut self.core.keyspace, &options)
-                .map_err(damaged)?;
+        let pacer = self.key_pacer();
+        let (summary, expired) = snapshot::load_into_reporting(
+            &data[..len],
+            &mut self.core.keyspace,
+            &options,
+            &mut |announced| pacer.key(announced),
+        )
+        .map_err(damaged)?;
         self.notices.push(format!(
             "Reading the snapshot preamble of the append only file: {} keys ({} expired, skipped)",
             summary.stats.keys.saturating_sub(expired),
@@ -673,7 +794,9 @@ impl Engine {
         let mut session = self.new_session();
         session.authenticated = true;
         self.core.loading = true;
-        let result = aof::replay(data, &mut |argv| {
+        let pacer = self.key_pacer();
+        let result = aof::replay_at(data, &mut |end, argv| {
+            pacer.bytes((base_offset as u64) + end);
             if command::lookup(argv[0]).is_none() {
                 return Err(format!(
                     "unknown command '{}'",
@@ -722,4 +845,101 @@ fn corrupt(
 /// (see `snapshot::ReadOptions::workers`): one per core.
 fn decode_workers() -> usize {
     std::thread::available_parallelism().map_or(0, |n| n.get() - 1)
+}
+
+/// What the startup load reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Plan {
+    /// No data directory: nothing.
+    NoDir,
+    /// The AOF, which exists: replayed, then appended to.
+    Aof,
+    /// A Redis AOF directory to import (with `appendonly yes`), else the
+    /// snapshot, if any.
+    Snapshot,
+}
+
+/// The reading of the files at startup, which [`Engine::begin_open`]
+/// leaves to the host: [`StartupLoad::run`] may run on any thread while
+/// the engine serves what Redis serves while loading.
+pub struct StartupLoad {
+    /// The engine the files load into (nobody else sees it).
+    scratch: Engine,
+    plan: Plan,
+}
+
+impl StartupLoad {
+    /// Reads the files (the startup rule; docs/persistence.md, "Startup")
+    /// and, with `appendonly yes` and no AOF yet, writes the initial AOF
+    /// from what was read. An error is what [`Engine::open`] would return;
+    /// nothing was changed (a torn AOF tail is cut only with
+    /// `aof-load-truncated yes`, as `open` does).
+    pub fn run(mut self) -> Result<LoadedFiles, crate::Error> {
+        self.scratch.load_files(self.plan)?;
+        Ok(LoadedFiles {
+            scratch: Box::new(self.scratch),
+            plan: self.plan,
+        })
+    }
+}
+
+/// What a [`StartupLoad`] read, for [`Engine::finish_open`].
+pub struct LoadedFiles {
+    scratch: Box<Engine>,
+    plan: Plan,
+}
+
+/// What a load does after each key (or AOF command) it applies: Redis's
+/// `key-load-delay`, and the progress INFO reports while loading.
+struct KeyPacer {
+    delay: i32,
+    counters: Option<Arc<LoadCounters>>,
+    count: std::cell::Cell<u64>,
+}
+
+impl KeyPacer {
+    /// Keys the load announces (an RDB's RESIZEDB hints).
+    fn expect(&self, keys: u64) {
+        if let Some(c) = &self.counters {
+            c.keys_expected.fetch_add(keys, Ordering::Relaxed);
+        }
+    }
+
+    /// A key was inserted; `announced` is the count a snapshot's footer
+    /// gives (0: none, or told by [`KeyPacer::expect`]).
+    fn key(&self, announced: u64) {
+        self.count.set(self.count.get() + 1);
+        if let Some(c) = &self.counters {
+            if self.count.get() == 1 && announced > 0 {
+                c.keys_expected.fetch_add(announced, Ordering::Relaxed);
+            }
+            c.keys_loaded.fetch_add(1, Ordering::Relaxed);
+        }
+        self.pause();
+    }
+
+    /// An AOF command was applied; `offset` is where it ends in the file.
+    fn bytes(&self, offset: u64) {
+        self.count.set(self.count.get() + 1);
+        if let Some(c) = &self.counters {
+            c.bytes_loaded.store(offset, Ordering::Relaxed);
+        }
+        self.pause();
+    }
+
+    fn pause(&self) {
+        key_load_pause(self.delay, self.count.get());
+    }
+}
+
+/// `key-load-delay` after the `count`th key of a load: Redis's
+/// debugDelay, `delay` µs, or with a negative `-n`, 1 µs once in `n` keys.
+pub(super) fn key_load_pause(delay: i32, count: u64) {
+    let micros = match delay {
+        0 => return,
+        d if d > 0 => d as u64,
+        d if count.is_multiple_of(u64::from(d.unsigned_abs())) => 1,
+        _ => return,
+    };
+    std::thread::sleep(std::time::Duration::from_micros(micros));
 }

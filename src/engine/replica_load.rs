@@ -123,6 +123,8 @@ struct Job {
     aof_temp: Option<PathBuf>,
     counters: Arc<LoadCounters>,
     cancel: Arc<AtomicBool>,
+    /// `key-load-delay` (a test setting): µs after each key.
+    key_load_delay: i32,
 }
 
 impl Engine {
@@ -162,6 +164,7 @@ impl Engine {
             aof_temp,
             counters: Arc::clone(&progress.counters),
             cancel: Arc::clone(&cancel),
+            key_load_delay: self.core.config.key_load_delay,
         };
         let (tx, rx) = mpsc::sync_channel(1);
         let spawned = std::thread::Builder::new()
@@ -387,11 +390,13 @@ fn load_into_keyspace(
             if cancelled() {
                 return Err(stopped());
             }
-            counters.keys_loaded.fetch_add(1, Ordering::Relaxed);
+            let count = counters.keys_loaded.fetch_add(1, Ordering::Relaxed) + 1;
             cell.borrow_mut()
                 .db_mut(k.db)
                 .insert_loaded(k.key, k.value, k.expire_ms)
-                .map_err(|_| "the key appears twice in the file".to_string())
+                .map_err(|_| "the key appears twice in the file".to_string())?;
+            super::open::key_load_pause(job.key_load_delay, count);
+            Ok(())
         },
         &mut |db, keys, expiring| {
             counters.keys_expected.fetch_add(keys, Ordering::Relaxed);

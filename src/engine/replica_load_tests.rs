@@ -47,6 +47,7 @@ fn job(io: &Arc<FaultyIo>, source: PayloadSource, temp: &Path) -> Job {
         aof_temp: Some(temp.to_path_buf()),
         counters: Arc::new(LoadCounters::default()),
         cancel: Arc::new(AtomicBool::new(false)),
+        key_load_delay: 0,
     }
 }
 

@@ -21,6 +21,7 @@ pub mod log;
 mod master_link;
 mod replica;
 mod shutdown;
+mod startup;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -116,6 +117,8 @@ pub struct Server {
     pause_seen: Option<crate::core::PauseMode>,
     /// The link to our master, on a replica.
     master_link: Option<master_link::MasterLink>,
+    /// The thread loading the files read at startup, until it is done.
+    startup: Option<startup::StartupThread>,
 }
 
 impl Server {
@@ -153,6 +156,7 @@ impl Server {
             postponed: TokenQueue::default(),
             pause_seen: None,
             master_link: None,
+            startup: None,
         })
     }
 
@@ -195,6 +199,7 @@ impl Server {
                 tick = Duration::ZERO;
             }
             self.wait(&mut events, tick)?;
+            self.check_startup_load()?;
             clients_active = !events.is_empty() || !self.reread.order.is_empty();
             for token in self.reread.take() {
                 self.read_client(token);
@@ -203,6 +208,9 @@ impl Server {
                 let token = event.token().0;
                 if token == master_link::MASTER_TOKEN {
                     self.master_link_event(event);
+                    continue;
+                }
+                if token == startup::STARTUP_TOKEN {
                     continue;
                 }
                 if token < FIRST_CLIENT_TOKEN {

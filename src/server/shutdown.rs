@@ -116,11 +116,17 @@ impl Server {
 
     /// Redis's `finishShutdown`. False when the server cannot exit.
     fn finish_shutdown(&mut self) -> bool {
-        let options = self
+        let mut options = self
             .shutdown_state
             .as_ref()
             .map(|s| s.options)
             .unwrap_or_default();
+        if self.engine.is_loading() {
+            // Nothing is loaded yet: a save would replace the files with
+            // an empty dataset (Redis forces NOSAVE while loading too).
+            options.save = false;
+            options.nosave = true;
+        }
         self.log_lagging_replicas();
         let core = self.engine.core();
         if core.aof_waiting_for_rewrite() {

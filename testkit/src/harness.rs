@@ -112,6 +112,66 @@ fn wait_until_listening(port: u16, name: &str, child: &mut Child) -> bool {
     }
 }
 
+/// Starts `binary` with `args` (after `--port P --bind 127.0.0.1`) and
+/// returns as soon as it accepts connections, before it has loaded its
+/// data: for tests of the loading phase. The caller's `args` name the
+/// data directory.
+pub fn start_before_loaded(binary: &str, name: &'static str, args: &[&str]) -> ServerProcess {
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = Command::new(binary)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return ServerProcess {
+                    child,
+                    port,
+                    _dir: None,
+                };
+            }
+            if let Ok(Some(_)) = child.try_wait() {
+                break; // the port was taken: another one
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("could not start {name}");
+}
+
+/// Waits up to `within` until the server listening on `port` has loaded
+/// its data: PING answers anything but `-LOADING` (a server loading its
+/// files at startup accepts connections and answers -LOADING meanwhile).
+/// False when it stops listening first (its load failed and it exited)
+/// or the time runs out.
+pub fn wait_until_loaded(port: u16, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut reply = [0u8; 64];
+        if stream.write_all(b"*1\r\n$4\r\nPING\r\n").is_ok() {
+            match stream.read(&mut reply) {
+                Ok(n) if n > 0 && !reply[..n].starts_with(b"-LOADING") => return true,
+                Ok(n) if n > 0 => {}
+                // Closed without an answer: the server is exiting.
+                _ => return false,
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
 /// The `process_id` of the server at the other end of `stream`, from
 /// `INFO server`; None when it does not answer it (a password).
 fn server_pid(stream: &mut TcpStream) -> Option<u32> {

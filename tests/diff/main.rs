@@ -12,6 +12,7 @@ mod dump;
 mod hash;
 mod keys;
 mod list;
+mod loading;
 mod multi;
 mod pause;
 mod protocol;

@@ -1545,6 +1545,10 @@ impl OwnServer {
             assert!(Instant::now() < deadline, "hozon-server did not start");
             std::thread::sleep(Duration::from_millis(5));
         }
+        assert!(
+            crate::harness::wait_until_loaded(port, Duration::from_secs(10)),
+            "hozon-server did not load its data"
+        );
         OwnServer { child, port }
     }
 
@@ -1791,6 +1795,10 @@ fn config_file_and_flags_configure_the_server() {
         assert!(Instant::now() < deadline, "did not start");
         std::thread::sleep(Duration::from_millis(5));
     }
+    assert!(crate::harness::wait_until_loaded(
+        port,
+        Duration::from_secs(10)
+    ));
     let mut conn = Conn::connect(port);
     assert!(conn
         .call(&[b"CONFIG", b"GET", b"maxclients"])

@@ -11,6 +11,7 @@ mod aof_replay;
 mod chain_durability;
 mod crash;
 mod interop;
+mod loading;
 mod outside_faults;
 mod power_cut;
 mod rdb_damage;

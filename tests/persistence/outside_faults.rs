@@ -86,7 +86,11 @@ impl Server {
                     break; // the port was taken: try another
                 }
                 if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Server { child, port };
+                    // It listens while its files load (-LOADING).
+                    if testkit::harness::wait_until_loaded(port, Duration::from_secs(20)) {
+                        return Server { child, port };
+                    }
+                    continue; // exited meanwhile (the load failed, or the port)
                 }
                 assert!(Instant::now() < deadline, "hozon-server did not start");
                 std::thread::sleep(Duration::from_millis(5));

@@ -332,7 +332,13 @@ pub fn wait_synced(master: &Node, replicas: &[&Node]) -> i64 {
             let up = ri.get("master_link_status").map(String::as_str) == Some("up")
                 && ri.get("master_sync_in_progress").map(String::as_str) == Some("0");
             let roff: Option<i64> = ri.get("master_repl_offset").and_then(|v| v.parse().ok());
-            if up && before == after && roff == Some(after) {
+            // And online on the master's side (after a diskless sync Redis
+            // waits for the replica's first ACK), which FAILOVER checks.
+            let online = format!("port={},state=online", replica.port());
+            let listed = info(&mut m, "replication")
+                .values()
+                .any(|v| v.contains(&online));
+            if up && listed && before == after && roff == Some(after) {
                 Ok(after)
             } else {
                 Err(state)

@@ -129,6 +129,11 @@ fn spawn_hozon(dir: &Path, args: &[&str]) -> Hozon {
         assert!(Instant::now() < deadline, "hozon-server did not listen");
         std::thread::sleep(Duration::from_millis(10));
     }
+    // It listens while its files load (-LOADING).
+    assert!(
+        testkit::harness::wait_until_loaded(port, Duration::from_secs(10)),
+        "hozon-server did not load its data"
+    );
     server.port = port;
     server
 }

@@ -92,7 +92,9 @@ fn main() -> ExitCode {
     }
     log::set_role(b'M');
     let port = config.port;
-    let mut engine = match Engine::open(config) {
+    // The data directory is locked here; its files load on a thread
+    // while the server answers -LOADING (`Server::start_loading`).
+    let (mut engine, load) = match Engine::begin_open(config) {
         Ok(e) => e,
         Err(e) => {
             log(Level::Warning, &format!("Fatal: {e}"));
@@ -118,7 +120,10 @@ fn main() -> ExitCode {
         log(Level::Notice, &format!("Listening on tcp {addr}"));
     }
     host::record_startup_memory();
-    log(Level::Notice, "Ready to accept connections");
+    if let Err(e) = server.start_loading(load) {
+        log(Level::Warning, &format!("Fatal: {e}"));
+        return ExitCode::from(1);
+    }
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

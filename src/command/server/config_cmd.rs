@@ -38,6 +38,9 @@ pub(super) fn config_get(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             continue;
         }
         for param in config::PARAMS {
+            if param.flags & config::HIDDEN != 0 {
+                continue;
+            }
             for name in param.names() {
                 if !seen(&found, name.as_bytes())
                     && crate::glob::matches(pattern, name.as_bytes(), true)
@@ -133,6 +136,14 @@ pub(super) fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
     }
     let switch_aof = (new.appendonly != old.appendonly).then_some(new.appendonly);
+    if switch_aof.is_some() && ctx.core.startup_load.is_some() {
+        // The load decided from `appendonly` which files to read and
+        // whether to open the AOF after: it changes once they are loaded.
+        return failed(
+            "appendonly",
+            "can't switch the AOF while the dataset is loading",
+        );
+    }
     if let Some((name, why)) = new.first_unsupported() {
         let shown = chosen
             .iter()

@@ -292,8 +292,11 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
 }
 
 fn info_persistence(ctx: &Ctx, out: &mut String) {
-    // The append-only file and the snapshot are loaded before the server
-    // listens, so no client sees `loading:1`.
+    // While the files read at startup or a replica's full sync load
+    // (`loading:1`, commands without the `loading` flag refused), or a
+    // full sync loads beside the old data it serves (`async_loading:1`),
+    // the `loading_*` fields follow.
+    let startup_load = ctx.core.startup_load.as_ref();
     let aof = ctx.core.aof_status();
     let save = &ctx.core.save;
     let rewrite = &ctx.core.rewrite;
@@ -308,9 +311,14 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
         .as_ref()
         .and_then(|m| m.loading.as_ref());
     let mut lines = vec![
-        "loading:0".to_string(),
-        // A replica's full sync loads beside the old data it serves.
-        format!("async_loading:{}", u8::from(sync_load.is_some())),
+        format!(
+            "loading:{}",
+            u8::from(startup_load.is_some() || sync_load.is_some_and(|l| !l.asynchronous))
+        ),
+        format!(
+            "async_loading:{}",
+            u8::from(sync_load.is_some_and(|l| l.asynchronous))
+        ),
         "current_cow_peak:0".to_string(),
         "current_cow_size:0".to_string(),
         "current_cow_size_age:0".to_string(),
@@ -384,7 +392,7 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
             format!("aof_delayed_fsync:{}", aof.delayed_fsync),
         ]);
     }
-    if let Some(load) = sync_load {
+    if let Some(load) = startup_load.or(sync_load) {
         lines.extend(load.info_lines(ctx.now_ms));
     }
     section(out, "Persistence", &lines);

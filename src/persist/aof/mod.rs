@@ -417,6 +417,9 @@ pub struct TornTail {
 /// Applies one replayed command; an `Err` text makes the file corrupt there.
 pub type ApplyFn<'a> = dyn FnMut(&[&[u8]]) -> Result<(), String> + 'a;
 
+/// What [`replay_at`] calls for each command: its end offset, its arguments.
+pub type ApplyAtFn<'a> = dyn FnMut(u64, &[&[u8]]) -> Result<(), String> + 'a;
+
 /// Damage before the tail: the file cannot be loaded without repair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Corruption {
@@ -457,6 +460,12 @@ pub struct LoadReport {
 /// file corrupt at that command. MULTI … EXEC blocks are applied only once
 /// their EXEC is read.
 pub fn replay(data: &[u8], apply: &mut ApplyFn<'_>) -> Result<LoadReport, Corruption> {
+    replay_at(data, &mut |_, argv| apply(argv))
+}
+
+/// [`replay`], also handing `apply` each command's end offset in `data`
+/// (how far the replay has come).
+pub fn replay_at(data: &[u8], apply: &mut ApplyAtFn<'_>) -> Result<LoadReport, Corruption> {
     // `walk` hands on exactly the commands to apply, in order: a
     // checksummed batch's once it verified, a MULTI block's once its EXEC
     // was read. MULTI and EXEC themselves are not applied.
@@ -469,7 +478,7 @@ pub fn replay(data: &[u8], apply: &mut ApplyFn<'_>) -> Result<LoadReport, Corrup
         if name.eq_ignore_ascii_case(b"MULTI") || name.eq_ignore_ascii_case(b"EXEC") {
             return std::ops::ControlFlow::Continue(());
         }
-        match apply(c.argv) {
+        match apply(c.offset + c.len, c.argv) {
             Ok(()) => std::ops::ControlFlow::Continue(()),
             Err(reason) => {
                 failure = Some(Corruption {

@@ -163,6 +163,18 @@ pub fn load_into(
     keyspace: &mut Keyspace,
     options: &ReadOptions,
 ) -> Result<(Summary, u64), SnapshotError> {
+    load_into_reporting(data, keyspace, options, &mut |_| {})
+}
+
+/// [`load_into`], calling `on_key` after each key is inserted (with the
+/// number of keys the snapshot's footer announces, 0 when unknown).
+pub fn load_into_reporting(
+    data: &[u8],
+    keyspace: &mut Keyspace,
+    options: &ReadOptions,
+    on_key: &mut dyn FnMut(u64),
+) -> Result<(Summary, u64), SnapshotError> {
+    let mut announced = 0;
     if let Ok(summary) = read_summary(data) {
         if let Some((&db, _)) = summary.stats.dbs.range(keyspace.db_count()..).next() {
             return Err(SnapshotError::DbOutOfRange {
@@ -171,6 +183,7 @@ pub fn load_into(
             });
         }
         reserve_for(keyspace, &summary.stats);
+        announced = summary.stats.keys;
     }
     load_with(data, options, |keys| {
         // The table is far larger than the caches: each insert's bucket
@@ -190,6 +203,7 @@ pub fn load_into(
             }
             let k = keys[i].take().expect("each key is inserted once");
             insert_key(keyspace, k)?;
+            on_key(announced);
         }
         Ok(())
     })

@@ -39,7 +39,7 @@ pub use format::{
     FORMAT_MINOR, FORMAT_MINOR_WITHOUT_POSITION, MAGIC, TRAILER_LEN,
 };
 pub use header::{image_len, read_summary};
-pub use load::{load, load_into, load_streaming, Loaded};
+pub use load::{load, load_into, load_into_reporting, load_streaming, Loaded};
 pub use options::ReadOptions;
 pub use salvage::{load_salvaging, readable_keys, salvage_streaming, Damage, Salvaged};
 pub use scan::{scan_keys, KeyRecord};

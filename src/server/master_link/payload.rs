@@ -154,7 +154,7 @@ impl Server {
         );
         // Our replicas resync with us later; a capture for them stops.
         self.engine.core().attach_to_new_master();
-        let load = match streamed {
+        let mut load = match streamed {
             Some((mut load, feed, _)) => {
                 // Read while it arrived: the rest of the load follows.
                 feed.complete();
@@ -165,6 +165,15 @@ impl Server {
             }
             None => self.engine.start_payload_load(source, total),
         };
+        // Redis's async loading: a diskless `swapdb` load of the history
+        // we already follow serves the old data meanwhile; any other load
+        // answers -LOADING (Redis flushes the old data first).
+        let core = self.engine.core();
+        let same_history = link
+            .full_sync
+            .and_then(|(replid, _)| replid)
+            .is_some_and(|id| id == core.repl.replid);
+        load.progress.asynchronous = swapdb && same_history;
         if let Some(master) = self.engine.core().replica.master.as_mut() {
             master.loading = Some(load.progress.clone());
         }
