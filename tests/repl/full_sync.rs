@@ -38,6 +38,11 @@ fn full_sync_of_existing_dataset(master: Master, mode: SyncMode) {
     assert_eq!(info_int(&mut c, "stats", "sync_full"), 1);
     assert_eq!(info_int(&mut c, "stats", "sync_partial_ok"), 0);
     assert_eq!(info_int(&mut c, "stats", "sync_partial_err"), 0);
+    // CONFIG RESETSTAT resets the sync counters too (Redis's
+    // resetServerStats).
+    assert_eq!(c.call(&[b"CONFIG", b"RESETSTAT"]), b"+OK\r\n");
+    assert_eq!(info_int(&mut c, "stats", "sync_full"), 0);
+    assert_eq!(info_int(&mut c, "stats", "total_net_repl_output_bytes"), 0);
 }
 
 #[test]

@@ -183,6 +183,9 @@ pub(super) fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 
 pub(super) fn config_resetstat(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
     ctx.core.stats = crate::core::Stats::default();
+    // Redis's resetServerStats resets the sync counters and the
+    // replication traffic too.
+    ctx.core.repl.stats = Default::default();
     Ok(Reply::ok())
 }
 
