@@ -83,7 +83,15 @@ pub fn keys_of_spec(
     if !spec.arity_ok(argv.len()) {
         return Err(KeysError::WrongArity);
     }
-    let mut keys = keys_from_specs(doc, argv).unwrap_or_default();
+    let mut keys = if doc.name == "sort" {
+        // Its STORE key can be anywhere: Redis asks `sortGetKeys`.
+        sort_keys(doc, argv)
+    } else if doc.name == "sort_ro" {
+        // Its BY/GET spec names no key: the sorted key alone.
+        vec![(1, doc.key_specs[0].flags)]
+    } else {
+        keys_from_specs(doc, argv).unwrap_or_default()
+    };
     if doc
         .key_specs
         .iter()
@@ -99,6 +107,29 @@ pub fn keys_of_spec(
         return Err(KeysError::InvalidArguments);
     }
     Ok(keys)
+}
+
+/// SORT's keys as Redis's `sortGetKeys` finds them: the sorted key, and
+/// the argument after the last STORE (LIMIT's two arguments and BY's and
+/// GET's one are skipped), with the flags of SORT's first and third key
+/// specs.
+fn sort_keys(doc: &Doc, argv: &[&[u8]]) -> Vec<(usize, u16)> {
+    let flags = |i: usize| doc.key_specs.get(i).map_or(0, |k| k.flags);
+    let mut keys = vec![(1, flags(0))];
+    let mut store = None;
+    let mut i = 2;
+    while i < argv.len() {
+        if is(argv[i], "limit") {
+            i += 2;
+        } else if is(argv[i], "get") || is(argv[i], "by") {
+            i += 1;
+        } else if is(argv[i], "store") && i + 1 < argv.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    keys.extend(store.map(|at| (at, flags(2))));
+    keys
 }
 
 /// Finds the keys of a full command through its key specs (Redis's

@@ -27,6 +27,7 @@ mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
+mod sort;
 pub mod stream;
 pub mod stream_group;
 pub mod string;
@@ -211,7 +212,7 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 16] {
+fn families() -> [&'static [CommandSpec]; 17] {
     [
         dump::COMMANDS,
         persistence::COMMANDS,
@@ -229,6 +230,7 @@ fn families() -> [&'static [CommandSpec]; 16] {
         scripting::COMMANDS,
         replication::COMMANDS,
         replicaof::COMMANDS,
+        sort::COMMANDS,
     ]
 }
 

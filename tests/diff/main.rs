@@ -22,6 +22,7 @@ mod scripting;
 mod scripting_busy;
 mod server;
 mod set;
+mod sort;
 mod stream;
 mod stream_group;
 mod strings;

@@ -24,6 +24,7 @@ mod runtime;
 mod scripting;
 mod server_faults;
 mod snapshots;
+mod sort_store;
 mod startup;
 mod streams_and_transactions;
 mod typed_errors;
