@@ -17,6 +17,7 @@ mod docs_data;
 pub mod dump;
 pub mod getkeys;
 pub mod hash;
+pub mod hyperloglog;
 pub mod keys;
 pub mod list;
 pub mod multi;
@@ -211,7 +212,7 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 16] {
+fn families() -> [&'static [CommandSpec]; 17] {
     [
         dump::COMMANDS,
         persistence::COMMANDS,
@@ -221,6 +222,7 @@ fn families() -> [&'static [CommandSpec]; 16] {
         pubsub::COMMANDS,
         keys::COMMANDS,
         string::COMMANDS,
+        hyperloglog::COMMANDS,
         list::COMMANDS,
         hash::COMMANDS,
         set::COMMANDS,
