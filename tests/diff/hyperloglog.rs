@@ -448,3 +448,36 @@ fn watch_and_changes_counted() {
     let end = changes(&mut p);
     assert_eq!(end.0, end.1);
 }
+
+/// Keyspace hits and misses: PFCOUNT and PFMERGE's sources are read
+/// lookups (counted), PFADD, PFMERGE's destination and PFDEBUG are write
+/// lookups (not counted).
+#[test]
+fn keyspace_hits_and_misses_are_counted_as_redis_counts_them() {
+    let mut p = Pair::new();
+    p.script(
+        "PFADD h a b
+         PFADD h c
+         PFADD other x
+         PFCOUNT h
+         PFCOUNT h
+         PFCOUNT missing
+         PFCOUNT h other missing
+         PFMERGE dest h missing
+         PFMERGE dest
+         PFDEBUG ENCODING h
+         PFDEBUG ENCODING missing",
+    );
+    let stats = |reply: Vec<u8>| {
+        String::from_utf8(bulk(&reply))
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("keyspace_hits:") || l.starts_with("keyspace_misses:"))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let (r, h) = p.both(&["INFO", "stats"]);
+    let (r, h) = (stats(r), stats(h));
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert_eq!(r, h);
+}
