@@ -481,3 +481,55 @@ fn keyspace_hits_and_misses_are_counted_as_redis_counts_them() {
     assert_eq!(r.len(), 2, "{r:?}");
     assert_eq!(r, h);
 }
+
+/// A seeded random mix of PFADD, PFMERGE, PFCOUNT and PFDEBUG TODENSE over
+/// a few keys at several sparse limits, every reply and every string
+/// compared: the in-place sparse edits (splits, merges of adjacent VALs,
+/// conversions) must leave Redis's bytes.
+#[test]
+fn random_operations_leave_redis_bytes() {
+    let mut p = Pair::new();
+    let mut state = crate::harness::seed_or(0x5eed_4411);
+    let mut next = move |bound: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % bound
+    };
+    let keys = ["k0", "k1", "k2", "k3"];
+    for round in 0..1500 {
+        if round % 300 == 0 {
+            let limit = ["40", "120", "400", "3000"][next(4) as usize];
+            p.check(&["CONFIG", "SET", "hll-sparse-max-bytes", limit]);
+        }
+        let key = keys[next(4) as usize];
+        match next(10) {
+            0..=5 => {
+                let n = 1 + next(12);
+                let elements: Vec<String> = (0..n).map(|_| format!("e{}", next(3000))).collect();
+                let mut args = vec!["PFADD", key];
+                args.extend(elements.iter().map(String::as_str));
+                p.check(&args);
+            }
+            6 => {
+                let other = keys[next(4) as usize];
+                p.check(&["PFMERGE", key, other]);
+            }
+            7 => {
+                let other = keys[next(4) as usize];
+                p.check(&["PFCOUNT", key, other]);
+            }
+            8 => {
+                p.check(&["PFCOUNT", key]);
+            }
+            _ => {
+                if next(4) == 0 {
+                    p.check(&["PFDEBUG", "TODENSE", key]);
+                } else {
+                    p.check(&["DEL", key]);
+                }
+            }
+        }
+        p.check(&["GET", key]);
+    }
+}
