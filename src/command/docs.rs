@@ -341,6 +341,7 @@ mod tests {
     const TABLE_OVERRIDES: &[(&str, u32, u32)] = &[
         ("eval", MAY_REPLICATE, 0),
         ("evalsha", MAY_REPLICATE, 0),
+        ("pfcount", MAY_REPLICATE, 0),
         ("publish", MAY_REPLICATE, 0),
         ("spublish", MAY_REPLICATE, 0),
         ("scan", TOUCHES_ARBITRARY_KEYS, 0),

@@ -17,6 +17,7 @@ mod docs_data;
 pub mod dump;
 pub mod getkeys;
 pub mod hash;
+pub mod hyperloglog;
 pub mod keys;
 pub mod list;
 pub mod multi;
@@ -212,7 +213,7 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 17] {
+fn families() -> [&'static [CommandSpec]; 18] {
     [
         dump::COMMANDS,
         persistence::COMMANDS,
@@ -222,6 +223,7 @@ fn families() -> [&'static [CommandSpec]; 17] {
         pubsub::COMMANDS,
         keys::COMMANDS,
         string::COMMANDS,
+        hyperloglog::COMMANDS,
         list::COMMANDS,
         hash::COMMANDS,
         set::COMMANDS,

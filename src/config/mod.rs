@@ -143,6 +143,9 @@ pub struct Config {
     pub limits: EncodingLimits,
     /// `proto-max-bulk-len`: largest bulk string accepted (512 MB).
     pub proto_max_bulk_len: u64,
+    /// `hll-sparse-max-bytes`: the longest sparse HyperLogLog string
+    /// (header included) before it converts to dense (3000).
+    pub hll_sparse_max_bytes: u64,
     /// `bind`: addresses the server listens on (`127.0.0.1`); a leading
     /// `-` marks an address that may be unavailable; `*` is every IPv4
     /// interface and `::*` every IPv6 one.
@@ -391,6 +394,7 @@ impl Default for Config {
             hz: 0,
             limits: EncodingLimits::default(),
             proto_max_bulk_len: 0,
+            hll_sparse_max_bytes: 0,
             bind: Vec::new(),
             port: 0,
             protected_mode: false,

@@ -543,6 +543,7 @@ pub static PARAMS: &[Param] = &[
     int_param!("set-max-intset-entries", None, 0, "512", 0, LONG_MAX, false, true, |c| c.limits.set_max_intset_entries, |c, v| c.limits.set_max_intset_entries = v as usize),
     int_param!("zset-max-listpack-entries", Some("zset-max-ziplist-entries"), 0, "128", 0, LONG_MAX, false, true, |c| c.limits.zset_max_listpack_entries, |c, v| c.limits.zset_max_listpack_entries = v as usize),
     int_param!("zset-max-listpack-value", Some("zset-max-ziplist-value"), 0, "64", 0, LONG_MAX, true, true, |c| c.limits.zset_max_listpack_value, |c, v| c.limits.zset_max_listpack_value = v as usize),
+    int_param!("hll-sparse-max-bytes", None, 0, "3000", 0, LONG_MAX, true, true, |c| c.hll_sparse_max_bytes, |c, v| c.hll_sparse_max_bytes = v as u64),
     int_param!("list-max-listpack-size", Some("list-max-ziplist-size"), 0, "-2", INT_MIN, INT_MAX, false, false, |c| c.limits.list_max_listpack_size, |c, v| c.limits.list_max_listpack_size = v as i64),
     Param {
         name: "maxmemory",
@@ -607,7 +608,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "unixsocketperm", "socket-mark-id",
     "active-defrag-max-scan-fields", "slowlog-max-len", "acllog-max-len", "cluster-node-timeout",
     "slowlog-log-slower-than", "latency-monitor-threshold", "stream-node-max-entries", 
-    "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes", "stream-node-max-bytes", "hll-sparse-max-bytes",
+    "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes", "stream-node-max-bytes",
     "tracking-table-max-keys", "maxmemory-clients", 
     "oom-score-adj-values", "notify-keyspace-events", 
     "latency-tracking-info-percentiles", "tls-port", "user", "loadmodule",

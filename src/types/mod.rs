@@ -7,6 +7,7 @@
 pub mod blob;
 pub(crate) mod build;
 pub mod hash;
+pub mod hll;
 pub mod list;
 pub(crate) mod long_double;
 pub mod num;

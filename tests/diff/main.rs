@@ -10,6 +10,7 @@ mod blocking;
 mod config_rewrite;
 mod dump;
 mod hash;
+mod hyperloglog;
 mod keys;
 mod list;
 mod loading;

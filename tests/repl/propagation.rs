@@ -10,8 +10,9 @@
 //! after blocking, GETEX as PEXPIREAT/PERSIST/DEL, lazy-expiry DELs (bare
 //! for a single one and for SCAN and RANDOMKEY, in MULTI/EXEC when a
 //! command propagates more than one effect), no PING right after the
-//! attach, and `REPLCONF rdb-filter-only` (`redis-cli --replica` and
-//! `--functions-rdb`).
+//! attach, `REPLCONF rdb-filter-only` (`redis-cli --replica` and
+//! `--functions-rdb`), and the HyperLogLog commands (PFCOUNT refreshing its
+//! cached cardinality, PFDEBUG conversions).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -633,5 +634,43 @@ fn stream_commands_propagate_as_redis_propagates_them() {
     assert!(
         extra.iter().any(|u| u.contains("ENTRIESREAD 2")),
         "the deliberate SETID after XREADGROUP: {extra:?}"
+    );
+}
+
+/// HyperLogLog: a PFCOUNT that refreshes the cached cardinality writes
+/// the string and is propagated as received (Redis counts it as a change);
+/// one that reads the cache, a union count and a PFADD that changes no
+/// register are not; PFDEBUG TODENSE and GETREG are when they convert.
+#[test]
+fn hyperloglog_commands_propagate_as_redis_propagates_them() {
+    let units = assert_same_stream(no_setup, |_, c| {
+        script(
+            c,
+            "PFADD h a b c
+            PFADD h a
+            PFCOUNT h
+            PFCOUNT h
+            PFCOUNT h missing
+            PFMERGE m h
+            PFMERGE m
+            PFDEBUG ENCODING m
+            PFDEBUG TODENSE m
+            PFDEBUG TODENSE m
+            PFDEBUG GETREG h
+            PFDEBUG GETREG h
+            PFCOUNT m
+            PFADD m d",
+        );
+    });
+    let names: Vec<String> = units.iter().map(|u| u[0].to_ascii_lowercase()).collect();
+    assert_eq!(
+        names.iter().filter(|n| *n == "pfcount").count(),
+        2,
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| *n == "pfdebug").count(),
+        2,
+        "{names:?}"
     );
 }
