@@ -474,6 +474,10 @@ fn writes_signal_watch_and_no_op_writes_do_not() {
             "BITFIELD", "k", "OVERFLOW", "FAIL", "INCRBY", "u8", "0", "300",
         ],
     );
+    // Growing the string is a change even when the bits written are 0.
+    round(&mut p, &["BITFIELD", "k", "SET", "u8", "200", "0"]);
+    round(&mut p, &["SETBIT", "k", "3000", "0"]);
+    round(&mut p, &["SETBIT", "k", "3000", "0"]);
     round(&mut p, &["BITOP", "NOT", "k", "k"]);
     round(&mut p, &["BITOP", "AND", "k", "missing"]);
     round(&mut p, &["BITOP", "AND", "k", "missing"]);
