@@ -482,6 +482,44 @@ fn bitfield_ro(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command::test_support::Fixture;
+
+    #[test]
+    fn writes_are_logged_as_received_and_no_ops_are_not() {
+        let mut f = Fixture::new();
+        for (line, logged) in [
+            ("SETBIT k 7 1", true),
+            ("SETBIT k 7 1", false),
+            ("SETBIT k 7 0", true),
+            ("SETBIT k 7 0", false),
+            ("SETBIT k 20 0", true),
+            ("GETBIT k 7", false),
+            ("BITCOUNT k", false),
+            ("BITPOS k 1", false),
+            ("BITFIELD k GET u8 0", false),
+            ("BITFIELD k SET u8 0 0", false),
+            ("BITFIELD k SET u8 0 5 GET u8 0", true),
+            ("BITFIELD k SET u8 40 0", true),
+            ("BITFIELD k OVERFLOW FAIL INCRBY u8 0 255", false),
+            ("BITFIELD k OVERFLOW FAIL SET u8 80 256", false),
+            ("BITFIELD_RO k GET u8 0", false),
+            ("BITFIELD k SET u8 0 x", false),
+            ("BITOP AND d missing", false),
+            ("BITOP NOT d k", true),
+            ("BITOP AND d missing", true),
+            ("BITOP AND d missing", false),
+        ] {
+            f.run(line);
+            let want = if logged {
+                vec![line.to_string()]
+            } else {
+                vec![]
+            };
+            assert_eq!(f.db0_effects(), want, "{line}");
+        }
+        // The refused OVERFLOW FAIL still padded the string, as in Redis.
+        assert_eq!(f.run("STRLEN k"), Reply::Int(11));
+    }
 
     #[test]
     fn ranges_follow_redis() {
