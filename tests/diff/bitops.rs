@@ -31,7 +31,6 @@ SETBIT k abc 1
 SETBIT k 1.5 1
 SETBIT k "" 1
 SETBIT k 4294967296 1
-SETBIT k 4294967295 1
 SETBIT k 0 2
 SETBIT k 0 -1
 SETBIT k 0 x
@@ -326,6 +325,13 @@ BITFIELD list SET u8 0 1
 BITFIELD_RO list GET u8 0
 BITFIELD list
 BITFIELD list GET u64 0
+EVAL "return redis.call('bitfield', KEYS[1], 'OVERFLOW', 'FAIL', 'SET', 'u8', 0, 300, 'SET', 'i8', 8, -3)" 1 lua
+EVAL "return redis.call('setbit', KEYS[1], 3, 1)" 1 lua
+EVAL_RO "return redis.call('bitfield_ro', KEYS[1], 'GET', 'u16', 0)" 1 lua
+EVAL_RO "return redis.pcall('bitfield', KEYS[1], 'SET', 'u8', 0, 1)" 1 lua
+EVAL_RO "return redis.pcall('setbit', KEYS[1], 0, 1)" 1 lua
+EVAL "return {redis.call('bitcount', KEYS[1]), redis.call('bitpos', KEYS[1], 1)}" 1 lua
+GET lua
 "##;
 
 #[test]
