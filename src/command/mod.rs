@@ -11,6 +11,7 @@
 //! received; a handler that must log something else (absolute expiry times,
 //! SPOP as SREM, …) calls [`Ctx::log`] instead.
 
+pub mod bitops;
 pub mod ctx;
 pub mod docs;
 mod docs_data;
@@ -213,8 +214,9 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 18] {
+fn families() -> [&'static [CommandSpec]; 19] {
     [
+        bitops::COMMANDS,
         dump::COMMANDS,
         persistence::COMMANDS,
         stream::COMMANDS,

@@ -4,6 +4,7 @@
 //!
 //! Nothing here does I/O or knows about keys, clients or files.
 
+pub mod bits;
 pub mod blob;
 pub(crate) mod build;
 pub mod hash;

@@ -6,6 +6,7 @@
 
 use testkit::harness;
 
+mod bitops;
 mod blocking;
 mod config_rewrite;
 mod dump;

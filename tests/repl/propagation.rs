@@ -11,8 +11,9 @@
 //! for a single one and for SCAN and RANDOMKEY, in MULTI/EXEC when a
 //! command propagates more than one effect), no PING right after the
 //! attach, `REPLCONF rdb-filter-only` (`redis-cli --replica` and
-//! `--functions-rdb`), and the HyperLogLog commands (PFCOUNT refreshing its
-//! cached cardinality, PFDEBUG conversions).
+//! `--functions-rdb`), the HyperLogLog commands (PFCOUNT refreshing its
+//! cached cardinality, PFDEBUG conversions) and the bitmap commands (as
+//! received, only when they change something).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -673,4 +674,42 @@ fn hyperloglog_commands_propagate_as_redis_propagates_them() {
         2,
         "{names:?}"
     );
+}
+
+/// The bitmap commands propagate as received when they change something,
+/// and not at all otherwise (a SETBIT that changes no bit, a BITFIELD of
+/// GETs or whose writes OVERFLOW FAIL refused, a BITOP with nothing to
+/// store or delete, the reads).
+#[test]
+fn bitmap_commands_propagate_only_when_they_change_something() {
+    let units = assert_same_stream(no_setup, |_, c| {
+        script(
+            c,
+            "SETBIT k 7 1
+            SETBIT k 7 1
+            SETBIT k 7 0
+            SETBIT k 40 0
+            GETBIT k 7
+            BITCOUNT k 0 -1 BIT
+            BITPOS k 0
+            BITFIELD k GET u8 0
+            BITFIELD k SET u8 0 0
+            BITFIELD k SET u8 0 200 INCRBY i5 #3 -7
+            BITFIELD k OVERFLOW FAIL INCRBY u8 0 100
+            BITFIELD_RO k GET u8 0
+            BITOP AND d missing
+            BITOP NOT d k
+            BITOP AND d missing
+            SET end 1",
+        );
+    });
+    let names: Vec<&str> = units.iter().map(|u| u[0].as_str()).collect();
+    assert!(
+        names
+            .iter()
+            .filter(|n| n.eq_ignore_ascii_case("setbit"))
+            .count()
+            == 3
+    );
+    assert!(names.iter().any(|n| n.eq_ignore_ascii_case("set")));
 }
