@@ -681,3 +681,37 @@ fn lock_transcript() {
         ("GET lock:order:12345", "$-1\r\n"),
     ]);
 }
+
+#[test]
+fn daily_active_users_and_unique_visitors_transcript() {
+    transcript(&[
+        ("SETBIT dau:2026-12-05 1001 1", ":0\r\n"),
+        ("SETBIT dau:2026-12-05 1002 1", ":0\r\n"),
+        ("SETBIT dau:2026-12-05 1001 1", ":1\r\n"),
+        ("SETBIT dau:2026-12-06 1001 1", ":0\r\n"),
+        ("SETBIT dau:2026-12-06 2048 1", ":0\r\n"),
+        ("GETBIT dau:2026-12-06 1002", ":0\r\n"),
+        ("BITCOUNT dau:2026-12-05", ":2\r\n"),
+        (
+            "BITOP OR active:2026-12-05:06 dau:2026-12-05 dau:2026-12-06",
+            ":257\r\n",
+        ),
+        ("BITCOUNT active:2026-12-05:06", ":3\r\n"),
+        (
+            "BITOP AND both:2026-12-05:06 dau:2026-12-05 dau:2026-12-06",
+            ":257\r\n",
+        ),
+        ("BITCOUNT both:2026-12-05:06", ":1\r\n"),
+        ("BITPOS both:2026-12-05:06 1", ":1001\r\n"),
+        ("PFADD visitors:2026-12-05 alice bob carol", ":1\r\n"),
+        ("PFADD visitors:2026-12-05 alice", ":0\r\n"),
+        ("PFADD visitors:2026-12-06 bob dave", ":1\r\n"),
+        ("PFCOUNT visitors:2026-12-05", ":3\r\n"),
+        ("PFCOUNT visitors:2026-12-05 visitors:2026-12-06", ":4\r\n"),
+        (
+            "PFMERGE visitors:week visitors:2026-12-05 visitors:2026-12-06",
+            "+OK\r\n",
+        ),
+        ("PFCOUNT visitors:week", ":4\r\n"),
+    ]);
+}
