@@ -226,6 +226,16 @@ fn a_damaged_payload_keeps_the_old_data_in_every_mode() {
     damaged_payload_in_mode("swapdb", true, &payload, &[from_socket, discarding]);
 }
 
+/// Held by the tests whose loads are large: a load keeps both cores of a
+/// 2-core machine busy, and two at once starve each other's event loop
+/// (a replica that cannot send its once-a-second newline is dropped by a
+/// master with `repl-timeout 1`).
+fn large_load_slot() -> std::sync::MutexGuard<'static, ()> {
+    static SLOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SLOT.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A redis-server master (disk transfers, `extra`) holding `keys` keys.
 fn big_master(keys: u64, extra: &[&str]) -> ServerProcess {
     let base = [
@@ -248,6 +258,7 @@ const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 
 #[test]
 fn a_full_sync_load_answers_loading_except_a_swapdb_resync_of_the_same_history() {
+    let _slot = large_load_slot();
     let master = big_master(300_000, &["--repl-backlog-size", "16384"]);
     let mut m = Conn::connect(master.port);
     // A first sync in each mode, from a replica holding its own data:
@@ -360,6 +371,7 @@ fn timed_load(port: u16) -> (Replica, i64) {
 
 #[test]
 fn the_master_keeps_a_replica_whose_load_outlasts_its_repl_timeout() {
+    let _slot = large_load_slot();
     let dir = tempfile::tempdir().expect("temp dir");
     let master_log = dir.path().join("master.log");
     let master_log_arg = master_log.to_string_lossy().into_owned();
@@ -407,6 +419,7 @@ fn the_master_keeps_a_replica_whose_load_outlasts_its_repl_timeout() {
 
 #[test]
 fn replicaof_during_a_load_is_refused_as_redis_refuses_it() {
+    let _slot = large_load_slot();
     // REPLICAOF lacks the `loading` flag (and has `no_async_loading`):
     // Redis answers -LOADING until its load is over, and so does hozon.
     // (Before the load, during the transfer, REPLICAOF cancels the sync
@@ -433,6 +446,7 @@ fn replicaof_during_a_load_is_refused_as_redis_refuses_it() {
 
 #[test]
 fn a_lost_link_during_a_load_cancels_it_and_keeps_the_old_data() {
+    let _slot = large_load_slot();
     let master = big_master(1_000_000, &[]);
     let replica = Replica::start(&["--appendonly", "yes"]);
     let mut r = replica.conn();
