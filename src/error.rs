@@ -11,6 +11,10 @@ pub enum Error {
     Config(String),
     /// The data directory is held by another engine (the text names it).
     Locked(String),
+    /// A file is intact but holds something this engine cannot load: a
+    /// function library that does not compile (the text names the file
+    /// and the library).
+    Unloadable(String),
     /// A persistence file is damaged before its tail: which file, where,
     /// the typed cause, and (in its text) the repair command to run.
     Corrupt(Box<CorruptFile>),
@@ -96,7 +100,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Config(msg) => write!(f, "configuration error: {msg}"),
-            Error::Locked(msg) => f.write_str(msg),
+            Error::Locked(msg) | Error::Unloadable(msg) => f.write_str(msg),
             Error::Corrupt(file) => fmt::Display::fmt(file, f),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
         }
@@ -108,7 +112,7 @@ impl std::error::Error for Error {
         match self {
             Error::Io { source, .. } => Some(source),
             Error::Corrupt(file) => std::error::Error::source(file.as_ref()),
-            Error::Config(_) | Error::Locked(_) => None,
+            Error::Config(_) | Error::Locked(_) | Error::Unloadable(_) => None,
         }
     }
 }

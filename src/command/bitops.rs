@@ -5,6 +5,7 @@
 //! `bitops.c`; every write is logged as received. The bit arithmetic is in
 //! [`crate::types::bits`].
 
+use super::c_str;
 use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx};
 use crate::reply::Reply;
 use crate::types::bits::{self, Overflow};
@@ -31,13 +32,6 @@ pub static COMMANDS: &[CommandSpec] = &[
 const OFFSET_ERR: &str = "ERR bit offset is not an integer or out of range";
 const TYPE_ERR: &str =
     "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
-
-/// The argument as C's string functions see it (up to the first NUL).
-fn c_str(arg: &[u8]) -> &[u8] {
-    arg.iter()
-        .position(|&b| b == 0)
-        .map_or(arg, |end| &arg[..end])
-}
 
 /// Parses a bit offset (Redis's `getBitOffsetFromArgument`): a
 /// non-negative integer whose byte is below `proto-max-bulk-len` (not

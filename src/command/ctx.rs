@@ -114,6 +114,20 @@ pub trait Host {
 pub struct BusyScript {
     /// The script has run a write command: SCRIPT KILL is refused.
     pub wrote: bool,
+    /// It is a function (FCALL): FUNCTION KILL stops it, not SCRIPT KILL.
+    pub function: bool,
+}
+
+impl BusyScript {
+    /// What other clients get meanwhile (Redis's `slowevalerr` or
+    /// `slowscripterr`).
+    pub fn busy_error(&self) -> &'static str {
+        if self.function {
+            crate::command::functions::BUSY_FUNCTION_ERR
+        } else {
+            crate::command::functions::BUSY_EVAL_ERR
+        }
+    }
 }
 
 /// What another client asked for while a script was busy.

@@ -64,7 +64,7 @@ fn dump(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 /// The RDB version of a payload whose version and checksum are good
 /// (Redis's `verifyDumpPayload`, but accepting up to
 /// [`crate::rdb::MAX_READ_VERSION`]).
-fn verify_payload(payload: &[u8]) -> Option<u16> {
+pub(crate) fn verify_payload(payload: &[u8]) -> Option<u16> {
     if payload.len() < FOOTER_BYTES {
         return None;
     }

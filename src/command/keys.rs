@@ -29,6 +29,7 @@
 //! - SCAN cursors are those of our hash table, so the keys returned per call
 //!   differ from Redis's; a full iteration returns the same keys.
 
+use super::c_str;
 use super::{
     error_text, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NOT_INT_ERR, NO_SUCH_KEY_ERR,
 };
@@ -85,14 +86,6 @@ static OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
 
 // ---------------------------------------------------------------------------
 // Helpers.
-
-/// The argument as C's `strcasecmp` sees it: up to the first NUL byte.
-fn c_str(arg: &[u8]) -> &[u8] {
-    match arg.iter().position(|&b| b == 0) {
-        Some(end) => &arg[..end],
-        None => arg,
-    }
-}
 
 /// Redis's option comparison (`strcasecmp` on the argument's C string).
 fn is_opt(arg: &[u8], word: &str) -> bool {

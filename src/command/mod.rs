@@ -16,6 +16,7 @@ pub mod ctx;
 pub mod docs;
 mod docs_data;
 pub mod dump;
+pub mod functions;
 pub mod getkeys;
 pub mod hash;
 pub mod hyperloglog;
@@ -214,7 +215,7 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 19] {
+fn families() -> [&'static [CommandSpec]; 20] {
     [
         bitops::COMMANDS,
         dump::COMMANDS,
@@ -232,6 +233,7 @@ fn families() -> [&'static [CommandSpec]; 19] {
         zset::COMMANDS,
         server::COMMANDS,
         scripting::COMMANDS,
+        functions::COMMANDS,
         replication::COMMANDS,
         replicaof::COMMANDS,
         sort::COMMANDS,
@@ -365,6 +367,13 @@ pub const NO_SUCH_KEY_ERR: &str = "ERR no such key";
 /// Parses an integer argument (`ERR value is not an integer or out of range`).
 pub fn parse_int(arg: &[u8]) -> Result<i64, Reply> {
     crate::types::num::parse_i64(arg).ok_or(Reply::err(NOT_INT_ERR))
+}
+
+/// The argument as C's string functions see it: up to its first NUL.
+pub(crate) fn c_str(arg: &[u8]) -> &[u8] {
+    arg.iter()
+        .position(|&b| b == 0)
+        .map_or(arg, |end| &arg[..end])
 }
 
 /// True when `arg` equals `word`, ignoring ASCII case.

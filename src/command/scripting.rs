@@ -122,7 +122,14 @@ fn eval_generic(ctx: &mut Ctx, argv: &[&[u8]], by_sha: bool, read_only: bool) ->
                 Err(reply) => return reply,
             }
         };
-        scripting.run(ctx, &sha, keys, args, read_only)
+        ctx.core.script_run = Some(crate::core::ScriptRun {
+            function: None,
+            argv: Vec::new(),
+            start_ms: crate::clock::now_ms(),
+        });
+        let reply = scripting.run(ctx, &sha, keys, args, read_only);
+        ctx.core.script_run = None;
+        reply
     });
     Ok(reply)
 }

@@ -13,6 +13,7 @@
 
 use std::cmp::Ordering;
 
+use super::c_str;
 use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx};
 use crate::reply::Reply;
 use crate::types::list::End;
@@ -304,7 +305,7 @@ fn compare(a: &Item, b: &Item, alpha: bool, by: bool, store: bool) -> Ordering {
         if store {
             x.cmp(y)
         } else {
-            c_string(x).cmp(c_string(y))
+            c_str(x).cmp(c_str(y))
         }
     };
     if by {
@@ -317,11 +318,6 @@ fn compare(a: &Item, b: &Item, alpha: bool, by: bool, store: bool) -> Ordering {
     } else {
         text(&a.element, &b.element)
     }
-}
-
-/// The bytes C's string functions see: up to the first NUL.
-fn c_string(s: &[u8]) -> &[u8] {
-    s.iter().position(|&b| b == 0).map_or(s, |at| &s[..at])
 }
 
 /// C's `strtod` over the whole string as SORT checks it: leading white

@@ -4,6 +4,7 @@
 //! The ID parsers and reply builders are shared with the consumer-group
 //! commands (`stream_group.rs`).
 
+use super::c_str;
 use super::clients::{BlockKind, BlockRequest};
 use super::{arity_error, CmdResult, CommandSpec, Ctx, NOT_INT_ERR, NO_SUCH_KEY_ERR, SYNTAX_ERR};
 use crate::reply::Reply;
@@ -13,15 +14,6 @@ use crate::types::{Blob, Value};
 
 /// The error Redis sends for any malformed stream ID.
 const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
-
-/// Redis compares its C string arguments, so everything after an embedded
-/// NUL is ignored.
-fn c_str(arg: &[u8]) -> &[u8] {
-    match arg.iter().position(|&b| b == 0) {
-        Some(end) => &arg[..end],
-        None => arg,
-    }
-}
 
 /// Redis's `string2ull`: `string2ll` when it succeeds (negative values
 /// rejected), otherwise C `strtoull` in base 10 over the whole string

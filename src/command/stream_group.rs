@@ -15,6 +15,7 @@
 
 use std::ops::Bound;
 
+use super::c_str;
 use super::stream::{entry_reply, parse_id, parse_strict_id};
 use super::{parse_int, BlockKind, BlockRequest, CmdResult, CommandSpec, Ctx, Handler};
 use crate::reply::Reply;
@@ -67,14 +68,6 @@ type Argv = Vec<Vec<u8>>;
 
 // ---------------------------------------------------------------------------
 // Small helpers.
-
-/// The argument as Redis's C string functions see it: up to the first NUL.
-fn c_str(arg: &[u8]) -> &[u8] {
-    match arg.iter().position(|&b| b == 0) {
-        Some(end) => &arg[..end],
-        None => arg,
-    }
-}
 
 /// Redis's option comparison (`strcasecmp` on the C string).
 fn is_opt(arg: &[u8], word: &str) -> bool {

@@ -4,6 +4,7 @@
 //! `t_string.c`. Where Redis logs something other than the command as
 //! received, the handler says so next to the [`Ctx::log`] call.
 
+use super::c_str;
 use super::{is, parse_int, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR, NOT_INT_ERR};
 use crate::reply::Reply;
 use crate::types::long_double::Ld;
@@ -69,16 +70,6 @@ fn lookup_str<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c Blob>, Repl
         None => Ok(None),
         Some(Value::Str(s)) => Ok(Some(s)),
         Some(_) => Err(Reply::err(WRONGTYPE)),
-    }
-}
-
-/// The argument as C sees it: Redis compares option names with `strcasecmp`
-/// and character tests that stop at the first NUL byte, so `GET\0x` is the
-/// option GET there. Mirroring that keeps syntax errors identical.
-fn c_str(arg: &[u8]) -> &[u8] {
-    match arg.iter().position(|&b| b == 0) {
-        Some(end) => &arg[..end],
-        None => arg,
     }
 }
 

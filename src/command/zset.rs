@@ -13,6 +13,7 @@
 //! BZMPOP) share ZPOPMIN/ZMPOP's code and are logged as the plain pop they
 //! performed, whether served at once or after waiting.
 
+use super::c_str;
 use super::clients::{BlockKind, BlockRequest};
 use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR, NOT_INT_ERR};
 use crate::reply::Reply;
@@ -73,16 +74,6 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// `LONG_MAX`, the bound of Redis's `long` arguments.
 const LONG_MAX: i64 = i64::MAX;
-
-/// The argument as C sees it: up to the first NUL byte. Redis parses range
-/// bounds with `strtod` and checks `+`/`-` with `c[1] != '\0'`, so bytes
-/// after a NUL are ignored there.
-fn c_str(arg: &[u8]) -> &[u8] {
-    match arg.iter().position(|&b| b == 0) {
-        Some(end) => &arg[..end],
-        None => arg,
-    }
-}
 
 /// C's `isspace` in the C locale.
 fn is_c_space(b: u8) -> bool {

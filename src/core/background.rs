@@ -93,6 +93,7 @@ impl Core {
         crate::persist::rewrite::write_aof_file(
             self.io.as_ref(),
             &self.keyspace,
+            &self.functions.codes(),
             now_ms,
             &temp,
             &path,
@@ -109,11 +110,13 @@ impl Core {
         // While replicating, the file records the stream position of the
         // data it holds, so that a restart from it lets replicas continue.
         let position = self.repl.position_now();
+        let functions = self.functions.codes();
         let saved = match self.save_format() {
             crate::persist::saver::Format::Native => crate::persist::snapshot::save_keyspace_at(
                 &self.keyspace,
                 now_ms,
                 position,
+                functions,
                 Arc::clone(&self.io),
                 &dir,
                 &file_name,
@@ -131,6 +134,7 @@ impl Core {
                         encoder,
                         checksum,
                         position: position.as_ref(),
+                        functions: &functions,
                     },
                 )
                 .map(drop)
@@ -166,6 +170,7 @@ impl Core {
             file_name: &file_name,
             format,
             position: self.repl.position_now(),
+            functions: self.functions.codes(),
         };
         self.save
             .start(&mut self.keyspace, target, self.dirty, now_ms);
@@ -218,6 +223,7 @@ impl Core {
             &mut self.keyspace,
             files,
             preamble,
+            self.functions.codes(),
             self.config.aof_rewrite_incremental_fsync,
             now_ms,
         )

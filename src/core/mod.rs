@@ -8,6 +8,7 @@
 mod background;
 pub mod clients;
 pub(crate) mod failover;
+pub mod functions;
 pub(crate) mod pause;
 pub(crate) use pause::{PauseMode, PausePurpose};
 pub(crate) mod repl;
@@ -93,6 +94,13 @@ pub struct Core {
     /// The Lua state and script cache, created by the first script
     /// command (taken out while a script runs).
     pub(crate) scripting: ScriptSlot,
+    /// The function libraries' sources (Redis Functions): persistent data.
+    pub(crate) functions: functions::Libraries,
+    /// The compiled function libraries (`script::functions`), rebuilt from
+    /// `functions` when its generation moves; taken out while one runs.
+    pub(crate) function_engine: ScriptSlot,
+    /// The script or function running now (FUNCTION STATS while busy).
+    pub(crate) script_run: Option<ScriptRun>,
     /// The file-system layer every persistence file goes through.
     pub(crate) io: Arc<dyn Io>,
     /// Held while the engine uses the data directory.
@@ -260,6 +268,17 @@ pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to writ
 
 /// Redis's refusal while `stop-writes-on-bgsave-error` applies.
 pub(crate) const BGSAVE_ERROR: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// A script or function in execution, as FUNCTION STATS reports it.
+#[derive(Debug, Clone)]
+pub struct ScriptRun {
+    /// The function's name; None for EVAL and friends.
+    pub function: Option<Vec<u8>>,
+    /// The command that runs it (FCALL and its arguments).
+    pub argv: Vec<Vec<u8>>,
+    /// When it started (Unix ms).
+    pub start_ms: i64,
+}
 
 /// Where [`Core`] keeps the Lua state (`script::Scripting`, a type of the
 /// command layer above this one): created by the first script command,

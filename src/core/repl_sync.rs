@@ -254,6 +254,7 @@ impl Core {
             encoder,
             self.config.rdbchecksum,
             &position,
+            &self.functions.codes(),
             now_ms,
             filter,
         );

@@ -137,6 +137,11 @@ impl Engine {
             self.core.save.last_save_ms = save.last_save_ms;
         }
         self.core.repl.loaded = scratch.core.repl.loaded.take();
+        std::mem::swap(&mut self.core.functions, &mut scratch.core.functions);
+        std::mem::swap(
+            &mut self.core.function_engine,
+            &mut scratch.core.function_engine,
+        );
         self.core.aof_load = scratch.core.aof_load.take();
         drop(scratch);
         self.core.startup_load = None;
@@ -219,6 +224,9 @@ impl Engine {
                 },
                 rewrite: RewriteState::default(),
                 scripting: Default::default(),
+                functions: Default::default(),
+                function_engine: Default::default(),
+                script_run: None,
                 io,
                 dir_lock: None,
                 next_session_id: 1,
@@ -427,6 +435,7 @@ impl Engine {
             );
             corrupt(path, offset, CorruptCause::Snapshot(e), text)
         })?;
+        self.install_functions(path, summary.functions.clone())?;
         let loaded = summary.stats.keys.saturating_sub(expired);
         self.core.repl.loaded = summary.position;
         self.core.save.last_load_keys = loaded;
@@ -490,13 +499,12 @@ impl Engine {
             );
             corrupt(path, Some(e.offset), CorruptCause::Rdb(e), text)
         })?;
-        if !summary.functions.is_empty() {
-            self.notices.push(format!(
-                "!!! Warning: {} holds {} function libraries (FUNCTION LOAD); hozon has no Redis Functions, so they were not loaded",
-                path.display(),
-                summary.functions.len()
-            ));
-        }
+        let codes = summary
+            .functions
+            .iter()
+            .map(|c| c.as_bytes().to_vec())
+            .collect();
+        self.install_functions(path, codes)?;
         if summary.empty_skipped > 0 {
             // Redis 7.0 skips them too, with a log line (`hozon-inspect
             // info` reports them as empty_keys_skipped).
@@ -749,12 +757,47 @@ impl Engine {
             &mut |announced| pacer.key(announced),
         )
         .map_err(damaged)?;
+        self.install_functions(path, summary.functions.clone())?;
         self.notices.push(format!(
             "Reading the snapshot preamble of the append only file: {} keys ({} expired, skipped)",
             summary.stats.keys.saturating_sub(expired),
             expired
         ));
         Ok(len)
+    }
+
+    /// Sets the function libraries a file recorded (none: nothing
+    /// changes) and compiles them; a library that does not load refuses
+    /// the start, as in Redis.
+    fn install_functions(
+        &mut self,
+        path: &std::path::Path,
+        codes: Vec<Vec<u8>>,
+    ) -> Result<(), crate::Error> {
+        if codes.is_empty() {
+            return Ok(());
+        }
+        let count = codes.len();
+        let unloadable = |e: String| {
+            crate::Error::Unloadable(format!(
+                "cannot load the function libraries of {}: {e}. Nothing was loaded and the file was not changed.",
+                path.display()
+            ))
+        };
+        self.core
+            .functions
+            .set_from_codes(codes)
+            .map_err(unloadable)?;
+        crate::script::functions::FunctionEngine::sync(
+            &mut self.core.function_engine,
+            &mut self.core.functions,
+        )
+        .map_err(unloadable)?;
+        self.notices.push(format!(
+            "Loaded {count} function libraries from {}",
+            path.display()
+        ));
+        Ok(())
     }
 
     fn remove_temp_files(

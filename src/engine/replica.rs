@@ -47,13 +47,32 @@ impl Engine {
     ) -> Result<PayloadLoaded, String> {
         let LoadedPayload {
             keyspace,
+            functions,
             version,
             aof_temp,
             mut warnings,
         } = loaded;
         let io = Arc::clone(&self.core.io);
+        // The master's libraries replace ours (Redis clears its own before
+        // it loads the payload): compiled before anything is committed, so
+        // a library that does not load leaves everything as it was.
+        let mut libraries = crate::core::functions::Libraries::default();
+        let engine = libraries
+            .set_from_codes(functions)
+            .and_then(|()| crate::script::functions::FunctionEngine::build(&libraries));
+        let engine = match engine {
+            Ok(engine) => engine,
+            Err(e) => {
+                if let Some(temp) = &aof_temp {
+                    let _ = io.remove(temp);
+                }
+                drop_in_background(keyspace);
+                return Err(format!("loading the payload's function libraries: {e}"));
+            }
+        };
+        libraries.set_function_count(engine.function_count());
         if self.core.aof.is_some() {
-            match self.replace_aof(&keyspace, aof_temp) {
+            match self.replace_aof(&keyspace, &libraries.codes(), aof_temp) {
                 Ok(warning) => warnings.extend(warning),
                 Err(e) => {
                     drop_in_background(keyspace);
@@ -69,6 +88,8 @@ impl Engine {
         self.core.save.abort(&mut self.core.keyspace);
         self.core.abort_repl_sync();
         let old = std::mem::replace(&mut self.core.keyspace, keyspace);
+        self.core.functions = libraries;
+        self.core.function_engine.put(Box::new(engine));
         self.signal_replaced(&old);
         drop_in_background(old);
         let keys = self.core.keyspace.total_keys() as u64;
@@ -103,6 +124,7 @@ impl Engine {
     fn replace_aof(
         &mut self,
         keyspace: &Keyspace,
+        functions: &[Vec<u8>],
         temp: Option<std::path::PathBuf>,
     ) -> Result<Option<String>, String> {
         let io = Arc::clone(&self.core.io);
@@ -122,7 +144,7 @@ impl Engine {
             Some(temp) => temp,
             None => {
                 let temp = dir.join(format!("temp-sync-aof-{}.aof", std::process::id()));
-                write_aof_image(io.as_ref(), keyspace, &temp)
+                write_aof_image(io.as_ref(), keyspace, functions, &temp)
                     .map_err(|e| format!("writing the new append only file: {e}"))?;
                 temp
             }

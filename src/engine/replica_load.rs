@@ -45,6 +45,8 @@ pub(crate) enum PayloadSource {
 pub(crate) struct LoadedPayload {
     /// The new dataset.
     pub(crate) keyspace: Keyspace,
+    /// The payload's function libraries (sources).
+    pub(crate) functions: Vec<Vec<u8>>,
     /// The payload's RDB version.
     pub(crate) version: u16,
     /// The new AOF, written and fsynced, not yet renamed into place
@@ -56,6 +58,10 @@ pub(crate) struct LoadedPayload {
     /// written from the keyspace).
     pub(crate) warnings: Vec<String>,
 }
+
+/// A loaded payload: the keyspace, the RDB version, the payload's length
+/// and the function libraries' sources.
+type Loaded = (Keyspace, u16, u64, Vec<Vec<u8>>);
 
 /// A load running on its thread.
 pub(crate) struct PayloadLoad {
@@ -280,7 +286,7 @@ fn load_and_write(job: Job) -> Result<LoadedPayload, String> {
         };
         (loaded, preamble)
     });
-    let (keyspace, version, payload_len) = loaded?;
+    let (keyspace, version, payload_len, functions) = loaded?;
     drop(mapped);
     drop(job.source);
     let mut warnings = Vec::new();
@@ -305,12 +311,13 @@ fn load_and_write(job: Job) -> Result<LoadedPayload, String> {
                 "The payload could not become the new append only file's preamble ({reason}): \
                  writing the new append only file from the loaded data"
             ));
-            write_aof_image(job.io.as_ref(), &keyspace, temp)
+            write_aof_image(job.io.as_ref(), &keyspace, &functions, temp)
                 .map_err(|e| format!("writing the new append only file: {e}"))?;
         }
     }
     Ok(LoadedPayload {
         keyspace,
+        functions,
         version,
         aof_temp: job.aof_temp,
         warnings,
@@ -319,7 +326,7 @@ fn load_and_write(job: Job) -> Result<LoadedPayload, String> {
 
 /// Verifies (file source: `check_file`, the whole file) and loads the
 /// payload into a new keyspace; returns it with the RDB version.
-fn verify_and_load(job: &Job, data: &[u8], verify: bool) -> Result<(Keyspace, u16, u64), String> {
+fn verify_and_load(job: &Job, data: &[u8], verify: bool) -> Result<Loaded, String> {
     let cancelled = || job.cancel.load(Ordering::Relaxed);
     let stopped = || "the load was cancelled".to_string();
     if verify {
@@ -335,11 +342,7 @@ fn verify_and_load(job: &Job, data: &[u8], verify: bool) -> Result<(Keyspace, u1
 
 /// Loads a payload while it arrives (`window`: its mapping, `feed`: how
 /// far it came); the keyspace, the RDB version and the payload's length.
-fn load_streamed(
-    job: &Job,
-    window: &[u8],
-    feed: &PayloadFeed,
-) -> Result<(Keyspace, u16, u64), String> {
+fn load_streamed(job: &Job, window: &[u8], feed: &PayloadFeed) -> Result<Loaded, String> {
     let mut arrived = None;
     let loaded = load_into_keyspace(job, u64::MAX, &mut |sink, resize| {
         let summary = crate::rdb::reader::load_streaming(window, feed, &job.options, sink, resize)?;
@@ -355,9 +358,9 @@ fn load_streamed(
         );
         Ok(summary)
     });
-    let (keyspace, version, len) = loaded?;
+    let (keyspace, version, len, functions) = loaded?;
     match arrived {
-        Some(total) if total == len => Ok((keyspace, version, len)),
+        Some(total) if total == len => Ok((keyspace, version, len, functions)),
         Some(total) => Err(format!("{} bytes follow the RDB checksum", total - len)),
         None => Err("the payload did not arrive".to_string()),
     }
@@ -379,7 +382,7 @@ fn load_into_keyspace(
     job: &Job,
     expected_len: u64,
     run: &mut Reader<'_>,
-) -> Result<(Keyspace, u16, u64), String> {
+) -> Result<Loaded, String> {
     let cancelled = || job.cancel.load(Ordering::Relaxed);
     let stopped = || "the load was cancelled".to_string();
     let mut keyspace = Keyspace::new(job.databases);
@@ -415,7 +418,12 @@ fn load_into_keyspace(
             expected_len - len
         ));
     }
-    Ok((keyspace, summary.version, len))
+    let functions = summary
+        .functions
+        .iter()
+        .map(|c| c.as_bytes().to_vec())
+        .collect();
+    Ok((keyspace, summary.version, len, functions))
 }
 
 /// The payload's length once all of it arrived.
@@ -484,12 +492,13 @@ fn finish_preamble(
 pub(crate) fn write_aof_image(
     io: &dyn Io,
     keyspace: &Keyspace,
+    functions: &[Vec<u8>],
     temp: &std::path::Path,
 ) -> Result<(), String> {
     let written = (|| -> std::io::Result<()> {
         let mut file = io.open_append(temp)?;
         file.set_len(0)?;
-        crate::persist::rewrite::write_keyspace(keyspace, now_ms(), &mut |chunk| {
+        crate::persist::rewrite::write_keyspace(keyspace, functions, now_ms(), &mut |chunk| {
             let mut done = 0;
             while done < chunk.len() {
                 match file.write(&chunk[done..])? {

@@ -73,6 +73,8 @@ pub struct RdbOptions<'a> {
     pub checksum: bool,
     /// The replication position to record in the AUX fields, if any.
     pub position: Option<&'a crate::repl::ids::Position>,
+    /// The function libraries' sources.
+    pub functions: &'a [Vec<u8>],
 }
 
 /// Writes `keyspace` as an RDB file `dir/file_name` and returns when it is
@@ -91,10 +93,12 @@ pub fn save_keyspace(
         encoder,
         checksum,
         position,
+        functions,
     } = options;
     let temp = crate::persist::snapshot::temp_path(dir, file_name);
     let mut file = RdbFile::create(Arc::clone(&io), &temp)?;
     let mut records = RecordEncoder::with_header_and_position(encoder, now_ms, 0, false, position);
+    records.put_functions(functions);
     for (db_index, db, key, value, expire) in super::live_keys(keyspace, now_ms) {
         records.push(db_index, key, value, expire, |_| {
             (db.len() as u64, db.expires_len() as u64)

@@ -23,6 +23,7 @@ const BATCH_BYTES: usize = 1 << 20;
 pub fn write_aof_file(
     io: &dyn super::io::Io,
     keyspace: &Keyspace,
+    functions: &[Vec<u8>],
     now_ms: i64,
     temp: &std::path::Path,
     path: &std::path::Path,
@@ -30,7 +31,7 @@ pub fn write_aof_file(
     let written = (|| -> io::Result<()> {
         let mut file = io.open_append(temp)?;
         file.set_len(0)?;
-        write_keyspace(keyspace, now_ms, &mut |chunk| {
+        write_keyspace(keyspace, functions, now_ms, &mut |chunk| {
             let mut done = 0;
             while done < chunk.len() {
                 match file.write(&chunk[done..])? {
@@ -50,16 +51,21 @@ pub fn write_aof_file(
 }
 
 /// Writes `keyspace` as an AOF image through `sink` (called with the header
-/// and then one chunk per batch). Keys already expired at `now_ms` are
-/// skipped. Returns the number of keys written.
+/// and then one chunk per batch): the function libraries first (FUNCTION
+/// LOAD each, as Redis's rewrite writes them), then the keys. Keys already
+/// expired at `now_ms` are skipped. Returns the number of keys written.
 pub fn write_keyspace(
     keyspace: &Keyspace,
+    functions: &[Vec<u8>],
     now_ms: i64,
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<u64> {
     sink(FILE_HEADER)?;
     let mut builder = BatchBuilder::new();
     let mut selected = None;
+    for code in functions {
+        builder.push_command(0, &[b"FUNCTION", b"LOAD", code], &mut selected);
+    }
     let mut keys = 0u64;
     for db_index in 0..keyspace.db_count() {
         let db = keyspace.db(db_index);

@@ -237,6 +237,7 @@ impl RewriteState {
         keyspace: &mut Keyspace,
         files: RewriteFiles<'_>,
         preamble: Preamble,
+        functions: Vec<Vec<u8>>,
         incremental_fsync: bool,
         now_ms: i64,
     ) -> Result<(), String> {
@@ -260,7 +261,10 @@ impl RewriteState {
             target: target.to_path_buf(),
             old_path: old_path.to_path_buf(),
             diff_start: old_len,
-            header: HeaderInfo::new(now_ms, keyspace.db_count()),
+            header: HeaderInfo::new(now_ms, keyspace.db_count()).with_functions(match preamble {
+                Preamble::Native => functions.clone(),
+                _ => Vec::new(),
+            }),
             preamble,
             incremental_fsync,
             progress: Arc::clone(&progress),
@@ -277,7 +281,12 @@ impl RewriteState {
             .map_err(|e| format!("cannot start the rewrite thread: {e}"))?;
         let rdb = match preamble {
             Preamble::Rdb(encoder) => Some((
-                crate::rdb::writer::RecordEncoder::with_header(encoder, now_ms, 0, true),
+                {
+                    let mut records =
+                        crate::rdb::writer::RecordEncoder::with_header(encoder, now_ms, 0, true);
+                    records.put_functions(&functions);
+                    records
+                },
                 keyspace
                     .iter()
                     .map(|db| (db.len() as u64, db.expires_len() as u64))
@@ -293,7 +302,18 @@ impl RewriteState {
             diff_start: old_len,
             preamble,
             blocks: BlockBuilder::new(),
-            commands: BatchBuilder::new(),
+            commands: {
+                // Without a preamble the libraries come first, as Redis's
+                // rewriteFunctions writes them: FUNCTION LOAD each.
+                let mut commands = BatchBuilder::new();
+                if matches!(preamble, Preamble::None) {
+                    let mut selected = None;
+                    for code in &functions {
+                        commands.push_command(0, &[b"FUNCTION", b"LOAD", code], &mut selected);
+                    }
+                }
+                commands
+            },
             selected_db: None,
             rdb,
             queued: std::collections::VecDeque::new(),

@@ -108,6 +108,8 @@ pub struct SaveTarget<'a> {
     /// The replication position of the data at the capture instant (the
     /// file records it; docs/replication.md §4.1).
     pub position: Option<crate::repl::ids::Position>,
+    /// The function libraries' sources at the capture instant.
+    pub functions: Vec<Vec<u8>>,
 }
 
 /// The file a finished writer thread produced: (keys, bytes).
@@ -154,6 +156,7 @@ impl SaveState {
             file_name,
             format,
             position,
+            functions,
         } = target;
         debug_assert!(self.job.is_none(), "one BGSAVE at a time");
         self.last_try_ms = now_ms;
@@ -163,6 +166,7 @@ impl SaveState {
         let target = dir.join(file_name);
         let header = HeaderInfo {
             position,
+            functions: functions.clone(),
             ..HeaderInfo::new(now_ms, keyspace.db_count())
         };
         let spawned = std::thread::Builder::new()
@@ -180,13 +184,17 @@ impl SaveState {
         }
         let rdb = match format {
             Format::Rdb { encoder, .. } => Some((
-                crate::rdb::writer::RecordEncoder::with_header_and_position(
-                    encoder,
-                    now_ms,
-                    0,
-                    false,
-                    position.as_ref(),
-                ),
+                {
+                    let mut records = crate::rdb::writer::RecordEncoder::with_header_and_position(
+                        encoder,
+                        now_ms,
+                        0,
+                        false,
+                        position.as_ref(),
+                    );
+                    records.put_functions(&functions);
+                    records
+                },
                 keyspace
                     .iter()
                     .map(|db| (db.len() as u64, db.expires_len() as u64))

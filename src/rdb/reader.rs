@@ -627,6 +627,15 @@ pub fn decode_value(
     Ok((value, c.pos))
 }
 
+/// Decodes one RDB string (any encoding: raw, integer, LZF) from the
+/// start of `data`; returns it and the bytes it took (FUNCTION RESTORE's
+/// library sources).
+pub fn decode_string(data: &[u8]) -> Result<(Vec<u8>, usize), RdbError> {
+    let mut c = Cursor::new(data, 0);
+    let blob = c.blob("a string")?;
+    Ok((blob.as_bytes().to_vec(), c.pos))
+}
+
 fn encoding_error(at: usize, what: &str, e: EncodingError) -> RdbError {
     RdbError::new(ErrorKind::Corrupt, at, format!("{what}: {e}"))
 }

@@ -432,6 +432,13 @@ impl Encoder {
         self.put_aux(out, "hozon-ver", env!("CARGO_PKG_VERSION").as_bytes());
     }
 
+    /// Appends a function library record (FUNCTION2 and the source), as
+    /// Redis's `rdbSaveFunctions` writes each library.
+    pub fn put_function(&self, out: &mut Vec<u8>, code: &[u8]) {
+        out.push(opcode::FUNCTION2);
+        self.put_string(out, code);
+    }
+
     /// Appends SELECTDB and RESIZEDB for a database.
     pub fn put_select(&self, out: &mut Vec<u8>, db: usize, keys: u64, expiring: u64) {
         out.push(opcode::SELECTDB);
@@ -611,6 +618,14 @@ impl RecordEncoder {
             buf,
             db: None,
             keys: 0,
+        }
+    }
+
+    /// Encodes the function libraries (after the header, before any key,
+    /// where Redis's `rdbSaveRio` writes them).
+    pub fn put_functions(&mut self, codes: &[Vec<u8>]) {
+        for code in codes {
+            self.encoder.put_function(&mut self.buf, code);
         }
     }
 

@@ -94,11 +94,15 @@ impl PayloadCapture {
         encoder: Encoder,
         checksum: bool,
         position: &Position,
+        functions: &[Vec<u8>],
         now_ms: i64,
         filter: PayloadFilter,
     ) -> PayloadCapture {
-        let records =
+        let mut records =
             RecordEncoder::with_header_and_position(encoder, now_ms, 0, false, Some(position));
+        if !filter.exclude_functions {
+            records.put_functions(functions);
+        }
         let with_data = !filter.exclude_data;
         let sizes = if with_data {
             keyspace
@@ -229,6 +233,7 @@ mod tests {
             Encoder::default(),
             checksum,
             &position(),
+            &[],
             1_000,
             filter,
         );

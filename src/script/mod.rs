@@ -29,6 +29,7 @@ mod convert;
 mod lua_c;
 
 use lua_c::{checked_pcall, checked_xpcall, redis_call_c, redis_pcall_c, status_trampoline};
+pub mod functions;
 pub mod libs;
 
 use std::collections::HashMap;
@@ -60,10 +61,6 @@ const BRIDGE_KEY: &str = "hozon_bridge";
 
 /// `NOSCRIPT No matching script. Please use EVAL.`
 pub const NOSCRIPT_ERR: &str = "NOSCRIPT No matching script. Please use EVAL.";
-/// The error other clients get while a script is busy (the server's).
-#[cfg(feature = "server")]
-pub const BUSY_ERR: &str =
-    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 /// SCRIPT KILL's refusal once the script has written (the server's).
 #[cfg(feature = "server")]
 pub const UNKILLABLE_ERR: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
@@ -87,6 +84,16 @@ pub struct ScriptFlags {
     /// `allow-cross-slot-keys`.
     pub allow_cross_slot: bool,
 }
+
+/// The script flags by name, in Redis's order (`scripts_flags_def`), with
+/// a test for each (FUNCTION LIST's `flags`).
+pub const SCRIPT_FLAG_NAMES: &[(&str, fn(&ScriptFlags) -> bool)] = &[
+    ("no-writes", |f| f.no_writes),
+    ("allow-oom", |f| f.allow_oom),
+    ("allow-stale", |f| f.allow_stale),
+    ("no-cluster", |f| f.no_cluster),
+    ("allow-cross-slot-keys", |f| f.allow_cross_slot),
+];
 
 /// Parses the shebang of `body` (Redis's `evalExtractShebangFlags`):
 /// the flags and the length of the shebang line to skip when compiling
@@ -215,6 +222,11 @@ struct Watch {
     threshold_ms: AtomicU64,
     killed: AtomicBool,
     timed_out: AtomicBool,
+    /// While a library loads: the most milliseconds it may run (0: no
+    /// limit, as for libraries from the AOF, a file or a master).
+    load_limit_ms: AtomicU64,
+    /// The load limit stopped a library's code.
+    load_timed_out: AtomicBool,
 }
 
 impl Watch {
@@ -233,6 +245,7 @@ enum Stop {
 
 /// A running script's state, seen by the bridge.
 struct RunState {
+    function: bool,
     read_only: bool,
     wrote: bool,
     log_effects: bool,
@@ -272,10 +285,63 @@ impl Drop for ActiveGuard<'_> {
     }
 }
 
+/// What [`Scripting::run_prepared`] runs.
+enum Callable {
+    /// An EVAL script (KEYS and ARGV already set).
+    Script(Function),
+    /// A library function with its key and argument arrays.
+    Function(Function, Table, Table),
+}
+
+/// A function a library registered while it loaded.
+#[derive(Debug, Clone)]
+pub struct Registered {
+    /// Its name as registered.
+    pub name: Vec<u8>,
+    /// Its description, when given.
+    pub description: Option<Vec<u8>>,
+    /// Its flags (never `compat`).
+    pub flags: ScriptFlags,
+    /// The callback.
+    pub callback: Function,
+}
+
+/// The registrations a library load returned (`{name, desc, callback,
+/// flags}` tables, the flags a bit mask in Redis's flag order).
+fn registrations(list: &Table) -> Result<Vec<Registered>, String> {
+    let mut out = Vec::new();
+    for entry in list.sequence_values::<Table>() {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let text = |field: &str| -> Option<Vec<u8>> {
+            match entry.get::<Value>(field) {
+                Ok(Value::String(s)) => Some(s.as_bytes().to_vec()),
+                _ => None,
+            }
+        };
+        let mask: i64 = entry.get("flags").unwrap_or(0);
+        out.push(Registered {
+            name: text("name").unwrap_or_default(),
+            description: text("desc"),
+            flags: ScriptFlags {
+                compat: false,
+                no_writes: mask & 1 != 0,
+                allow_oom: mask & 2 != 0,
+                allow_stale: mask & 4 != 0,
+                no_cluster: mask & 8 != 0,
+                allow_cross_slot: mask & 16 != 0,
+            },
+            callback: entry.get("callback").map_err(|e| e.to_string())?,
+        });
+    }
+    Ok(out)
+}
+
 /// The Lua state, the script cache and the scripts' client.
 pub struct Scripting {
     lua: Lua,
     runner: Function,
+    load_library: Function,
+    run_function: Function,
     bridge: Function,
     active: Arc<ActiveRun>,
     globals: Table,
@@ -304,6 +370,8 @@ impl Scripting {
             threshold_ms: AtomicU64::new(0),
             killed: AtomicBool::new(false),
             timed_out: AtomicBool::new(false),
+            load_limit_ms: AtomicU64::new(0),
+            load_timed_out: AtomicBool::new(false),
         });
         Self::with_shared(rng, watch).map_err(|e| format!("cannot start Lua: {e}"))
     }
@@ -396,7 +464,7 @@ impl Scripting {
             }?;
             helpers.set(name, function)?;
         }
-        let (runner, globals): (Function, Table) =
+        let (runner, globals, load_library, run_function): (Function, Table, Function, Function) =
             lua.load(PRELUDE).set_name("=hozon").call(helpers)?;
         let (a, w) = (active.clone(), watch.clone());
         let bridge_fn = lua.create_function(move |lua, args: MultiValue| {
@@ -421,6 +489,8 @@ impl Scripting {
         Ok(Scripting {
             lua,
             runner,
+            load_library,
+            run_function,
             bridge: bridge_fn,
             active,
             globals,
@@ -529,9 +599,106 @@ impl Scripting {
         if let Err(e) = self.set_arrays(keys, args) {
             return Reply::error(format!("ERR Error running script: {e}"));
         }
+        self.run_prepared(
+            ctx,
+            Callable::Script(function),
+            flags,
+            sha_text(sha),
+            read_only,
+        )
+    }
+
+    /// Runs a function library's callback for FCALL / FCALL_RO: `name`
+    /// for errors and `keys`/`args` as its two arguments. Returns the
+    /// reply.
+    pub fn call_function(
+        &mut self,
+        ctx: &mut Ctx,
+        callback: &Function,
+        flags: ScriptFlags,
+        name: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        read_only: bool,
+    ) -> Reply {
+        if let Err(refusal) = prepare(ctx, flags, read_only) {
+            return refusal;
+        }
+        let arrays = (|| -> mlua::Result<(Table, Table)> {
+            let k = self.lua.create_table_with_capacity(keys.len(), 0)?;
+            for (i, key) in keys.iter().enumerate() {
+                k.raw_set(i + 1, self.lua.create_string(key)?)?;
+            }
+            let a = self.lua.create_table_with_capacity(args.len(), 0)?;
+            for (i, arg) in args.iter().enumerate() {
+                a.raw_set(i + 1, self.lua.create_string(arg)?)?;
+            }
+            Ok((k, a))
+        })();
+        let (keys, args) = match arrays {
+            Ok(arrays) => arrays,
+            Err(e) => return Reply::error(format!("ERR Error running function: {e}")),
+        };
+        let callable = Callable::Function(callback.clone(), keys, args);
+        self.run_prepared(ctx, callable, flags, name, read_only)
+    }
+
+    /// Compiles and runs a library's code (`body`, the source after its
+    /// metadata line) so that it registers its functions: the
+    /// registrations in order, or Redis's error text (without `ERR `).
+    /// `limit_ms` stops code that runs longer (0: no limit).
+    pub fn load_library(&mut self, body: &[u8], limit_ms: u64) -> Result<Vec<Registered>, String> {
+        let chunk = self
+            .lua
+            .load(body)
+            .set_name("@user_function")
+            .into_function()
+            .map_err(|e| {
+                let message = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    mlua::Error::MemoryError(m) => m,
+                    other => other.to_string(),
+                };
+                format!("Error compiling function: {message}")
+            })?;
+        let w = &self.watch;
+        w.started_ns
+            .store(w.base.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        w.load_timed_out.store(false, Ordering::Relaxed);
+        w.load_limit_ms.store(limit_ms, Ordering::Relaxed);
+        let outcome = self.load_library.call::<(bool, Value)>(chunk);
+        w.load_limit_ms.store(0, Ordering::Relaxed);
+        if w.load_timed_out.swap(false, Ordering::Relaxed) {
+            return Err("Error registering functions: ERR FUNCTION LOAD timeout".into());
+        }
+        let message = match outcome {
+            Ok((true, Value::Table(list))) => return registrations(&list),
+            Ok((_, Value::Table(e))) => match e.get::<Value>("err") {
+                Ok(Value::String(m)) => m.to_string_lossy(),
+                _ => "ERR unknown error".into(),
+            },
+            Ok((_, Value::String(m))) => format!("ERR {}", m.to_string_lossy()),
+            Ok((_, other)) => format!("ERR {other:?}"),
+            Err(e) => format!("ERR {e}"),
+        };
+        Err(format!("Error registering functions: {message}"))
+    }
+
+    /// Runs a prepared script or function (Redis's `scriptPrepareForRun`
+    /// done): the busy watch, the bridge, the reply or error.
+    fn run_prepared(
+        &mut self,
+        ctx: &mut Ctx,
+        callable: Callable,
+        flags: ScriptFlags,
+        name: &str,
+        read_only: bool,
+    ) -> Reply {
+        let is_function = matches!(callable, Callable::Function(..));
         self.session.db = ctx.session.db;
         self.session.resp = 2;
         let mut state = RunState {
+            function: is_function,
             read_only: read_only || (!flags.compat && flags.no_writes),
             wrote: false,
             log_effects: true,
@@ -547,8 +714,14 @@ impl Scripting {
                 state: &mut state,
             };
             let _active = ActiveGuard::set(&self.active, &mut running);
-            self.runner
-                .call::<(bool, Value)>((function, self.bridge.clone()))
+            match callable {
+                Callable::Script(function) => self
+                    .runner
+                    .call::<(bool, Value)>((function, self.bridge.clone())),
+                Callable::Function(function, keys, args) => self
+                    .run_function
+                    .call::<(bool, Value)>((function, self.bridge.clone(), keys, args)),
+            }
         };
         self.watch.threshold_ms.store(0, Ordering::Relaxed);
         let timed_out = self.watch.timed_out.load(Ordering::Relaxed);
@@ -573,10 +746,13 @@ impl Scripting {
                     Some(Stop::Shutdown) => Some("ERR Script killed by SHUTDOWN NOSAVE"),
                     None => None,
                 };
-                convert::script_error(&error, sha_text(sha), stop_message)
+                convert::script_error(&error, name, stop_message)
             }
+            Err(e) if is_function => Reply::error(command::error_text(
+                format!("ERR Error running function {name}: {e}").as_bytes(),
+            )),
             Err(e) => Reply::error(command::error_text(
-                format!("ERR Error running script {}: {e}", sha_text(sha)).as_bytes(),
+                format!("ERR Error running script {name}: {e}").as_bytes(),
             )),
         };
         reply
@@ -622,6 +798,11 @@ fn install_hook(lua: &Lua, watch: Arc<Watch>) -> mlua::Result<()> {
     lua.set_hook(triggers, move |lua, _debug| {
         if watch.killed.load(Ordering::Relaxed) {
             return Err(mlua::Error::runtime("Script killed"));
+        }
+        let load_limit_ms = watch.load_limit_ms.load(Ordering::Relaxed);
+        if load_limit_ms > 0 && watch.elapsed() > Duration::from_millis(load_limit_ms) {
+            watch.load_timed_out.store(true, Ordering::Relaxed);
+            return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
         }
         let threshold_ms = watch.threshold_ms.load(Ordering::Relaxed);
         if threshold_ms == 0 || watch.elapsed() < Duration::from_millis(threshold_ms) {
@@ -738,7 +919,10 @@ fn bridge(
                     ),
                 );
             }
-            let busy = BusyScript { wrote: state.wrote };
+            let busy = BusyScript {
+                wrote: state.wrote,
+                function: state.function,
+            };
             let stop = match ctx.host.while_busy(&busy, ctx.core) {
                 BusyAction::Continue => None,
                 BusyAction::Kill if !state.wrote => Some(Stop::Kill),

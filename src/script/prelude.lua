@@ -24,6 +24,7 @@ local co_resume = coroutine.resume
 local getinfo = debug.getinfo
 local floor = math.floor
 local concat = table.concat
+local lower = string.lower
 
 local random, srandom = helpers.random, helpers.srandom
 local sha1hex, log, killed = helpers.sha1hex, helpers.log, helpers.killed
@@ -383,7 +384,8 @@ end
 
 setmetatable(real, { __index = missing_global })
 local G_mt_view = { __index = missing_global }
-setmetatable(G, { __index = real, __newindex = refuse_write, __metatable = false })
+local G_meta = { __index = real, __newindex = refuse_write, __metatable = false }
+setmetatable(G, G_meta)
 proxies[G] = real
 fake_metatables[G] = protect(G_mt_view)
 
@@ -396,4 +398,136 @@ local function run(f, b)
   return ok, result
 end
 
-return run, real
+-- ---------------------------------------------------------------------
+-- Function libraries (FUNCTION LOAD, Redis's function_lua.c). While a
+-- library's code runs, the globals it sees are only `redis` with
+-- register_function, log, the LOG_* levels and the version: anything else
+-- is a nonexistent global. Registrations are collected in `registering`;
+-- outside a load register_function refuses.
+
+local registering = nil
+
+local FLAGS = {
+  ['no-writes'] = 1, ['allow-oom'] = 2, ['allow-stale'] = 4,
+  ['no-cluster'] = 8, ['allow-cross-slot-keys'] = 16,
+}
+
+local function stringish(v)
+  local t = type(v)
+  return t == 'string' or t == 'number'
+end
+
+local function read_flags(list)
+  local mask, j = 0, 1
+  while true do
+    local f = list[j]
+    if f == nil then return mask end
+    if not stringish(f) then return nil end
+    local bit = FLAGS[lower(tostring(f))]
+    if bit == nil then return nil end
+    if mask % (bit * 2) < bit then mask = mask + bit end
+    j = j + 1
+  end
+end
+
+local function named_args(t)
+  if type(t) ~= 'table' then
+    return nil, 'calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).'
+  end
+  local name, desc, callback, flags = nil, nil, nil, 0
+  for k, v in next, t do
+    if not stringish(k) then
+      return nil, 'named argument key given to redis.register_function is not a string'
+    end
+    local key = lower(tostring(k))
+    if key == 'function_name' then
+      if not stringish(v) then return nil, 'function_name argument given to redis.register_function must be a string' end
+      name = tostring(v)
+    elseif key == 'description' then
+      if not stringish(v) then return nil, 'description argument given to redis.register_function must be a string' end
+      desc = tostring(v)
+    elseif key == 'callback' then
+      if type(v) ~= 'function' then return nil, 'callback argument given to redis.register_function must be a function' end
+      callback = v
+    elseif key == 'flags' then
+      if type(v) ~= 'table' then return nil, 'flags argument to redis.register_function must be a table representing function flags' end
+      flags = read_flags(v)
+      if flags == nil then return nil, 'unknown flag given' end
+    else
+      return nil, 'unknown argument given to redis.register_function'
+    end
+  end
+  if name == nil then return nil, 'redis.register_function must get a function name argument' end
+  if callback == nil then return nil, 'redis.register_function must get a callback argument' end
+  return { name = name, desc = desc, callback = callback, flags = flags }
+end
+
+local function positional_args(name, callback)
+  if not stringish(name) then return nil, 'first argument to redis.register_function must be a string' end
+  if type(callback) ~= 'function' then return nil, 'second argument to redis.register_function must be a function' end
+  return { name = tostring(name), callback = callback, flags = 0 }
+end
+
+local function valid_name(name)
+  return name ~= '' and name:find('^[%w_]+$') ~= nil
+end
+
+local register_function = wrap(function(...)
+  if registering == nil then
+    return false, err_table('ERR redis.register_function can only be called on FUNCTION LOAD command')
+  end
+  local argc = select('#', ...)
+  local entry, e
+  if argc == 1 then
+    entry, e = named_args(...)
+  elseif argc == 2 then
+    entry, e = positional_args(...)
+  else
+    e = 'wrong number of arguments to redis.register_function'
+  end
+  if entry == nil then return false, err_table('ERR ' .. e) end
+  if not valid_name(entry.name) then
+    return false, err_table('ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long')
+  end
+  for _, other in ipairs(registering) do
+    if other.name == entry.name then
+      return false, err_table('ERR Function already exists in the library')
+    end
+  end
+  registering[#registering + 1] = entry
+  return true
+end)
+
+local lib_redis = setmetatable({
+  register_function = register_function,
+  log = redis.log,
+  LOG_DEBUG = redis.LOG_DEBUG, LOG_VERBOSE = redis.LOG_VERBOSE,
+  LOG_NOTICE = redis.LOG_NOTICE, LOG_WARNING = redis.LOG_WARNING,
+  REDIS_VERSION = helpers.version, REDIS_VERSION_NUM = helpers.version_num,
+}, { __index = missing_global })
+local lib_globals = setmetatable({ redis = protect(lib_redis) }, { __index = missing_global })
+
+-- Runs a library's compiled code (a function of no arguments) with the
+-- library globals: returns true and the registrations, or false and the
+-- error (a table with `err`, or a string).
+local function load_library(chunk)
+  registering = {}
+  G_meta.__index = lib_globals
+  local ok, e = raw_pcall(chunk)
+  G_meta.__index = real
+  local registered = registering
+  registering = nil
+  if ok then return true, registered end
+  return false, e
+end
+
+-- Runs a function's callback with the key and argument arrays, as run
+-- does a script.
+local function run_function(f, b, keys, args)
+  bridge = b
+  local ok, result = raw_xpcall(function() return f(keys, args) end, err_handler)
+  bridge = nil
+  return ok, result
+end
+
+return run, real, load_library, run_function

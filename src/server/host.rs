@@ -310,15 +310,19 @@ fn answer_while_busy(client: &mut Client, busy: &BusyScript, core: &mut Core) ->
             Ok((top, spec)) => {
                 if !client.session.authenticated && !spec.has(flags::NO_AUTH) {
                     Reply::err("NOAUTH Authentication required.")
-                } else if top.name == "script" && spec.name == "kill" {
+                } else if (top.name == "script" || top.name == "function") && spec.name == "kill" {
+                    // SCRIPT KILL stops an EVAL, FUNCTION KILL a function;
+                    // the other one gets -BUSY (Redis's scriptKill).
                     if busy.wrote {
                         Reply::err(script::UNKILLABLE_ERR)
+                    } else if busy.function != (top.name == "function") {
+                        Reply::err(busy.busy_error())
                     } else {
                         action = BusyAction::Kill;
                         Reply::ok()
                     }
                 } else if top.name == "shutdown" {
-                    match shutdown_while_busy(&argv) {
+                    match shutdown_while_busy(&argv, busy) {
                         Ok(()) => {
                             // The server exits once the script has stopped;
                             // no reply, as from any SHUTDOWN.
@@ -332,7 +336,7 @@ fn answer_while_busy(client: &mut Client, busy: &BusyScript, core: &mut Core) ->
                     crate::command::multi::discard_transaction(core, &mut client.session);
                     Reply::error(format!(
                         "EXECABORT Transaction discarded because of: {}",
-                        script::BUSY_ERR
+                        busy.busy_error()
                     ))
                 } else if spec.has(flags::ALLOW_BUSY) {
                     let now = crate::engine::now_ms();
@@ -342,7 +346,7 @@ fn answer_while_busy(client: &mut Client, busy: &BusyScript, core: &mut Core) ->
                         Ok(r) | Err(r) => r,
                     }
                 } else {
-                    Reply::err(script::BUSY_ERR)
+                    Reply::err(busy.busy_error())
                 }
             }
         };
@@ -372,7 +376,7 @@ impl Host for NullHostForBusy {}
 
 /// Redis's SHUTDOWN argument checks while a script is busy: Ok for a
 /// valid SHUTDOWN NOSAVE (the server stops), the reply otherwise.
-fn shutdown_while_busy(argv: &[&[u8]]) -> Result<(), Reply> {
+fn shutdown_while_busy(argv: &[&[u8]], busy: &BusyScript) -> Result<(), Reply> {
     let nosave = match command::server::parse_shutdown(argv)? {
         command::server::ShutdownRequest::Shutdown(options) => options.nosave,
         command::server::ShutdownRequest::Abort => {
@@ -381,7 +385,7 @@ fn shutdown_while_busy(argv: &[&[u8]]) -> Result<(), Reply> {
         }
     };
     if !nosave {
-        return Err(Reply::err(script::BUSY_ERR));
+        return Err(Reply::err(busy.busy_error()));
     }
     Ok(())
 }

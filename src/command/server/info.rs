@@ -224,6 +224,16 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
     let (lua, scripts, cached) = super::super::scripting::state(ctx.core).map_or((0, 0, 0), |s| {
         (s.lua_bytes() as u64, s.scripts_bytes() as u64, s.cached())
     });
+    let vm_functions = ctx
+        .core
+        .function_engine
+        .get::<crate::script::functions::FunctionEngine>()
+        .map_or(0, |f| f.lua_bytes() as u64);
+    let functions = &ctx.core.functions;
+    let (function_count, library_count) = (functions.function_count(), functions.len());
+    let functions_bytes = functions.code_bytes() as u64;
+    let vm_total = lua + vm_functions;
+    let scripts_total = scripts + functions_bytes;
     let config = &ctx.core.config;
     let policy = config::MAXMEMORY_POLICIES
         .get(config.maxmemory_policy)
@@ -251,14 +261,17 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
         format!("used_memory_lua_human:{}", bytes_to_human(lua)),
         format!("used_memory_scripts_eval:{scripts}"),
         format!("number_of_cached_scripts:{cached}"),
-        "number_of_functions:0".to_string(),
-        "number_of_libraries:0".to_string(),
-        "used_memory_vm_functions:0".to_string(),
-        format!("used_memory_vm_total:{lua}"),
-        format!("used_memory_vm_total_human:{}", bytes_to_human(lua)),
-        "used_memory_functions:0".to_string(),
-        format!("used_memory_scripts:{scripts}"),
-        format!("used_memory_scripts_human:{}", bytes_to_human(scripts)),
+        format!("number_of_functions:{function_count}"),
+        format!("number_of_libraries:{library_count}"),
+        format!("used_memory_vm_functions:{vm_functions}"),
+        format!("used_memory_vm_total:{vm_total}"),
+        format!("used_memory_vm_total_human:{}", bytes_to_human(vm_total)),
+        format!("used_memory_functions:{functions_bytes}"),
+        format!("used_memory_scripts:{scripts_total}"),
+        format!(
+            "used_memory_scripts_human:{}",
+            bytes_to_human(scripts_total)
+        ),
         format!("maxmemory:{}", config.maxmemory),
         format!("maxmemory_human:{}", bytes_to_human(config.maxmemory)),
         format!("maxmemory_policy:{policy}"),

@@ -12,6 +12,7 @@ pub const FORMAT_MAJOR: u16 = 1;
 /// without one is written as [`FORMAT_MINOR_WITHOUT_POSITION`], byte for
 /// byte as before 1.2 existed.
 pub const FORMAT_MINOR: u16 = 2;
+
 /// The minor version of a file written without a replication position.
 pub const FORMAT_MINOR_WITHOUT_POSITION: u16 = 1;
 /// The first minor version whose header holds the replication position
@@ -26,8 +27,14 @@ pub const FLAG_LZ4: u32 = 1;
 /// a 1.0 reader would take for damage; the flag makes it refuse the file
 /// by name instead.
 pub const FLAG_STREAM_NODES: u32 = 2;
+/// Header flag: the footer ends with function libraries (format 1.3),
+/// which a reader that does not know them would silently drop; the flag
+/// makes it refuse the file by name instead.
+pub const FLAG_FUNCTIONS: u32 = 4;
 /// Every flag bit this build understands.
-pub(super) const KNOWN_FLAGS: u32 = FLAG_LZ4 | FLAG_STREAM_NODES;
+pub(super) const KNOWN_FLAGS: u32 = FLAG_LZ4 | FLAG_STREAM_NODES | FLAG_FUNCTIONS;
+/// The minor version of a file that holds function libraries.
+pub const FORMAT_MINOR_WITH_FUNCTIONS: u16 = 3;
 /// Header bytes before the engine version string.
 pub(super) const HEADER_FIXED_LEN: usize = 37;
 /// File ids are 24 bits (they fit the block header's spare bytes).

@@ -4,9 +4,9 @@ use super::decode::parse_block_header;
 use super::encode::{le_u16, le_u32, le_u64, put_bytes, put_varint, put_zigzag, Malformed, Reader};
 use super::error::SnapshotError;
 use super::format::{
-    BLOCK_HEADER_LEN, FILE_ID_MASK, FLAG_LZ4, FLAG_STREAM_NODES, FOOTER_MAGIC, FORMAT_MAJOR,
-    HEADER_FIXED_LEN, HEADER_MIN_LEN, KNOWN_FLAGS, MAGIC, MINOR_WITH_POSITION, POSITION_FIELDS_LEN,
-    TRAILER_LEN, TRAILER_MAGIC,
+    BLOCK_HEADER_LEN, FILE_ID_MASK, FLAG_FUNCTIONS, FLAG_LZ4, FLAG_STREAM_NODES, FOOTER_MAGIC,
+    FORMAT_MAJOR, HEADER_FIXED_LEN, HEADER_MIN_LEN, KNOWN_FLAGS, MAGIC, MINOR_WITH_POSITION,
+    POSITION_FIELDS_LEN, TRAILER_LEN, TRAILER_MAGIC,
 };
 use super::stats::{BlockInfo, DbStats, HeaderInfo, Largest, Summary, TypeStats};
 use crate::repl::ids::{Position, ReplId, REPLID_LEN};
@@ -17,14 +17,20 @@ pub(super) fn encode_header(info: &HeaderInfo, file_id: u32) -> Vec<u8> {
     let minor = info.format_minor();
     let position_len = match info.position {
         Some(_) => 1 + POSITION_FIELDS_LEN,
+        None if minor >= MINOR_WITH_POSITION => 1,
         None => 0,
+    };
+    let flags = if info.functions.is_empty() {
+        FLAG_LZ4 | FLAG_STREAM_NODES
+    } else {
+        FLAG_LZ4 | FLAG_STREAM_NODES | FLAG_FUNCTIONS
     };
     let header_len = HEADER_FIXED_LEN + version.len() + position_len + 4;
     let mut out = Vec::with_capacity(header_len);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_MAJOR.to_le_bytes());
     out.extend_from_slice(&minor.to_le_bytes());
-    out.extend_from_slice(&(FLAG_LZ4 | FLAG_STREAM_NODES).to_le_bytes());
+    out.extend_from_slice(&flags.to_le_bytes());
     out.extend_from_slice(&(header_len as u32).to_le_bytes());
     out.extend_from_slice(&info.created_ms.to_le_bytes());
     out.extend_from_slice(&info.databases.to_le_bytes());
@@ -38,6 +44,8 @@ pub(super) fn encode_header(info: &HeaderInfo, file_id: u32) -> Vec<u8> {
         out.extend_from_slice(p.replid.as_bytes());
         out.extend_from_slice(&p.offset.to_le_bytes());
         out.extend_from_slice(&p.stream_db.to_le_bytes());
+    } else if minor >= MINOR_WITH_POSITION {
+        out.push(0);
     }
     debug_assert_eq!(out.len() + 4, header_len);
     let crc = crc32fast::hash(&out);
@@ -121,6 +129,7 @@ pub(super) fn read_header(data: &[u8]) -> Result<Header, SnapshotError> {
             )
             .into_owned(),
             position,
+            functions: Vec::new(),
         },
     })
 }
@@ -230,6 +239,14 @@ pub(super) fn encode_footer(summary: &Summary) -> Vec<u8> {
         out.push(b.codec);
         out.extend_from_slice(&b.payload_crc.to_le_bytes());
     }
+    // Format 1.3: the function libraries, only when there are some (a
+    // file without them is byte for byte what 1.2 wrote).
+    if !summary.functions.is_empty() {
+        put_varint(&mut out, summary.functions.len() as u64);
+        for code in &summary.functions {
+            put_bytes(&mut out, code);
+        }
+    }
     out
 }
 
@@ -320,6 +337,14 @@ pub(super) fn decode_footer(footer: &[u8], summary: &mut Summary) -> Result<(), 
             codec,
             payload_crc,
         });
+    }
+    // Format 1.3's libraries, when the footer goes on (a 1.3 file without
+    // libraries, and every older file, ends here).
+    if r.remaining() > 0 {
+        let count = r.varint()?;
+        for _ in 0..count {
+            summary.functions.push(r.bytes()?.to_vec());
+        }
     }
     Ok(())
 }

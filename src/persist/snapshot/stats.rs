@@ -128,6 +128,9 @@ pub struct Summary {
     /// [`read_summary`](super::read_summary) reads only trailer and
     /// footer and leaves it `None`.
     pub position: Option<Position>,
+    /// The function libraries' sources (format 1.3; the footer's last
+    /// field), in the order written.
+    pub functions: Vec<Vec<u8>>,
 }
 
 /// What the header records besides versions and flags.
@@ -143,6 +146,10 @@ pub struct HeaderInfo {
     /// file format 1.2 with the position in its header, `None` a 1.1 file
     /// without one (docs/snapshot-format.md, "The replication position").
     pub position: Option<Position>,
+    /// The function libraries' sources to record (written at the
+    /// footer's end; non-empty makes the file 1.3 with `FLAG_FUNCTIONS`).
+    /// Empty when read from a header: they are in the footer.
+    pub functions: Vec<Vec<u8>>,
 }
 
 impl HeaderInfo {
@@ -153,6 +160,7 @@ impl HeaderInfo {
             databases: u32::try_from(databases).unwrap_or(u32::MAX),
             engine_version: env!("CARGO_PKG_VERSION").to_string(),
             position: None,
+            functions: Vec::new(),
         }
     }
 
@@ -163,9 +171,17 @@ impl HeaderInfo {
 
     /// The format minor version a file with this header is written as.
     pub fn format_minor(&self) -> u16 {
+        if !self.functions.is_empty() {
+            return super::format::FORMAT_MINOR_WITH_FUNCTIONS;
+        }
         match self.position {
             Some(_) => super::format::FORMAT_MINOR,
             None => super::format::FORMAT_MINOR_WITHOUT_POSITION,
         }
+    }
+
+    /// The same header, recording the function libraries `functions`.
+    pub fn with_functions(self, functions: Vec<Vec<u8>>) -> HeaderInfo {
+        HeaderInfo { functions, ..self }
     }
 }

@@ -168,6 +168,7 @@ impl FileWriter {
             footer_offset: self.file.len(),
             footer_len: 0,
             position: self.header.position,
+            functions: self.header.functions.clone(),
         };
         let footer = encode_footer(&summary);
         let trailer = encode_trailer(summary.footer_offset, &footer, summary.format_minor);
@@ -215,17 +216,20 @@ pub fn save_keyspace(
 }
 
 /// [`save_keyspace`] recording the replication position `position` in
-/// the header (SAVE while replicating: a restart continues from it).
+/// the header (SAVE while replicating: a restart continues from it) and
+/// the function libraries `functions` in the footer.
 pub fn save_keyspace_at(
     keyspace: &Keyspace,
     now_ms: i64,
     position: Option<crate::repl::ids::Position>,
+    functions: Vec<Vec<u8>>,
     io: Arc<dyn Io>,
     dir: &Path,
     file_name: &str,
 ) -> Result<Summary, SnapshotError> {
     let header = HeaderInfo {
         position,
+        functions,
         ..HeaderInfo::new(now_ms, keyspace.db_count())
     };
     save_keyspace_with_header(keyspace, header, io, dir, file_name, BLOCK_TARGET_BYTES)

@@ -454,6 +454,11 @@ fn hoz_plan_salvage(file: &Path, data: &[u8]) -> Result<Plan, Refusal> {
         // replication position says, so the new file records none (a
         // replica resyncs in full rather than continuing from it).
         position: None,
+        // The libraries are in the footer: kept when it is intact.
+        functions: analysis
+            .summary
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.functions.clone()),
     };
     let source = file.to_path_buf();
     let planned = Fingerprint::of(data);
