@@ -136,9 +136,14 @@ fn fcall_generic(ctx: &mut Ctx, argv: &[&[u8]], read_only: bool) -> CmdResult {
         });
         let keys = &argv[3..3 + numkeys];
         let args = &argv[3 + numkeys..];
+        let callee = crate::script::Callee {
+            callback: &callback,
+            flags,
+            name: &name,
+        };
         let reply = engine
             .state()
-            .call_function(ctx, &callback, flags, &name, keys, args, read_only);
+            .call_function(ctx, callee, keys, args, read_only);
         ctx.core.script_run = None;
         Ok(reply)
     })

@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 /// Bytes of a name or a source.
 pub type Bytes = Vec<u8>;
 
+/// A library: its name and its source.
+pub type Source = (Bytes, Bytes);
+
 /// Redis's error for a library or function name that is not made of
 /// letters, digits and underscores.
 pub const BAD_NAME_ERR: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
@@ -86,7 +89,7 @@ impl Libraries {
     }
 
     /// Replaces every library with `libs` (`(name, code)` pairs).
-    pub fn replace_all(&mut self, libs: impl IntoIterator<Item = (Bytes, Bytes)>) {
+    pub fn replace_all(&mut self, libs: impl IntoIterator<Item = Source>) {
         self.libs = libs.into_iter().collect();
         if self.libs.is_empty() {
             self.function_count = 0;

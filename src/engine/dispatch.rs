@@ -408,6 +408,16 @@ impl Engine {
                 }
             }
         }
+        if top.name == "fcall" {
+            // Redis's fcallGetCommandFlags: the function's declared flags.
+            let engine = self
+                .core
+                .function_engine
+                .get::<crate::script::functions::FunctionEngine>();
+            if let Some(f) = engine.and_then(|e| argv.get(1).and_then(|n| e.function(n))) {
+                return !f.flags.no_writes;
+            }
+        }
         spec.is_write() || spec.has(flags::MAY_REPLICATE)
     }
 

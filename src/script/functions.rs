@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::core::functions::{parse_metadata, valid_name, Libraries, BAD_NAME_ERR};
+use crate::core::functions::{parse_metadata, valid_name, Libraries, Source, BAD_NAME_ERR};
 use crate::core::ScriptSlot;
 
 use super::{Registered, ScriptFlags, Scripting};
@@ -272,7 +272,7 @@ pub fn restore(
     engine: &FunctionEngine,
     incoming: &[Vec<u8>],
     policy: RestorePolicy,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+) -> Result<Vec<Source>, String> {
     let mut scratch_libs = Libraries::default();
     let mut scratch = FunctionEngine::empty(0)?;
     for code in incoming {

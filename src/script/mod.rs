@@ -85,9 +85,12 @@ pub struct ScriptFlags {
     pub allow_cross_slot: bool,
 }
 
+/// Whether a script's flags include one flag.
+pub type FlagTest = fn(&ScriptFlags) -> bool;
+
 /// The script flags by name, in Redis's order (`scripts_flags_def`), with
 /// a test for each (FUNCTION LIST's `flags`).
-pub const SCRIPT_FLAG_NAMES: &[(&str, fn(&ScriptFlags) -> bool)] = &[
+pub const SCRIPT_FLAG_NAMES: &[(&str, FlagTest)] = &[
     ("no-writes", |f| f.no_writes),
     ("allow-oom", |f| f.allow_oom),
     ("allow-stale", |f| f.allow_stale),
@@ -291,6 +294,17 @@ enum Callable {
     Script(Function),
     /// A library function with its key and argument arrays.
     Function(Function, Table, Table),
+}
+
+/// The function FCALL runs: its callback, flags and name (for errors).
+#[derive(Debug, Clone, Copy)]
+pub struct Callee<'a> {
+    /// The registered callback.
+    pub callback: &'a Function,
+    /// Its declared flags.
+    pub flags: ScriptFlags,
+    /// Its name.
+    pub name: &'a str,
 }
 
 /// A function a library registered while it loaded.
@@ -614,13 +628,16 @@ impl Scripting {
     pub fn call_function(
         &mut self,
         ctx: &mut Ctx,
-        callback: &Function,
-        flags: ScriptFlags,
-        name: &str,
+        callee: Callee<'_>,
         keys: &[&[u8]],
         args: &[&[u8]],
         read_only: bool,
     ) -> Reply {
+        let Callee {
+            callback,
+            flags,
+            name,
+        } = callee;
         if let Err(refusal) = prepare(ctx, flags, read_only) {
             return refusal;
         }
@@ -822,7 +839,22 @@ fn install_hook(lua: &Lua, watch: Arc<Watch>) -> mlua::Result<()> {
 
 /// Redis's `scriptPrepareForRun` checks for scripts that declare flags.
 fn prepare(ctx: &mut Ctx, flags: ScriptFlags, read_only: bool) -> Result<(), Reply> {
-    if flags.compat || flags.no_writes {
+    if flags.compat {
+        return Ok(());
+    }
+    // Redis's processCommand with the script's flags as the command's: a
+    // writing script on a read-only replica, any script without
+    // `allow-stale` on a stale one.
+    if !ctx.core.loading {
+        let writes = !flags.no_writes;
+        if let Some(refusal) =
+            ctx.core
+                .replica_refusal(writes, flags.allow_stale, ctx.session.is_master)
+        {
+            return Err(Reply::err(refusal));
+        }
+    }
+    if flags.no_writes {
         return Ok(());
     }
     if let Some(refusal) = ctx.core.write_refusal() {
