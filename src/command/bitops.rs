@@ -79,14 +79,15 @@ fn with_bits<R>(
                 bytes.resize(len, 0);
             }
             let out = f(&mut bytes, grown);
-            *s = Blob::from_vec(bytes);
+            *s = Blob::raw_from_vec(bytes);
             Ok(out)
         }
         Some(_) => Err(Reply::err(WRONGTYPE)),
         None => {
             let mut bytes = vec![0u8; len];
             let out = f(&mut bytes, true);
-            ctx.db().insert_new(key, Value::Str(Blob::from_vec(bytes)));
+            ctx.db()
+                .insert_new(key, Value::Str(Blob::raw_from_vec(bytes)));
             Ok(out)
         }
     }
@@ -277,7 +278,7 @@ fn bitop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         .map(|b| if op == BitOp::Not { !b } else { b })
         .collect();
     if max_len > 0 {
-        ctx.set_key(dest, Value::Str(Blob::from_vec(result)), false);
+        ctx.set_key(dest, Value::Str(Blob::raw_from_vec(result)), false);
         ctx.dirty(1);
     } else if ctx.delete_key(dest) {
         ctx.dirty(1);

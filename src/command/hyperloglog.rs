@@ -64,12 +64,20 @@ fn write_hll<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<Option<&'c mut Blob>, R
 
 /// Runs `f` on the bytes of `blob` and stores them back, whatever `f`
 /// returns (Redis changes the string in place, so work done before an
-/// error stays).
+/// error stays). The string becomes raw: Redis first makes it its own
+/// (`dbUnshareStringValue`, in every PF command that looks at one key).
 fn edit<T>(blob: &mut Blob, f: impl FnOnce(&mut Vec<u8>) -> T) -> T {
     let mut bytes = std::mem::take(blob).into_vec();
     let out = f(&mut bytes);
-    *blob = Blob::from_vec(bytes);
+    *blob = Blob::raw_from_vec(bytes);
     out
+}
+
+/// Marks `blob` raw, as Redis's `dbUnshareStringValue` leaves it.
+fn make_raw(blob: &mut Blob) {
+    if !blob.is_raw() {
+        edit(blob, |_| ());
+    }
 }
 
 fn pfadd(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
@@ -78,7 +86,7 @@ fn pfadd(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let mut updated = 0u64;
     if write_hll(ctx, key)?.is_none() {
         ctx.db()
-            .insert_new(key, Value::Str(Blob::from_vec(hll::new_sparse())));
+            .insert_new(key, Value::Str(Blob::raw_from_vec(hll::new_sparse())));
         updated += 1;
     }
     let blob = write_hll(ctx, key)?.expect("present");
@@ -122,6 +130,9 @@ fn pfcount(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     };
     let s = check_hll(value)?;
     if let Some(cached) = hll::cached_count(s) {
+        if let Some(Value::Str(blob)) = ctx.db().get_mut(key) {
+            make_raw(blob);
+        }
         return Ok(Reply::Int(cached as i64));
     }
     let count = hll::count(s).map_err(|_| Reply::err(INVALID_ERR))?;
@@ -150,7 +161,7 @@ fn pfmerge(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         // Every source was checked, the destination with them: a key that
         // exists here is a HyperLogLog.
         ctx.db()
-            .insert_new(dest, Value::Str(Blob::from_vec(hll::new_sparse())));
+            .insert_new(dest, Value::Str(Blob::raw_from_vec(hll::new_sparse())));
     }
     let Some(Value::Str(blob)) = ctx.db().get_mut(dest) else {
         unreachable!("the destination was checked or created")
@@ -186,6 +197,7 @@ fn pfdebug(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         .expect("split yields one part");
     let blob = write_hll(ctx, argv[2])?
         .ok_or_else(|| Reply::err("ERR The specified key does not exist"))?;
+    make_raw(blob);
     if cmd.eq_ignore_ascii_case(b"getreg") {
         let converted = edit(blob, hll::to_dense).map_err(|_| Reply::err(INVALID_ERR))?;
         let registers = &blob[hll::HDR_SIZE..];

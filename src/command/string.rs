@@ -541,7 +541,7 @@ fn append(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             bytes.reserve_exact(tail.len());
             bytes.extend_from_slice(tail);
             let len = bytes.len();
-            *s = Blob::from_vec(bytes);
+            *s = Blob::raw_from_vec(bytes);
             len
         }
         Some(_) => return Err(Reply::err(WRONGTYPE)),
@@ -609,7 +609,7 @@ fn setrange(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             }
             bytes[start..start + patch.len()].copy_from_slice(patch);
             let len = bytes.len();
-            *s = Blob::from_vec(bytes);
+            *s = Blob::raw_from_vec(bytes);
             len
         }
         Some(_) => return Err(Reply::err(WRONGTYPE)),
@@ -621,7 +621,8 @@ fn setrange(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             let mut bytes = vec![0u8; start + patch.len()];
             bytes[start..].copy_from_slice(patch);
             let len = bytes.len();
-            ctx.db().insert_new(key, Value::Str(Blob::from_vec(bytes)));
+            ctx.db()
+                .insert_new(key, Value::Str(Blob::raw_from_vec(bytes)));
             len
         }
     };

@@ -19,13 +19,20 @@ pub const INLINE_CAPACITY: usize = 22;
 #[derive(Clone)]
 pub struct Blob(Repr);
 
+/// Flag in an inline blob's `len`: the string was changed in place
+/// ([`Blob::is_raw`]).
+const RAW_BIT: u8 = 0x80;
+
 #[derive(Clone)]
 enum Repr {
     Inline {
+        /// The length, with [`RAW_BIT`] set for a raw string.
         len: u8,
         bytes: [u8; INLINE_CAPACITY],
     },
     Heap(Box<[u8]>),
+    /// A heap string changed in place ([`Blob::is_raw`]).
+    RawHeap(Box<[u8]>),
 }
 
 impl Blob {
@@ -60,6 +67,32 @@ impl Blob {
         }
     }
 
+    /// Takes ownership of `bytes` as a string changed in place (APPEND,
+    /// SETRANGE, SETBIT, PFADD…): OBJECT ENCODING reports it as `raw`
+    /// whatever its length, as Redis's `dbUnshareStringValue` makes it.
+    /// Nothing else sees the difference: equality, hashing and order are
+    /// the bytes'.
+    pub fn raw_from_vec(bytes: Vec<u8>) -> Blob {
+        let mut blob = Blob::from_vec(bytes);
+        blob.0 = match blob.0 {
+            Repr::Inline { len, bytes } => Repr::Inline {
+                len: len | RAW_BIT,
+                bytes,
+            },
+            Repr::Heap(b) | Repr::RawHeap(b) => Repr::RawHeap(b),
+        };
+        blob
+    }
+
+    /// True for a string changed in place ([`Blob::raw_from_vec`]).
+    pub fn is_raw(&self) -> bool {
+        match &self.0 {
+            Repr::Inline { len, .. } => len & RAW_BIT != 0,
+            Repr::Heap(_) => false,
+            Repr::RawHeap(_) => true,
+        }
+    }
+
     /// The decimal representation of `n` (as Redis stores integers).
     /// Formatted on the stack: integers fit inline, so this allocates
     /// nothing (INCR's hot path).
@@ -70,8 +103,8 @@ impl Blob {
     /// The bytes.
     pub fn as_bytes(&self) -> &[u8] {
         match &self.0 {
-            Repr::Inline { len, bytes } => &bytes[..*len as usize],
-            Repr::Heap(b) => b,
+            Repr::Inline { len, bytes } => &bytes[..(*len & !RAW_BIT) as usize],
+            Repr::Heap(b) | Repr::RawHeap(b) => b,
         }
     }
 
@@ -83,8 +116,8 @@ impl Blob {
     /// Converts into a `Vec`, reusing the heap allocation when there is one.
     pub fn into_vec(self) -> Vec<u8> {
         match self.0 {
-            Repr::Inline { len, bytes } => bytes[..len as usize].to_vec(),
-            Repr::Heap(b) => b.into_vec(),
+            Repr::Inline { len, bytes } => bytes[..(len & !RAW_BIT) as usize].to_vec(),
+            Repr::Heap(b) | Repr::RawHeap(b) => b.into_vec(),
         }
     }
 
@@ -92,7 +125,7 @@ impl Blob {
     pub fn heap_size(&self) -> usize {
         match &self.0 {
             Repr::Inline { .. } => 0,
-            Repr::Heap(b) => b.len(),
+            Repr::Heap(b) | Repr::RawHeap(b) => b.len(),
         }
     }
 }
@@ -186,6 +219,20 @@ mod tests {
     #[test]
     fn blob_is_24_bytes() {
         assert_eq!(std::mem::size_of::<Blob>(), 24);
+    }
+
+    #[test]
+    fn raw_strings_keep_their_bytes_and_compare_equal() {
+        for len in [0usize, 5, 22, 23, 44, 100] {
+            let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let raw = Blob::raw_from_vec(data.clone());
+            let plain = Blob::from_vec(data.clone());
+            assert!(raw.is_raw() && !plain.is_raw());
+            assert_eq!(raw.as_bytes(), &data[..]);
+            assert_eq!(raw, plain);
+            assert_eq!(raw.clone().into_vec(), data);
+            assert_eq!(raw.heap_size(), plain.heap_size());
+        }
     }
 
     #[test]

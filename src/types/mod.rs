@@ -70,6 +70,7 @@ impl Value {
     /// The name OBJECT ENCODING reports, following Redis 7.0's rules.
     pub fn encoding(&self) -> &'static str {
         match self {
+            Value::Str(s) if s.is_raw() => "raw",
             Value::Str(s) => string_encoding(s),
             Value::List(l) => l.encoding(),
             Value::Hash(h) => h.encoding(),

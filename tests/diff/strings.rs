@@ -1018,3 +1018,62 @@ fn random_string_command_sequences_match_redis_resp2() {
 fn random_string_command_sequences_match_redis_resp3() {
     quickcheck_ops(40, 200, |ops: Vec<Op>| random_sequence(ops, true));
 }
+
+/// OBJECT ENCODING of strings: `int` and `embstr` by value, `raw` past 44
+/// bytes and after every command that changes a string in place (Redis's
+/// `dbUnshareStringValue` or a raw object: APPEND, SETRANGE, SETBIT,
+/// BITFIELD, BITOP, the PF commands), whatever its length; SET and the
+/// counters make it `int`/`embstr` again.
+#[test]
+fn object_encoding_follows_in_place_changes() {
+    let mut p = Pair::new();
+    p.script(
+        r#"
+SET s 12
+OBJECT ENCODING s
+APPEND s 3
+OBJECT ENCODING s
+GET s
+SET s abc
+OBJECT ENCODING s
+SETRANGE s 1 x
+OBJECT ENCODING s
+SETRANGE fresh 0 x
+OBJECT ENCODING fresh
+APPEND new1 abc
+OBJECT ENCODING new1
+APPEND new2 123
+OBJECT ENCODING new2
+SET s 12
+INCR s
+OBJECT ENCODING s
+SET s 1.5
+INCRBYFLOAT s 1
+OBJECT ENCODING s
+SETBIT b 7 1
+OBJECT ENCODING b
+SET b2 x
+SETBIT b2 0 0
+OBJECT ENCODING b2
+BITFIELD bf SET u8 0 255
+OBJECT ENCODING bf
+SET x1 a
+SET x2 b
+BITOP OR dest x1 x2
+OBJECT ENCODING dest
+PFADD h a b c
+OBJECT ENCODING h
+SET h2copy 1
+DEL h2copy
+PFMERGE h3 h
+OBJECT ENCODING h3
+SET s aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+OBJECT ENCODING s
+APPEND s 1
+SET s 7
+OBJECT ENCODING s
+GETRANGE s 0 0
+OBJECT ENCODING s
+"#,
+    );
+}
