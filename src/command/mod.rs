@@ -16,6 +16,7 @@ pub mod ctx;
 pub mod docs;
 mod docs_data;
 pub mod dump;
+pub mod geo;
 pub mod getkeys;
 pub mod hash;
 pub mod hyperloglog;
@@ -214,9 +215,10 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 19] {
+fn families() -> [&'static [CommandSpec]; 20] {
     [
         bitops::COMMANDS,
+        geo::COMMANDS,
         dump::COMMANDS,
         persistence::COMMANDS,
         stream::COMMANDS,
