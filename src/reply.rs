@@ -31,6 +31,10 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// `,` double in RESP3, a bulk string (`%.17g`) in RESP2.
     Double(f64),
+    /// A double printed as Redis's `addReplyHumanLongDouble` prints it
+    /// (`%.17Lf` without trailing zeros: GEOPOS, WITHCOORD): `,` double in
+    /// RESP3, a bulk string in RESP2.
+    HumanDouble(f64),
     /// `#t`/`#f` in RESP3, `:1`/`:0` in RESP2.
     Bool(bool),
     /// `=` verbatim string with a 3-letter format in RESP3, bulk in RESP2.
@@ -155,6 +159,16 @@ impl Reply {
             }
             Reply::Double(d) => {
                 let text = num::format_g17(*d);
+                if resp >= 3 {
+                    out.push(b',');
+                    out.extend_from_slice(text.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                } else {
+                    encode_bulk(out, text.as_bytes());
+                }
+            }
+            Reply::HumanDouble(d) => {
+                let text = crate::types::long_double::Ld::from_f64(*d).to_human();
                 if resp >= 3 {
                     out.push(b',');
                     out.extend_from_slice(text.as_bytes());

@@ -17,6 +17,7 @@ pub mod docs;
 mod docs_data;
 pub mod dump;
 pub mod functions;
+pub mod geo;
 pub mod getkeys;
 pub mod hash;
 pub mod hyperloglog;
@@ -215,9 +216,10 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 20] {
+fn families() -> [&'static [CommandSpec]; 21] {
     [
         bitops::COMMANDS,
+        geo::COMMANDS,
         dump::COMMANDS,
         persistence::COMMANDS,
         stream::COMMANDS,

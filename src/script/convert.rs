@@ -134,6 +134,16 @@ pub(crate) unsafe fn push_reply(state: *mut mlua::lua_State, reply: &Reply, resp
                 push_bytes(crate::types::num::format_g17(*d).as_bytes());
             }
         }
+        Reply::HumanDouble(d) => {
+            let text = crate::types::long_double::Ld::from_f64(*d).to_human();
+            if resp3 {
+                // Redis reads the `,` reply's text back with strtod.
+                ffi::lua_pushnumber(state, text.parse().unwrap_or(*d));
+                wrap_top(c"double");
+            } else {
+                push_bytes(text.as_bytes());
+            }
+        }
         Reply::Bool(b) => {
             if resp3 {
                 ffi::lua_pushboolean(state, i32::from(*b))

@@ -186,6 +186,34 @@ impl Ld {
         }
     }
 
+    /// The `long double` equal to `d` (exact: every double is one).
+    pub fn from_f64(d: f64) -> Ld {
+        let negative = d.is_sign_negative();
+        if d.is_nan() {
+            return Ld::Nan;
+        }
+        if d.is_infinite() {
+            return Ld::Inf { negative };
+        }
+        if d == 0.0 {
+            return Ld::Zero { negative };
+        }
+        let bits = d.to_bits();
+        let biased = ((bits >> 52) & 0x7ff) as i64;
+        let fraction = bits & ((1 << 52) - 1);
+        let (mant, exp) = if biased == 0 {
+            (fraction, -1074)
+        } else {
+            (fraction | (1 << 52), biased - 1075)
+        };
+        let shift = i64::from(mant.leading_zeros());
+        Ld::Finite {
+            negative,
+            mantissa: mant << shift,
+            exp: exp - shift,
+        }
+    }
+
     /// `%.17Lf` with trailing fractional zeros (and a bare `.`) removed
     /// and `-0` written `0`: Redis's `ld2string` in `LD_STR_HUMAN` mode.
     pub fn to_human(self) -> String {

@@ -7,6 +7,7 @@
 pub mod bits;
 pub mod blob;
 pub(crate) mod build;
+pub mod geohash;
 pub mod hash;
 pub mod hll;
 pub mod list;

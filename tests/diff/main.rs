@@ -10,6 +10,7 @@ mod bitops;
 mod blocking;
 mod config_rewrite;
 mod dump;
+mod geo;
 mod hash;
 mod hyperloglog;
 mod keys;

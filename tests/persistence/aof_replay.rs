@@ -18,7 +18,7 @@ pub fn random_command(rng: &mut Rng) -> Vec<String> {
     let member = |rng: &mut Rng| format!("m{}", rng.below(6));
     let num = |rng: &mut Rng| (rng.below(200) as i64 - 100).to_string();
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    match rng.below(40) {
+    match rng.below(42) {
         0 => s(&["SET", &key(rng, "s"), &member(rng)]),
         1 => s(&["SET", &key(rng, "s"), &num(rng), "EX", "10000"]),
         2 => s(&["INCRBY", &key(rng, "n"), &num(rng)]),
@@ -76,6 +76,25 @@ pub fn random_command(rng: &mut Rng) -> Vec<String> {
         36 => s(&["GETDEL", &key(rng, "s")]),
         37 => s(&["SETRANGE", &key(rng, "s"), "3", &member(rng)]),
         38 => s(&["SPOP", &key(rng, "t"), "2"]),
+        // Geo sets are sorted sets: GEOADD is logged as the ZADD it ran.
+        39 => s(&[
+            "GEOADD",
+            &key(rng, "z"),
+            &num(rng),
+            &(rng.below(160) as i64 - 80).to_string(),
+            &member(rng),
+        ]),
+        40 => s(&[
+            "GEOSEARCHSTORE",
+            &key(rng, "z"),
+            &key(rng, "z"),
+            "FROMMEMBER",
+            &member(rng),
+            "BYRADIUS",
+            "5000",
+            "km",
+            "STOREDIST",
+        ]),
         _ => s(&[
             "ZMPOP",
             "2",

@@ -12,8 +12,9 @@
 //! command propagates more than one effect), no PING right after the
 //! attach, `REPLCONF rdb-filter-only` (`redis-cli --replica` and
 //! `--functions-rdb`), the HyperLogLog commands (PFCOUNT refreshing its
-//! cached cardinality, PFDEBUG conversions) and the bitmap commands (as
-//! received, only when they change something).
+//! cached cardinality, PFDEBUG conversions), the bitmap commands (as
+//! received, only when they change something) and the geo commands
+//! (GEOADD as the ZADD it runs, the stores as received).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -712,4 +713,44 @@ fn bitmap_commands_propagate_only_when_they_change_something() {
             == 3
     );
     assert!(names.iter().any(|n| n.eq_ignore_ascii_case("set")));
+}
+
+/// Geo: GEOADD runs ZADD and propagates as that `zadd key [options]
+/// score member …` (lower-case, as Redis rewrites the command vector),
+/// only when it changed something; GEOSEARCHSTORE and GEORADIUS* STORE
+/// propagate as received when they store or delete the destination, and
+/// not at all otherwise; the searches and reads never. (The points are
+/// near -180,-85, where scores are below 10^12: larger numbers in the
+/// stream are taken for times by `normalise`.)
+#[test]
+fn geo_commands_propagate_as_redis_propagates_them() {
+    let units = assert_same_stream(no_setup, |_, c| {
+        script(
+            c,
+            "GEOADD geo -179.5 -84.5 a -179 -84 b
+            GEOADD geo -179.5 -84.5 a
+            GEOADD geo CH XX -179.4 -84.5 a -179 -83 c
+            GEOADD geo NX CH -179.3 -84.5 a
+            GEOSEARCH geo FROMMEMBER a BYRADIUS 200 km
+            GEORADIUS_RO geo -179 -84 200 km
+            GEOPOS geo a
+            GEODIST geo a b
+            GEOHASH geo a
+            GEOSEARCHSTORE dst geo FROMMEMBER a BYRADIUS 200 km STOREDIST
+            GEORADIUS geo -179 -84 200 km STORE dst2
+            GEORADIUSBYMEMBER geo a 200 km STOREDIST dst3 COUNT 1
+            GEOSEARCHSTORE dst geo FROMLONLAT 0 0 BYRADIUS 1 km
+            GEOSEARCHSTORE dst geo FROMLONLAT 0 0 BYRADIUS 1 km
+            GEORADIUS missing 0 0 1 km STORE dst2
+            GEORADIUS missing 0 0 1 km STORE dst2
+            SET end 1",
+        );
+    });
+    let names: Vec<&str> = units.iter().map(|u| u[0].as_str()).collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "zadd").count(),
+        2,
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n.eq_ignore_ascii_case("georadius")));
 }
