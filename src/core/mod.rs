@@ -8,6 +8,7 @@
 mod background;
 pub mod clients;
 pub(crate) mod failover;
+pub(crate) mod notify;
 pub(crate) mod pause;
 pub(crate) use pause::{PauseMode, PausePurpose};
 pub(crate) mod repl;
@@ -240,6 +241,7 @@ impl Core {
                         db,
                         argv: vec![b"DEL".to_vec(), key.to_vec()],
                     });
+                    self.notify(notify::EXPIRED, "expired", db, key);
                     self.signal_modified(db, key);
                 }
                 removed_total += expired.len();

@@ -1,0 +1,83 @@
+//! Keyspace notifications (Redis's `notify.c`): what commands and expiry
+//! report about the keys they touch, published through Pub/Sub on
+//! `__keyspace@<db>__:<key>` (the message is the event) and
+//! `__keyevent@<db>__:<event>` (the message is the key), for the classes
+//! `notify-keyspace-events` selects.
+//!
+//! [`Core::notify`] is the one entry point. With notifications off (the
+//! default) it is a mask test and nothing more: no allocation. Messages go
+//! to the Pub/Sub outbox like PUBLISH's, and like PUBLISH's they are never
+//! logged; unlike PUBLISH they are not sent to replicas either (a replica
+//! emits its own as it applies the master's stream, as Redis's does).
+
+use super::clients::Message;
+use super::Core;
+use crate::types::Blob;
+
+pub(crate) use crate::config::notify::{
+    EVICTED, EXPIRED, GENERIC, HASH, KEYEVENT, KEYSPACE, KEY_MISS, LIST, NEW, SET, STREAM,
+    STRING, ZSET,
+};
+
+impl Core {
+    /// Reports `event` of `class` on `key` in database `db` (Redis's
+    /// `notifyKeyspaceEvent`), if `notify-keyspace-events` enables the
+    /// class.
+    #[inline]
+    pub(crate) fn notify(&mut self, class: u32, event: &str, db: usize, key: &[u8]) {
+        if self.config.notify_keyspace_events & class != 0 {
+            self.publish_event(event.as_bytes(), db, key);
+        }
+    }
+
+    /// True when events of `class` are published (for callers that must
+    /// do work to find out whether an event happened, such as "new").
+    #[inline]
+    pub(crate) fn notifies(&self, class: u32) -> bool {
+        self.config.notify_keyspace_events & class != 0
+    }
+
+    #[cold]
+    fn publish_event(&mut self, event: &[u8], db: usize, key: &[u8]) {
+        let flags = self.config.notify_keyspace_events;
+        let db = db.to_string();
+        if flags & KEYSPACE != 0 {
+            let channel = [b"__keyspace@", db.as_bytes(), b"__:", key].concat();
+            self.publish(&channel, event, false);
+        }
+        if flags & KEYEVENT != 0 {
+            let channel = [b"__keyevent@", db.as_bytes(), b"__:", event].concat();
+            self.publish(&channel, key, false);
+        }
+    }
+
+    /// Queues `message` on `channel` for every subscriber (channel
+    /// subscribers first, then pattern subscribers, as Redis's
+    /// `pubsubPublishMessage`), returning the number of deliveries.
+    /// `sharded`: a shard channel (SPUBLISH), which patterns never match.
+    pub(crate) fn publish(&mut self, channel: &[u8], message: &[u8], sharded: bool) -> usize {
+        let clients = &mut self.clients;
+        let kind: &'static [u8] = if sharded { b"smessage" } else { b"message" };
+        let mut receivers = 0;
+        if !clients.channel_subscribers(channel, sharded).is_empty() {
+            let frame = Message::new(&[kind, channel, message]);
+            receivers = clients.send_to_channel(channel, sharded, &frame);
+        }
+        if sharded || clients.pattern_count() == 0 {
+            return receivers;
+        }
+        let matching: Vec<(Blob, Vec<u64>)> = clients
+            .patterns()
+            .filter(|(p, _)| crate::glob::matches(p, channel, false))
+            .map(|(p, s)| (p.clone(), s.to_vec()))
+            .collect();
+        for (pattern, sessions) in matching {
+            let frame = Message::new(&[b"pmessage", &pattern, channel, message]);
+            for session in sessions {
+                receivers += 1;
+                clients.send(session, frame.clone());
+            }
+        }
+        receivers
+    }
+}
