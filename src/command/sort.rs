@@ -237,6 +237,7 @@ fn sort_generic(ctx: &mut Ctx, argv: &[&[u8]], readonly: bool) -> CmdResult {
     }
     if output_len > 0 {
         ctx.set_key(store, Value::List(Box::new(list)), false);
+        ctx.notify(crate::core::notify::LIST, "sortstore", store);
         ctx.dirty(output_len as u64);
     } else if ctx.delete_key(store) {
         ctx.dirty(1);

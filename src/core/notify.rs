@@ -81,3 +81,61 @@ impl Core {
         receivers
     }
 }
+
+impl Core {
+    /// The hook eviction calls for each key it removes (the "evicted"
+    /// event, class `e`, as Redis's `performEvictions`). hozon has no
+    /// eviction yet (a `maxmemory` limit is refused), so nothing calls it.
+    #[allow(dead_code)]
+    pub(crate) fn notify_evicted(&mut self, db: usize, key: &[u8]) {
+        self.notify(EVICTED, "evicted", db, key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::command::clients::Message;
+    use crate::command::test_support::{effects, engine, run};
+    use crate::reply::Reply;
+
+    #[test]
+    fn events_reach_subscribers_and_are_never_logged() {
+        let (mut e, mut client) = engine();
+        let mut sub = e.new_session();
+        run(&mut e, &mut sub, "PSUBSCRIBE __key*@*__:*");
+        // Off by default: nothing published.
+        run(&mut e, &mut client, "SET k v");
+        assert!(e.take_messages().is_empty());
+        effects(&mut e);
+        assert_eq!(
+            run(&mut e, &mut client, "CONFIG SET notify-keyspace-events KEA"),
+            Reply::ok()
+        );
+        run(&mut e, &mut client, "SET k v2");
+        let messages: Vec<Message> = e.take_messages().into_iter().map(|(_, m)| m).collect();
+        assert!(
+            messages
+                == [
+                    Message::new(&[b"pmessage", b"__key*@*__:*", b"__keyspace@0__:k", b"set"]),
+                    Message::new(&[b"pmessage", b"__key*@*__:*", b"__keyevent@0__:set", b"k"]),
+                ]
+        );
+        // The AOF and the replicas get the command, never the messages.
+        assert_eq!(effects(&mut e), ["0: SET k v2"]);
+    }
+
+    #[test]
+    fn classes_filter_events() {
+        let (mut e, mut client) = engine();
+        let mut sub = e.new_session();
+        run(&mut e, &mut sub, "PSUBSCRIBE *");
+        run(&mut e, &mut client, "CONFIG SET notify-keyspace-events El");
+        run(&mut e, &mut client, "SET k v");
+        run(&mut e, &mut client, "LPUSH l a");
+        let messages = e.take_messages();
+        assert_eq!(messages.len(), 1);
+        assert!(
+            messages[0].1 == Message::new(&[b"pmessage", b"*", b"__keyevent@0__:lpush", b"l"])
+        );
+    }
+}

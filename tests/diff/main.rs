@@ -16,6 +16,7 @@ mod keys;
 mod list;
 mod loading;
 mod multi;
+mod notify;
 mod pause;
 mod protocol;
 mod pubsub;

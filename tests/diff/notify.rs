@@ -1,0 +1,736 @@
+//! Differential tests for keyspace notifications (`notify-keyspace-events`):
+//! a subscriber on each server listens with `PSUBSCRIBE __key*@*__:*`, the
+//! same commands run on both, and the message streams must be identical,
+//! frame for frame (event names, order, keys, databases), in RESP2 and
+//! RESP3. Also CONFIG GET's rendering of the classes, expiry ("expired",
+//! lazy and active), MULTI/EXEC and scripts, a subscriber that runs the
+//! commands itself (RESP3), and random command sequences.
+
+use std::time::{Duration, Instant};
+
+use hozon::rand::Rng;
+
+use crate::harness::{encode_command, show, split_line, test_seed, Conn, Pair};
+
+/// How long a message may take to arrive before a test gives up on it.
+const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The pattern every subscriber listens on.
+const PATTERN: &str = "__key*@*__:*";
+
+/// A subscriber on each server.
+struct Subscriber {
+    r: Conn,
+    h: Conn,
+}
+
+impl Subscriber {
+    /// Connects to both servers and subscribes to every notification.
+    fn new(p: &Pair, resp3: bool) -> Subscriber {
+        let (mut r, mut h) = p.connect_more();
+        if resp3 {
+            r.call(&[b"HELLO", b"3"]);
+            h.call(&[b"HELLO", b"3"]);
+        }
+        let sub: &[&[u8]] = &[b"PSUBSCRIBE", PATTERN.as_bytes()];
+        let (rr, hr) = (r.call(sub), h.call(sub));
+        assert_eq!(show(&rr), show(&hr), "PSUBSCRIBE replies differ");
+        Subscriber { r, h }
+    }
+
+    /// The messages that arrived on each side until now (a PING fence),
+    /// compared frame for frame; returns Redis's.
+    #[track_caller]
+    fn expect_same(&mut self, what: &str) -> Vec<Vec<u8>> {
+        let r = fence(&mut self.r);
+        let h = fence(&mut self.h);
+        assert_frames_equal(&r, &h, what);
+        r
+    }
+}
+
+const FENCE: &str = "fence-9c1e";
+
+/// Sends `PING <FENCE>` and returns the frames that arrive before its reply.
+fn fence(conn: &mut Conn) -> Vec<Vec<u8>> {
+    conn.send_raw(&encode_command(&[b"PING", FENCE.as_bytes()]));
+    let bulk = format!("${}\r\n{FENCE}\r\n", FENCE.len()).into_bytes();
+    let pong = format!("*2\r\n$4\r\npong\r\n${}\r\n{FENCE}\r\n", FENCE.len()).into_bytes();
+    let deadline = Instant::now() + ARRIVAL_TIMEOUT;
+    let mut out = Vec::new();
+    loop {
+        let frame = conn
+            .try_read_reply(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no reply to the PING fence; got before it: {:?}",
+                    out.iter().map(|f: &Vec<u8>| show(f)).collect::<Vec<_>>()
+                )
+            });
+        if frame == bulk || frame == pong {
+            return out;
+        }
+        out.push(frame);
+    }
+}
+
+#[track_caller]
+fn assert_frames_equal(r: &[Vec<u8>], h: &[Vec<u8>], what: &str) {
+    if r != h {
+        let first = r.iter().zip(h).position(|(a, b)| a != b);
+        panic!(
+            "notifications differ after {what} (first difference at {first:?}; {} vs {} frames)\n  redis: {:?}\n  hozon: {:?}",
+            r.len(),
+            h.len(),
+            r.iter().map(|f| show(f)).collect::<Vec<_>>(),
+            h.iter().map(|f| show(f)).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// The message frame Redis sends a pattern subscriber (RESP2).
+fn pmessage(channel: &str, message: &str) -> String {
+    let part = |s: &str| format!("${}\r\n{s}\r\n", s.len());
+    format!(
+        "*4\r\n{}{}{}{}",
+        part("pmessage"),
+        part(PATTERN),
+        part(channel),
+        part(message)
+    )
+}
+
+/// Sets the classes on both servers (the replies must agree).
+fn set_classes(p: &mut Pair, classes: &str) {
+    let reply = p.check(&["CONFIG", "SET", "notify-keyspace-events", classes]);
+    assert_eq!(show(&reply), "+OK\r\n", "CONFIG SET {classes}");
+}
+
+fn both_protocols(mut test: impl FnMut(bool)) {
+    test(false);
+    test(true);
+}
+
+// ---------------------------------------------------------------------------
+// Configuration.
+
+#[test]
+fn classes_read_back_as_redis_prints_them() {
+    let mut p = Pair::new();
+    p.script(
+        "CONFIG GET notify-keyspace-events\n\
+         CONFIG SET notify-keyspace-events gKE\n\
+         CONFIG GET notify-keyspace-events\n\
+         CONFIG SET notify-keyspace-events $lshzxeKE\n\
+         CONFIG GET notify-keyspace-events\n\
+         CONFIG SET notify-keyspace-events KA\n\
+         CONFIG GET notify-keyspace-events\n\
+         CONFIG SET notify-keyspace-events EA\n\
+         CONFIG GET notify-keyspace-events\n\
+         CONFIG SET notify-keyspace-events AKE\n\
+         CONFIG GET notify-keyspace-events\n\
+         CONFIG SET notify-keyspace-events mnKdt\n\
+         CONFIG GET notify-keyspace-events\n\
+         CONFIG SET notify-keyspace-events AmnKE\n\
+         CONFIG GET notify-keyspace-events\n\
+         CONFIG SET notify-keyspace-events xxgg\n\
+         CONFIG GET notify-keyspace-events\n\
+         CONFIG SET notify-keyspace-events KEw\n\
+         CONFIG SET notify-keyspace-events \"K E\"\n\
+         CONFIG GET notify-keyspace-events\n\
+         CONFIG SET notify-keyspace-events \"\"\n\
+         CONFIG GET notify-keyspace-events\n\
+         CONFIG GET notify-*\n",
+    );
+    let (r, _) = p.both(&["CONFIG", "GET", "notify-keyspace-events"]);
+    assert_eq!(
+        show(&r),
+        "*2\r\n$22\r\nnotify-keyspace-events\r\n$0\r\n\r\n",
+        "Redis itself answered unexpectedly"
+    );
+}
+
+#[test]
+fn classes_from_the_command_line() {
+    let mut p = Pair::with_args(
+        &["--notify-keyspace-events", "KEA"],
+        &["--notify-keyspace-events", "KEA"],
+    );
+    let got = p.check(&["CONFIG", "GET", "notify-keyspace-events"]);
+    assert_eq!(
+        show(&got),
+        "*2\r\n$22\r\nnotify-keyspace-events\r\n$3\r\nAKE\r\n"
+    );
+    let mut s = Subscriber::new(&p, false);
+    p.check(&["SET", "k", "v"]);
+    let got = s.expect_same("SET with classes from the command line");
+    assert_eq!(got.len(), 2);
+}
+
+// ---------------------------------------------------------------------------
+// Events.
+
+/// Every event of the commands hozon has, in one script (classes `AKEn`).
+const EVERY_EVENT: &str = "
+SET s1 v
+SET s1 v2 EX 100
+SETNX s2 x
+SETNX s2 y
+SETEX s3 100 v
+PSETEX s4 100000 v
+GETSET s1 v3
+MSET m1 a m2 b
+MSETNX m3 c m1 d
+MSETNX m3 c m4 d
+INCR n1
+INCRBY n1 5
+DECR n1
+DECRBY n1 2
+INCRBYFLOAT f1 1.5
+INCRBYFLOAT f1 2
+APPEND a1 hello
+APPEND a1 world
+SETRANGE r1 3 abc
+SETRANGE r1 0 \"\"
+SETRANGE r1 1 x
+SETRANGE r9 0 \"\"
+GETDEL s2
+GETDEL nosuch
+GETEX s1 EX 200
+GETEX s1 PERSIST
+GETEX s1 PERSIST
+GETEX s1
+GETEX s3 PXAT 1
+SET s5 v GET
+SET s5 w XX GET
+SET s6 v NX KEEPTTL
+SET s6 v NX
+SET s7 v XX
+SETBIT b1 7 1
+SETBIT b1 7 1
+SETBIT b1 100 0
+BITFIELD bf1 SET u8 0 255 GET u4 0
+BITFIELD bf1 INCRBY u8 0 0
+BITFIELD bf1 GET u8 0
+BITOP AND bd b1 bf1
+BITOP OR bd nosuch1 nosuch2
+BITOP OR bd nosuch1 nosuch2
+PFADD h1 a b c
+PFADD h1 a
+PFADD h2
+PFADD h2
+PFMERGE h3 h1 h2
+PFCOUNT h1
+EXPIRE m1 100
+PEXPIRE m1 100000 GT
+EXPIRE m1 50 NX
+EXPIRE nosuch 10
+EXPIREAT m2 1
+PERSIST m1
+PERSIST m1
+DEL m3 nosuch n1
+UNLINK f1
+RENAME a1 a2
+RENAMENX a2 r1
+RENAME r1 a2
+RENAME a2 a2
+MOVE a2 1
+MOVE a2 1
+COPY bf1 bf2
+COPY bf1 bf2
+COPY bf1 bf2 REPLACE
+COPY bf1 bfx DB 2
+TOUCH b1
+LPUSH l1 a b c
+RPUSH l1 d e
+LPUSHX nolist a
+RPUSHX l1 f
+LINSERT l1 BEFORE c x
+LINSERT l1 AFTER nope y
+LSET l1 0 z
+LREM l1 1 x
+LREM l1 0 nope
+LTRIM l1 0 5
+LTRIM l1 0 3
+LPOP l1
+RPOP l1 2
+LPOP l1 0
+LMOVE l1 l2 LEFT RIGHT
+RPOPLPUSH l2 l2
+LMOVE l2 l2 RIGHT LEFT
+LMPOP 2 nolist l1 LEFT COUNT 10
+LPUSH l3 a
+BLPOP l3 0
+RPUSH l4 a b
+BRPOPLPUSH l4 l5 0
+BLMOVE l4 l6 LEFT LEFT 0
+BLMPOP 0 1 l5 RIGHT
+LPUSH l7 a b
+LTRIM l7 5 10
+LPUSH l8 a b c a
+LREM l8 0 a
+LREM l8 0 b
+LREM l8 0 c
+SADD st1 a b c
+SADD st1 a
+SREM st1 x
+SREM st1 a
+SMOVE st1 st2 b
+SMOVE st1 st2 c
+SMOVE st2 st2 c
+SMOVE st2 st9 nope
+SADD st3 1 2 3
+SADD st4 2 3 4
+SINTERSTORE st5 st3 st4
+SUNIONSTORE st6 st3 st4
+SDIFFSTORE st7 st3 st4
+SDIFFSTORE st7 st3 st3
+SINTERSTORE st8 st3 nosuch
+SINTERSTORE st5 st3 nosuch
+SPOP st6 0
+SPOP st6 10
+SADD st9 only
+SPOP st9
+SPOP st9
+SINTERCARD 2 st3 st4
+HSET hs1 f1 v1 f2 v2
+HMSET hs1 f3 v3
+HSETNX hs1 f1 x
+HSETNX hs1 f4 x
+HINCRBY hs1 n 5
+HINCRBYFLOAT hs1 fl 1.5
+HDEL hs1 nope
+HDEL hs1 f1 f2 f3 f4 n fl
+HINCRBY hs2 n 1
+HINCRBYFLOAT hs3 n 1
+ZADD z1 1 a 2 b 3 c
+ZADD z1 1 a
+ZADD z1 XX CH 5 a
+ZADD z1 NX 5 a
+ZINCRBY z1 1 b
+ZADD z1 INCR 1 c
+ZADD z1 XX 1 nope
+ZREM z1 nope
+ZREM z1 a
+ZADD z2 1 x 2 y 3 z 4 w
+ZREMRANGEBYRANK z2 0 0
+ZREMRANGEBYRANK z2 10 20
+ZREMRANGEBYSCORE z2 2 2
+ZADD z3 0 a 0 b 0 c
+ZREMRANGEBYLEX z3 [a [b
+ZREMRANGEBYLEX z3 [x [y
+ZREMRANGEBYLEX z3 - +
+ZUNIONSTORE zu 2 z1 z2
+ZINTERSTORE zi 2 z1 z2
+ZDIFFSTORE zd 1 z1
+ZRANGESTORE zr z1 0 -1
+ZRANGESTORE zr z1 10 20
+ZRANGESTORE zr z1 10 20
+ZPOPMIN z2
+ZPOPMAX z2 5
+ZPOPMIN z2
+ZMPOP 1 z1 MIN COUNT 1
+BZPOPMIN z1 0
+BZMPOP 0 1 zu MAX
+ZINTERSTORE zi 2 z1 nosuch
+ZUNIONSTORE zu 1 nosuch
+XADD x1 1-1 f v
+XADD x1 MAXLEN 1 2-1 f v
+XADD x1 NOMKSTREAM 3-1 f v
+XADD nostream NOMKSTREAM * f v
+XADD x1 1-1 f v
+XDEL x1 3-1
+XDEL x1 9-9
+XTRIM x1 MAXLEN 0
+XTRIM x1 MAXLEN 0
+XTRIM nostream MAXLEN 0
+XSETID x1 10-0
+XGROUP CREATE x1 g1 $
+XGROUP CREATE x1 g1 $
+XGROUP CREATE x2 g1 $ MKSTREAM
+XGROUP CREATECONSUMER x1 g1 c1
+XGROUP CREATECONSUMER x1 g1 c1
+XADD x1 11-0 f v
+XADD x1 12-0 f v
+XREADGROUP GROUP g1 c2 COUNT 1 STREAMS x1 >
+XREADGROUP GROUP g1 c2 COUNT 1 STREAMS x1 >
+XREADGROUP GROUP g1 c3 STREAMS x1 0
+XREADGROUP GROUP g1 c3 STREAMS x1 >
+XCLAIM x1 g1 c4 0 11-0
+XCLAIM x1 g1 c4 0 12-0
+XAUTOCLAIM x1 g1 c5 0 0
+XAUTOCLAIM x1 g1 c6 0 0
+XACK x1 g1 11-0
+XGROUP SETID x1 g1 0
+XGROUP DELCONSUMER x1 g1 c1
+XGROUP DELCONSUMER x1 g1 nope
+XGROUP DESTROY x1 g1
+XGROUP DESTROY x1 g1
+RPUSH sl 3 1 2
+SORT sl STORE ss
+SORT sl
+SORT nosuch STORE ss
+SORT nosuch STORE ss
+SELECT 3
+SET k3 v
+DEL k3
+SELECT 0
+FLUSHDB
+";
+
+#[test]
+fn every_event_as_redis_emits_it() {
+    both_protocols(|resp3| {
+        let mut p = Pair::new();
+        let mut s = Subscriber::new(&p, resp3);
+        set_classes(&mut p, "AKEn");
+        p.script(EVERY_EVENT);
+        // RESTORE, with a payload from DUMP.
+        p.check(&["RPUSH", "src", "a", "b"]);
+        let payload = p.redis(&["DUMP", "src"]);
+        let payload = bulk_body(&payload);
+        for args in [
+            vec![&b"RESTORE"[..], b"rs", b"0", &payload],
+            vec![b"RESTORE", b"rs", b"0", &payload, b"REPLACE"],
+            vec![b"RESTORE", b"rs2", b"100000", &payload],
+            vec![b"RESTORE", b"rs", b"1", &payload, b"REPLACE", b"ABSTTL"],
+        ] {
+            p.check_bytes(&args);
+        }
+        let got = s.expect_same("the script of every event");
+        if !resp3 {
+            assert_eq!(
+                show(&got[0]),
+                show(pmessage("__keyspace@0__:s1", "new").as_bytes()),
+                "Redis itself answered unexpectedly"
+            );
+        }
+        assert!(got.len() > 300, "only {} notifications", got.len());
+    });
+}
+
+/// The body of a bulk reply.
+fn bulk_body(reply: &[u8]) -> Vec<u8> {
+    let header_end = reply.iter().position(|&b| b == b'\n').expect("a bulk") + 1;
+    reply[header_end..reply.len() - 2].to_vec()
+}
+
+#[test]
+fn each_class_alone() {
+    // Every class and channel kind on its own, over the same script.
+    let mut p = Pair::new();
+    let mut s = Subscriber::new(&p, false);
+    for classes in [
+        "Kg", "E$", "KEl", "Ks", "Eh", "Kz", "Ex", "Ee", "Kt", "En", "KEA", "Kd", "AE", "gK",
+    ] {
+        set_classes(&mut p, classes);
+        p.script(EVERY_EVENT);
+        s.expect_same(&format!("the script with classes {classes}"));
+    }
+}
+
+#[test]
+fn keymiss_events() {
+    both_protocols(|resp3| {
+        let mut p = Pair::new();
+        let mut s = Subscriber::new(&p, resp3);
+        set_classes(&mut p, "KEm");
+        p.script(
+            "GET nosuch\n\
+             SET k v\n\
+             GET k\n\
+             MGET k a b\n\
+             STRLEN nosuch\n\
+             GETRANGE nosuch 0 1\n\
+             HGET nosuch f\n\
+             HGETALL nosuch\n\
+             LRANGE nosuch 0 -1\n\
+             LLEN nosuch\n\
+             SMEMBERS nosuch\n\
+             SISMEMBER nosuch a\n\
+             ZRANGE nosuch 0 -1\n\
+             ZSCORE nosuch a\n\
+             XRANGE nosuch - +\n\
+             SET k2 v PX 1\n",
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        p.script("GET k2\nGET k\n");
+        let got = s.expect_same("reads of missing keys");
+        if !resp3 {
+            assert_eq!(
+                show(&got[0]),
+                show(pmessage("__keyspace@0__:nosuch", "keymiss").as_bytes()),
+                "Redis itself answered unexpectedly"
+            );
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Expiry.
+
+#[test]
+fn expired_keys_lazily_and_actively() {
+    both_protocols(|resp3| {
+        let mut p = Pair::new();
+        let mut s = Subscriber::new(&p, resp3);
+        set_classes(&mut p, "KEA");
+        // Lazy expiry: a command finds the key past its TTL.
+        p.check(&["SET", "lazy", "v", "PX", "1"]);
+        p.check(&["RPUSH", "lazylist", "a"]);
+        p.check(&["PEXPIRE", "lazylist", "1"]);
+        std::thread::sleep(Duration::from_millis(20));
+        p.script("GET lazy\nRPUSH lazylist b\n");
+        s.expect_same("lazy expiry");
+        // Active expiry: nothing touches the keys; the servers' cron
+        // removes them (DBSIZE counts them until then without expiring).
+        p.script("SET a1 v PX 5\nSET a2 v PX 5\nSELECT 4\nSET a3 v PX 5\nSELECT 0\n");
+        wait_until_empty(&mut p.r, "redis");
+        wait_until_empty(&mut p.h, "hozon");
+        let (r, h) = (fence(&mut s.r), fence(&mut s.h));
+        // The cron visits keys in hash order: compare as multisets.
+        let (mut rs, mut hs) = (r.clone(), h.clone());
+        rs.sort();
+        hs.sort();
+        assert_frames_equal(&rs, &hs, "active expiry (sorted)");
+        assert_eq!(r.len(), 6, "Redis itself sent {r:?}");
+    });
+}
+
+/// Polls DBSIZE in databases 0 and 4 until both are empty.
+fn wait_until_empty(conn: &mut Conn, side: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut total = 0;
+        for db in ["0", "4"] {
+            conn.call(&[b"SELECT", db.as_bytes()]);
+            let reply = conn.call(&[b"DBSIZE"]);
+            total += String::from_utf8_lossy(&reply[1..reply.len() - 2])
+                .parse::<i64>()
+                .expect("DBSIZE answers an integer");
+        }
+        conn.call(&[b"SELECT", b"0"]);
+        if total == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{side}: the keys never expired actively"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Transactions, scripts, the subscriber itself.
+
+#[test]
+fn transactions_and_scripts_notify_as_each_command_runs() {
+    both_protocols(|resp3| {
+        let mut p = Pair::new();
+        let mut s = Subscriber::new(&p, resp3);
+        set_classes(&mut p, "KEAn");
+        p.script(
+            "MULTI\n\
+             SET t1 v\n\
+             LPUSH t2 a\n\
+             DEL t1\n\
+             EXEC\n\
+             EVAL \"redis.call('set', KEYS[1], 'x'); redis.call('incr', KEYS[2]); return redis.call('del', KEYS[1])\" 2 e1 e2\n\
+             EVAL \"return redis.call('lpop', KEYS[1])\" 1 t2\n",
+        );
+        s.expect_same("MULTI/EXEC and EVAL");
+    });
+}
+
+#[test]
+fn a_resp3_subscriber_sees_its_own_events_before_the_reply() {
+    let p = Pair::new();
+    let (mut r, mut h) = p.connect_more();
+    for conn in [&mut r, &mut h] {
+        conn.call(&[b"HELLO", b"3"]);
+        conn.call(&[b"CONFIG", b"SET", b"notify-keyspace-events", b"KEA"]);
+        conn.call(&[b"PSUBSCRIBE", PATTERN.as_bytes()]);
+    }
+    let lines = [
+        "SET k v",
+        "LPUSH l a b",
+        "MULTI",
+        "RPOP l",
+        "DEL k",
+        "EXEC",
+        "DEL nothing",
+    ];
+    for line in lines {
+        let args = split_line(line);
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        r.send_raw(&encode_command(&refs));
+        h.send_raw(&encode_command(&refs));
+    }
+    let (rf, hf) = (fence(&mut r), fence(&mut h));
+    assert_frames_equal(&rf, &hf, "a RESP3 subscriber's own commands");
+    assert!(
+        rf[0].starts_with(b">4\r\n"),
+        "Redis itself: {}",
+        show(&rf[0])
+    );
+}
+
+#[test]
+fn blocked_clients_served_later_notify() {
+    let mut p = Pair::new();
+    let mut s = Subscriber::new(&p, false);
+    set_classes(&mut p, "KEA");
+    let (mut br, mut bh) = p.connect_more();
+    for conn in [&mut br, &mut bh] {
+        conn.send_raw(&encode_command(&[b"BLPOP", b"bl", b"0"]));
+    }
+    let (mut zr, mut zh) = p.connect_more();
+    for conn in [&mut zr, &mut zh] {
+        conn.send_raw(&encode_command(&[b"BLMOVE", b"bm", b"bm2", b"LEFT", b"RIGHT", b"0"]));
+    }
+    // Let both block before the pushes.
+    std::thread::sleep(Duration::from_millis(100));
+    p.check(&["RPUSH", "bl", "a", "b"]);
+    p.check(&["RPUSH", "bm", "x"]);
+    assert_eq!(show(&br.read_reply()), show(&bh.read_reply()));
+    assert_eq!(show(&zr.read_reply()), show(&zh.read_reply()));
+    s.expect_same("blocked clients served");
+}
+
+// ---------------------------------------------------------------------------
+// Random sequences.
+
+/// One random command on a small keyspace (types mixed on purpose, so
+/// WRONGTYPE and deletions happen).
+fn random_command(rng: &mut Rng) -> Vec<String> {
+    let key = |rng: &mut Rng, prefix: &str| format!("{prefix}{}", rng.below(3));
+    let any = |rng: &mut Rng| {
+        let prefix = ["s", "l", "t", "h", "z", "x"][rng.index(6)];
+        format!("{prefix}{}", rng.below(3))
+    };
+    let n = |rng: &mut Rng, max: u64| rng.below(max).to_string();
+    let m = |rng: &mut Rng| ["a", "b", "c", "d"][rng.index(4)].to_string();
+    let words: Vec<String> = match rng.below(40) {
+        0 => vec!["SET".into(), key(rng, "s"), m(rng)],
+        1 => vec!["INCRBY".into(), key(rng, "s"), n(rng, 5)],
+        2 => vec!["APPEND".into(), key(rng, "s"), m(rng)],
+        3 => vec!["SETRANGE".into(), key(rng, "s"), n(rng, 4), m(rng)],
+        4 => vec!["GETDEL".into(), key(rng, "s")],
+        5 => vec!["SETBIT".into(), key(rng, "s"), n(rng, 16), n(rng, 2)],
+        6 => vec!["LPUSH".into(), key(rng, "l"), m(rng), m(rng)],
+        7 => vec!["RPOP".into(), key(rng, "l")],
+        8 => vec!["LREM".into(), key(rng, "l"), "0".into(), m(rng)],
+        9 => vec!["LTRIM".into(), key(rng, "l"), "1".into(), n(rng, 3)],
+        10 => vec![
+            "LMOVE".into(),
+            key(rng, "l"),
+            key(rng, "l"),
+            "LEFT".into(),
+            "RIGHT".into(),
+        ],
+        11 => vec!["SADD".into(), key(rng, "t"), m(rng), m(rng)],
+        12 => vec!["SREM".into(), key(rng, "t"), m(rng)],
+        13 => vec!["SMOVE".into(), key(rng, "t"), key(rng, "t"), m(rng)],
+        14 => vec![
+            "SUNIONSTORE".into(),
+            key(rng, "t"),
+            key(rng, "t"),
+            key(rng, "t"),
+        ],
+        15 => vec![
+            "SINTERSTORE".into(),
+            key(rng, "t"),
+            key(rng, "t"),
+            key(rng, "t"),
+        ],
+        16 => vec!["HSET".into(), key(rng, "h"), m(rng), m(rng)],
+        17 => vec!["HDEL".into(), key(rng, "h"), m(rng)],
+        18 => vec!["HINCRBY".into(), key(rng, "h"), m(rng), n(rng, 3)],
+        19 => vec!["ZADD".into(), key(rng, "z"), n(rng, 5), m(rng)],
+        20 => vec!["ZINCRBY".into(), key(rng, "z"), n(rng, 5), m(rng)],
+        21 => vec!["ZREM".into(), key(rng, "z"), m(rng)],
+        22 => vec!["ZPOPMIN".into(), key(rng, "z")],
+        23 => vec![
+            "ZREMRANGEBYSCORE".into(),
+            key(rng, "z"),
+            "0".into(),
+            n(rng, 5),
+        ],
+        24 => vec![
+            "ZUNIONSTORE".into(),
+            key(rng, "z"),
+            "2".into(),
+            key(rng, "z"),
+            key(rng, "z"),
+        ],
+        25 => vec!["XADD".into(), key(rng, "x"), "*".into(), m(rng), m(rng)],
+        26 => vec![
+            "XTRIM".into(),
+            key(rng, "x"),
+            "MAXLEN".into(),
+            n(rng, 3),
+        ],
+        27 => vec![
+            "XGROUP".into(),
+            "CREATE".into(),
+            key(rng, "x"),
+            "g".into(),
+            "0".into(),
+            "MKSTREAM".into(),
+        ],
+        28 => vec![
+            "XGROUP".into(),
+            "CREATECONSUMER".into(),
+            key(rng, "x"),
+            "g".into(),
+            m(rng),
+        ],
+        29 => vec!["DEL".into(), any(rng), any(rng)],
+        30 => vec!["RENAME".into(), any(rng), any(rng)],
+        31 => vec!["EXPIRE".into(), any(rng), n(rng, 1000)],
+        32 => vec!["PERSIST".into(), any(rng)],
+        33 => vec!["COPY".into(), any(rng), any(rng), "REPLACE".into()],
+        34 => vec!["MOVE".into(), any(rng), "1".into()],
+        35 => vec!["EXPIRE".into(), any(rng), "0".into()],
+        36 => vec!["SORT".into(), key(rng, "l"), "ALPHA".into(), "STORE".into(), key(rng, "l")],
+        37 => vec!["HINCRBYFLOAT".into(), key(rng, "h"), m(rng), "1.5".into()],
+        38 => vec!["MSET".into(), key(rng, "s"), m(rng), key(rng, "s"), m(rng)],
+        _ => vec!["LINSERT".into(), key(rng, "l"), "BEFORE".into(), m(rng), m(rng)],
+    };
+    words
+}
+
+#[test]
+fn random_sequences_notify_alike() {
+    let seed = test_seed();
+    for (round, resp3) in [(0u64, false), (1, true), (2, false)] {
+        let mut rng = Rng::with_seed(seed.wrapping_add(round));
+        let mut p = Pair::new();
+        let mut s = Subscriber::new(&p, resp3);
+        set_classes(&mut p, "AKEn");
+        let mut history = Vec::new();
+        for _ in 0..300 {
+            let words = random_command(&mut rng);
+            let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+            // XADD * answers a time-based ID: the replies may differ there.
+            if words[0] == "XADD" {
+                p.both(&refs);
+            } else {
+                p.check(&refs);
+            }
+            history.push(words.join(" "));
+        }
+        let r = fence(&mut s.r);
+        let h = fence(&mut s.h);
+        if r != h {
+            let first = r.iter().zip(&h).position(|(a, b)| a != b);
+            panic!(
+                "seed {seed} round {round}: notifications differ (first at {first:?})\n  redis: {:?}\n  hozon: {:?}\n  commands: {history:?}",
+                r.iter().map(|f| show(f)).collect::<Vec<_>>(),
+                h.iter().map(|f| show(f)).collect::<Vec<_>>(),
+            );
+        }
+        assert!(!r.is_empty(), "Redis sent no notification at all");
+    }
+}
