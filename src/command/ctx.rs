@@ -336,23 +336,30 @@ impl<'a> Ctx<'a> {
 
     /// The live value under `key` for reading (counts a keyspace hit or miss).
     pub fn lookup_read(&mut self, key: &[u8]) -> Option<&Value> {
+        self.lookup_read_notifying(key, true)
+    }
+
+    /// [`Ctx::lookup_read`] without the "keymiss" event (Redis's
+    /// `LOOKUP_NONOTIFY`: OBJECT).
+    pub fn lookup_read_quiet(&mut self, key: &[u8]) -> Option<&Value> {
+        self.lookup_read_notifying(key, false)
+    }
+
+    fn lookup_read_notifying(&mut self, key: &[u8], notify_miss: bool) -> Option<&Value> {
         self.expire_if_needed(key);
         let db = self.session.db;
         let hidden = self
             .core
             .hidden_expired(self.session.is_master, db, key, self.now_ms);
         let found = !hidden && self.core.keyspace.db(db).get(key).is_some();
-        if hidden {
+        if !found {
             self.core.stats.keyspace_misses += 1;
-            self.core.notify(notify::KEY_MISS, "keymiss", db, key);
+            if notify_miss {
+                self.core.notify(notify::KEY_MISS, "keymiss", db, key);
+            }
             return None;
         }
-        if found {
-            self.core.stats.keyspace_hits += 1;
-        } else {
-            self.core.stats.keyspace_misses += 1;
-            self.core.notify(notify::KEY_MISS, "keymiss", db, key);
-        }
+        self.core.stats.keyspace_hits += 1;
         self.core.keyspace.db(db).get(key)
     }
 

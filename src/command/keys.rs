@@ -621,7 +621,7 @@ const SHARED_INTEGERS: i64 = 10_000;
 
 /// OBJECT's key lookup: counts a hit or miss; a missing key is a null bulk.
 fn object_lookup<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<&'c Value, Reply> {
-    ctx.lookup_read(key).ok_or(Reply::Null)
+    ctx.lookup_read_quiet(key).ok_or(Reply::Null)
 }
 
 fn object_encoding(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {

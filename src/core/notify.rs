@@ -95,8 +95,36 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use crate::command::clients::Message;
-    use crate::command::test_support::{effects, engine, run};
+    use crate::command::Session;
+    use crate::config::Config;
+    use crate::engine::Engine;
     use crate::reply::Reply;
+
+    fn engine() -> (Engine, Session) {
+        let mut engine = Engine::open(Config::in_memory()).expect("an in-memory config is valid");
+        let session = engine.new_session();
+        (engine, session)
+    }
+
+    fn run(engine: &mut Engine, session: &mut Session, line: &str) -> Reply {
+        let argv: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        engine.execute(session, &argv)
+    }
+
+    fn effects(engine: &mut Engine) -> Vec<String> {
+        engine
+            .take_effects()
+            .into_iter()
+            .map(|e| {
+                let words: Vec<String> = e
+                    .argv
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect();
+                format!("{}: {}", e.db, words.join(" "))
+            })
+            .collect()
+    }
 
     #[test]
     fn events_reach_subscribers_and_are_never_logged() {
