@@ -7,9 +7,9 @@
 
 use super::keys::{parse_scan_cursor, parse_scan_options, scan_reply, scan_table};
 use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx};
+use crate::core::notify;
 use crate::keyspace::Db;
 use crate::rand::Rng;
-use crate::core::notify;
 use crate::reply::Reply;
 use crate::types::set::Member;
 use crate::types::{Blob, Set, Value, WRONGTYPE};

@@ -15,8 +15,8 @@ use super::Core;
 use crate::types::Blob;
 
 pub(crate) use crate::config::notify::{
-    EVICTED, EXPIRED, GENERIC, HASH, KEYEVENT, KEYSPACE, KEY_MISS, LIST, NEW, SET, STREAM,
-    STRING, ZSET,
+    EVICTED, EXPIRED, GENERIC, HASH, KEYEVENT, KEYSPACE, KEY_MISS, LIST, NEW, SET, STREAM, STRING,
+    ZSET,
 };
 
 impl Core {
@@ -162,8 +162,6 @@ mod tests {
         run(&mut e, &mut client, "LPUSH l a");
         let messages = e.take_messages();
         assert_eq!(messages.len(), 1);
-        assert!(
-            messages[0].1 == Message::new(&[b"pmessage", b"*", b"__keyevent@0__:lpush", b"l"])
-        );
+        assert!(messages[0].1 == Message::new(&[b"pmessage", b"*", b"__keyevent@0__:lpush", b"l"]));
     }
 }

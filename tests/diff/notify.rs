@@ -595,7 +595,9 @@ fn blocked_clients_served_later_notify() {
     }
     let (mut zr, mut zh) = p.connect_more();
     for conn in [&mut zr, &mut zh] {
-        conn.send_raw(&encode_command(&[b"BLMOVE", b"bm", b"bm2", b"LEFT", b"RIGHT", b"0"]));
+        conn.send_raw(&encode_command(&[
+            b"BLMOVE", b"bm", b"bm2", b"LEFT", b"RIGHT", b"0",
+        ]));
     }
     // Let both block before the pushes.
     std::thread::sleep(Duration::from_millis(100));
@@ -603,7 +605,12 @@ fn blocked_clients_served_later_notify() {
     p.check(&["RPUSH", "bm", "x"]);
     assert_eq!(show(&br.read_reply()), show(&bh.read_reply()));
     assert_eq!(show(&zr.read_reply()), show(&zh.read_reply()));
-    s.expect_same("blocked clients served");
+    // hozon's messages must come without another command flushing them.
+    let r = fence(&mut s.r);
+    let h = read_frames(&mut s.h, r.len(), "hozon");
+    assert_frames_equal(&r, &h, "blocked clients served");
+    assert_frames_equal(&[], &fence(&mut s.h), "after the blocked clients");
+    assert_eq!(r.len(), 12, "Redis itself sent {r:?}");
 }
 
 // ---------------------------------------------------------------------------
@@ -673,12 +680,7 @@ fn random_command(rng: &mut Rng) -> Vec<String> {
             key(rng, "z"),
         ],
         25 => vec!["XADD".into(), key(rng, "x"), "*".into(), m(rng), m(rng)],
-        26 => vec![
-            "XTRIM".into(),
-            key(rng, "x"),
-            "MAXLEN".into(),
-            n(rng, 3),
-        ],
+        26 => vec!["XTRIM".into(), key(rng, "x"), "MAXLEN".into(), n(rng, 3)],
         27 => vec![
             "XGROUP".into(),
             "CREATE".into(),
@@ -701,10 +703,22 @@ fn random_command(rng: &mut Rng) -> Vec<String> {
         33 => vec!["COPY".into(), any(rng), any(rng), "REPLACE".into()],
         34 => vec!["MOVE".into(), any(rng), "1".into()],
         35 => vec!["EXPIRE".into(), any(rng), "0".into()],
-        36 => vec!["SORT".into(), key(rng, "l"), "ALPHA".into(), "STORE".into(), key(rng, "l")],
+        36 => vec![
+            "SORT".into(),
+            key(rng, "l"),
+            "ALPHA".into(),
+            "STORE".into(),
+            key(rng, "l"),
+        ],
         37 => vec!["HINCRBYFLOAT".into(), key(rng, "h"), m(rng), "1.5".into()],
         38 => vec!["MSET".into(), key(rng, "s"), m(rng), key(rng, "s"), m(rng)],
-        _ => vec!["LINSERT".into(), key(rng, "l"), "BEFORE".into(), m(rng), m(rng)],
+        _ => vec![
+            "LINSERT".into(),
+            key(rng, "l"),
+            "BEFORE".into(),
+            m(rng),
+            m(rng),
+        ],
     };
     words
 }
