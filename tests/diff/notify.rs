@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use hozon::rand::Rng;
 
-use crate::harness::{encode_command, show, split_line, test_seed, Conn, Pair};
+use crate::harness::{
+    encode_command, show, split_line, start_hozon, start_redis, test_seed, Conn, Pair,
+};
 
 /// How long a message may take to arrive before a test gives up on it.
 const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -754,5 +756,71 @@ fn random_sequences_notify_alike() {
             );
         }
         assert!(!r.is_empty(), "Redis sent no notification at all");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Replicas.
+
+#[test]
+fn a_replica_notifies_what_it_applies() {
+    let mut masters = Pair::new();
+    let redis_replica = start_redis(&[
+        "--replicaof",
+        "127.0.0.1",
+        &masters.redis_server.port.to_string(),
+    ]);
+    let hozon_replica = start_hozon(&[
+        "--replicaof",
+        "127.0.0.1",
+        &masters.hozon_server.port.to_string(),
+    ]);
+    let mut replicas = Subscriber {
+        r: Conn::connect(redis_replica.port),
+        h: Conn::connect(hozon_replica.port),
+    };
+    for (conn, side) in [(&mut replicas.r, "redis"), (&mut replicas.h, "hozon")] {
+        wait_for_link(conn, side);
+        conn.call(&[b"CONFIG", b"SET", b"notify-keyspace-events", b"KEAn"]);
+        conn.call(&[b"PSUBSCRIBE", PATTERN.as_bytes()]);
+    }
+    masters.script(
+        "SET k v\n\
+         LPUSH l a b\n\
+         RPOP l\n\
+         EXPIRE l 100\n\
+         INCRBYFLOAT f 1.5\n\
+         SADD s a\n\
+         SPOP s\n\
+         DEL k\n\
+         XADD x 1-1 f v\n\
+         SET e v PX 30\n",
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    // The masters' active expiry deletes `e` and sends DEL to the replicas.
+    masters.check(&["WAIT", "1", "5000"]);
+    let got = replicas.expect_same("the replicas applying their masters' stream");
+    let expiry_del = pmessage("__keyevent@0__:del", "e");
+    assert!(
+        got.iter().any(|f| f == expiry_del.as_bytes()),
+        "Redis itself sent {:?}",
+        got.iter().map(|f| show(f)).collect::<Vec<_>>()
+    );
+    drop((redis_replica, hozon_replica));
+}
+
+/// Waits until a replica's link to its master is up.
+fn wait_for_link(conn: &mut Conn, side: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let info = conn.call(&[b"INFO", b"replication"]);
+        if String::from_utf8_lossy(&info).contains("master_link_status:up") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{side}: the replica never synced"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
