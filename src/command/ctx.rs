@@ -340,7 +340,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// [`Ctx::lookup_read`] without the "keymiss" event (Redis's
-    /// `LOOKUP_NONOTIFY`: OBJECT).
+    /// `LOOKUP_NONOTIFY`: OBJECT; or a key the command looked up already).
     pub fn lookup_read_quiet(&mut self, key: &[u8]) -> Option<&Value> {
         self.lookup_read_notifying(key, false)
     }

@@ -249,7 +249,8 @@ fn sort_generic(ctx: &mut Ctx, argv: &[&[u8]], readonly: bool) -> CmdResult {
 /// sorted set, just those of `start..=end` in their order (reversed with
 /// DESC), as Redis loads them.
 fn collect_elements(ctx: &mut Ctx, key: &[u8], o: &Options, start: i64, end: i64) -> Vec<Vec<u8>> {
-    let Some(value) = ctx.lookup_read(key) else {
+    // The key was looked up (and a miss reported) by `sort_generic`.
+    let Some(value) = ctx.lookup_read_quiet(key) else {
         return Vec::new();
     };
     let wanted = if end >= start {

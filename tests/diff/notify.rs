@@ -423,7 +423,8 @@ fn each_class_alone() {
     let mut p = Pair::new();
     let mut s = Subscriber::new(&p, false);
     for classes in [
-        "Kg", "E$", "KEl", "Ks", "Eh", "Kz", "Ex", "Ee", "Kt", "En", "KEA", "Kd", "AE", "gK",
+        "Kg", "E$", "KEl", "Ks", "Eh", "Kz", "Ex", "Ee", "Kt", "En", "KEA", "Kd", "AE", "gK", "Km",
+        "AKEnm",
     ] {
         set_classes(&mut p, classes);
         p.script(EVERY_EVENT);
@@ -732,7 +733,7 @@ fn random_sequences_notify_alike() {
         let mut rng = Rng::with_seed(seed.wrapping_add(round));
         let mut p = Pair::new();
         let mut s = Subscriber::new(&p, resp3);
-        set_classes(&mut p, "AKEn");
+        set_classes(&mut p, "AKEnm");
         let mut history = Vec::new();
         for _ in 0..300 {
             let words = random_command(&mut rng);
@@ -755,7 +756,12 @@ fn random_sequences_notify_alike() {
                 h.iter().map(|f| show(f)).collect::<Vec<_>>(),
             );
         }
-        assert!(!r.is_empty(), "Redis sent no notification at all");
+        assert!(
+            r.len() > 200,
+            "seed {seed} round {round}: Redis sent only {} notifications",
+            r.len()
+        );
+        eprintln!("seed {seed} round {round}: {} notifications alike", r.len());
     }
 }
 
