@@ -124,4 +124,31 @@ mod tests {
         assert_eq!(parse_classes(b"KEw"), None);
         assert_eq!(parse_classes(b"a"), None);
     }
+
+    #[test]
+    fn config_file_and_rewrite() {
+        use crate::config::Config;
+        let cwd = std::path::Path::new("/srv");
+        let mut config = Config::default();
+        config
+            .apply_text(b"notify-keyspace-events KEA\n")
+            .expect("a valid line");
+        let refused = Config::default()
+            .apply_text(b"notify-keyspace-events KEw\n")
+            .unwrap_err();
+        assert!(refused.to_string().contains(INVALID_CLASS), "{refused}");
+        assert_eq!(config.notify_keyspace_events, ALL | KEYSPACE | KEYEVENT);
+        // Redis writes the value quoted (sdscatrepr), and only when set.
+        let text = crate::config::rewrite_content(b"", &config, None, cwd);
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("\nnotify-keyspace-events \"AKE\"\n"),
+            "{text}"
+        );
+        let old = b"notify-keyspace-events Ex\n";
+        config.notify_keyspace_events = 0;
+        let text = crate::config::rewrite_content(old, &config, None, cwd);
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.starts_with("notify-keyspace-events \"\"\n"), "{text}");
+    }
 }
