@@ -7,6 +7,7 @@
 
 use super::c_str;
 use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx};
+use crate::core::notify;
 use crate::reply::Reply;
 use crate::types::bits::{self, Overflow};
 use crate::types::num::parse_i64;
@@ -88,6 +89,7 @@ fn with_bits<R>(
             let out = f(&mut bytes, true);
             ctx.db()
                 .insert_new(key, Value::Str(Blob::raw_from_vec(bytes)));
+            ctx.notify_new(key);
             Ok(out)
         }
     }
@@ -113,6 +115,7 @@ fn setbit(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     })?;
     if changed {
         ctx.signal_modified(key);
+        ctx.notify(notify::STRING, "setbit", key);
         ctx.dirty(1);
     }
     Ok(Reply::Int(i64::from(old)))
@@ -279,6 +282,7 @@ fn bitop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         .collect();
     if max_len > 0 {
         ctx.set_key(dest, Value::Str(Blob::raw_from_vec(result)), false);
+        ctx.notify(notify::STRING, "set", dest);
         ctx.dirty(1);
     } else if ctx.delete_key(dest) {
         ctx.dirty(1);
@@ -461,6 +465,7 @@ fn bitfield_generic(ctx: &mut Ctx, argv: &[&[u8]], read_only: bool) -> CmdResult
     })?;
     if changes > 0 {
         ctx.signal_modified(key);
+        ctx.notify(notify::STRING, "setbit", key);
         ctx.dirty(changes);
     }
     Ok(Reply::Array(replies))

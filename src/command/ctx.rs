@@ -2,6 +2,7 @@
 
 use super::CmdResult;
 use crate::core::clients::BlockRequest;
+use crate::core::notify;
 use crate::core::Core;
 pub use crate::core::Session;
 use crate::keyspace::Db;
@@ -336,6 +337,7 @@ impl<'a> Ctx<'a> {
             db,
             argv: vec![b"DEL".to_vec(), key.to_vec()],
         });
+        self.core.notify(notify::EXPIRED, "expired", db, key);
         self.core.signal_modified(db, key);
         true
     }
@@ -348,21 +350,30 @@ impl<'a> Ctx<'a> {
 
     /// The live value under `key` for reading (counts a keyspace hit or miss).
     pub fn lookup_read(&mut self, key: &[u8]) -> Option<&Value> {
+        self.lookup_read_notifying(key, true)
+    }
+
+    /// [`Ctx::lookup_read`] without the "keymiss" event (Redis's
+    /// `LOOKUP_NONOTIFY`: OBJECT; or a key the command looked up already).
+    pub fn lookup_read_quiet(&mut self, key: &[u8]) -> Option<&Value> {
+        self.lookup_read_notifying(key, false)
+    }
+
+    fn lookup_read_notifying(&mut self, key: &[u8], notify_miss: bool) -> Option<&Value> {
         self.expire_if_needed(key);
         let db = self.session.db;
         let hidden = self
             .core
             .hidden_expired(self.session.is_master, db, key, self.now_ms);
         let found = !hidden && self.core.keyspace.db(db).get(key).is_some();
-        if hidden {
+        if !found {
             self.core.stats.keyspace_misses += 1;
+            if notify_miss {
+                self.core.notify(notify::KEY_MISS, "keymiss", db, key);
+            }
             return None;
         }
-        if found {
-            self.core.stats.keyspace_hits += 1;
-        } else {
-            self.core.stats.keyspace_misses += 1;
-        }
+        self.core.stats.keyspace_hits += 1;
         self.core.keyspace.db(db).get(key)
     }
 
@@ -395,11 +406,29 @@ impl<'a> Ctx<'a> {
     /// `keep_ttl`), and signals the modification.
     pub fn set_key(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
         self.expire_if_needed(key);
+        let created = self.core.notifies(notify::NEW) && !self.db().contains(key);
         self.db().set(key, value, keep_ttl);
+        if created {
+            self.notify_new(key);
+        }
         self.signal_modified(key);
     }
 
-    /// Deletes `key`; true when it existed (and had not expired).
+    /// Reports keyspace event `event` of `class` on `key` in the selected
+    /// database ([`Core::notify`]).
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        let db = self.session.db;
+        self.core.notify(class, event, db, key);
+    }
+
+    /// Reports the creation of `key` in the selected database (the "new"
+    /// event, Redis's `dbAdd`).
+    pub fn notify_new(&mut self, key: &[u8]) {
+        self.notify(notify::NEW, "new", key);
+    }
+
+    /// Deletes `key` (with the "del" event); true when it existed (and
+    /// had not expired).
     pub fn delete_key(&mut self, key: &[u8]) -> bool {
         if self.expire_if_needed(key) {
             return false;
@@ -407,12 +436,14 @@ impl<'a> Ctx<'a> {
         let removed = self.db().remove(key).is_some();
         if removed {
             self.signal_modified(key);
+            self.notify(notify::GENERIC, "del", key);
         }
         removed
     }
 
-    /// After `removed` elements left the collection at `key`: deletes the
-    /// key if the collection is now empty, signals the key as modified and
+    /// After `removed` elements left the collection at `key` (and the
+    /// command reported its event): deletes the key if the collection is
+    /// now empty ("del"), signals the key as modified and
     /// counts `removed` changes.
     pub fn elements_removed(&mut self, key: &[u8], removed: u64) {
         self.delete_if_empty(key);
@@ -421,7 +452,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// Deletes `key` when its collection became empty (Redis never keeps
-    /// empty lists, hashes, sets or sorted sets). Returns true if deleted.
+    /// empty lists, hashes, sets or sorted sets), with the "del" event.
+    /// Returns true if deleted.
     pub fn delete_if_empty(&mut self, key: &[u8]) -> bool {
         let empty = match self.db().get(key) {
             Some(Value::List(l)) => l.is_empty(),
@@ -432,6 +464,7 @@ impl<'a> Ctx<'a> {
         };
         if empty {
             self.db().remove(key);
+            self.notify(notify::GENERIC, "del", key);
         }
         empty
     }

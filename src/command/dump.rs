@@ -172,12 +172,14 @@ fn restore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         if deleted {
             ctx.log(vec![b"DEL".to_vec(), key.to_vec()]);
             ctx.signal_modified(key);
+            ctx.notify(crate::core::notify::GENERIC, "del", key);
             ctx.dirty(1);
         }
         return Ok(Reply::ok());
     }
 
     ctx.db().insert_new(key, value);
+    ctx.notify_new(key);
     if expire_ms != 0 {
         ctx.db().set_expire(key, expire_ms);
         if !absttl {
@@ -188,6 +190,7 @@ fn restore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
     }
     ctx.signal_modified(key);
+    ctx.notify(crate::core::notify::GENERIC, "restore", key);
     ctx.dirty(1);
     Ok(Reply::ok())
 }

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 
 use super::keys::{parse_scan_cursor, parse_scan_options, scan_reply, scan_table};
 use super::{arity_error, is, parse_int, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR};
+use crate::core::notify;
 use crate::reply::Reply;
 use crate::types::long_double::Ld;
 use crate::types::{num, Blob, EncodingLimits, Hash, Value};
@@ -89,6 +90,7 @@ fn set_pairs(ctx: &mut Ctx, argv: &[&[u8]], name: &str) -> Result<usize, Reply> 
         Ok(created)
     })?;
     ctx.signal_modified(key);
+    ctx.notify(notify::HASH, "hset", key);
     ctx.dirty(((argv.len() - 2) / 2) as u64);
     Ok(created)
 }
@@ -105,6 +107,7 @@ fn hsetnx(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     })?;
     if set {
         ctx.signal_modified(key);
+        ctx.notify(notify::HASH, "hset", key);
         ctx.dirty(1);
     }
     Ok(Reply::Int(i64::from(set)))
@@ -169,6 +172,7 @@ fn hdel(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
     }
     if deleted > 0 {
+        ctx.notify(notify::HASH, "hdel", key);
         ctx.elements_removed(key, deleted);
     }
     Ok(Reply::Int(deleted as i64))
@@ -196,10 +200,12 @@ fn hstrlen(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 /// Replaces the value of `field` in the hash at `key` (created when
 /// absent) with what `compute` makes of the current value, in one lookup.
 /// When `compute` fails nothing changes. Returns `compute`'s second result.
+/// `event`: the keyspace event of the change.
 fn update_field<T>(
     ctx: &mut Ctx,
     key: &[u8],
     field: &[u8],
+    event: &str,
     compute: impl FnOnce(Option<&[u8]>) -> Result<(Blob, T), Reply>,
 ) -> Result<T, Reply> {
     let out = change_hash(ctx, key, |hash, limits| {
@@ -208,13 +214,14 @@ fn update_field<T>(
         Ok(out)
     })?;
     ctx.signal_modified(key);
+    ctx.notify(notify::HASH, event, key);
     ctx.dirty(1);
     Ok(out)
 }
 
 fn hincrby(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let incr = parse_int(argv[3])?;
-    let new = update_field(ctx, argv[1], argv[2], |current| {
+    let new = update_field(ctx, argv[1], argv[2], "hincrby", |current| {
         let current = match current {
             Some(value) => {
                 num::parse_i64(value).ok_or(Reply::err("ERR hash value is not an integer"))?
@@ -235,7 +242,7 @@ fn hincrbyfloat(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if !incr.is_finite() {
         return Err(Reply::err("ERR value is NaN or Infinity"));
     }
-    let text = update_field(ctx, key, field, |current| {
+    let text = update_field(ctx, key, field, "hincrbyfloat", |current| {
         let current = match current {
             Some(value) => Ld::parse(value).ok_or(Reply::err("ERR hash value is not a float"))?,
             None => Ld::Zero { negative: false },

@@ -87,6 +87,7 @@ fn pfadd(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if write_hll(ctx, key)?.is_none() {
         ctx.db()
             .insert_new(key, Value::Str(Blob::raw_from_vec(hll::new_sparse())));
+        ctx.notify_new(key);
         updated += 1;
     }
     let blob = write_hll(ctx, key)?.expect("present");
@@ -107,6 +108,7 @@ fn pfadd(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     updated += result?;
     if updated > 0 {
         ctx.signal_modified(key);
+        ctx.notify(crate::core::notify::STRING, "pfadd", key);
         ctx.dirty(updated);
     }
     Ok(Reply::Int(i64::from(updated > 0)))
@@ -162,6 +164,7 @@ fn pfmerge(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         // exists here is a HyperLogLog.
         ctx.db()
             .insert_new(dest, Value::Str(Blob::raw_from_vec(hll::new_sparse())));
+        ctx.notify_new(dest);
     }
     let Some(Value::Str(blob)) = ctx.db().get_mut(dest) else {
         unreachable!("the destination was checked or created")
@@ -185,6 +188,8 @@ fn pfmerge(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         Ok(())
     })?;
     ctx.signal_modified(dest);
+    // Redis reports PFMERGE as "pfadd" (a mass add of elements).
+    ctx.notify(crate::core::notify::STRING, "pfadd", dest);
     ctx.dirty(1);
     Ok(Reply::ok())
 }

@@ -33,6 +33,7 @@ use super::c_str;
 use super::{
     error_text, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NOT_INT_ERR, NO_SUCH_KEY_ERR,
 };
+use crate::core::notify;
 use crate::reply::Reply;
 use crate::types::{Blob, Value};
 
@@ -241,10 +242,12 @@ fn expire_generic(
         // Already expired: delete now and log it as the DEL it amounts to.
         ctx.db().remove(key);
         ctx.signal_modified(key);
+        ctx.notify(notify::GENERIC, "del", key);
         ctx.log(vec![b"DEL".to_vec(), key.to_vec()]);
         return Ok(Reply::Int(1));
     }
     ctx.set_expire(key, when_ms);
+    ctx.notify(notify::GENERIC, "expire", key);
     // Redis rewrites the command name (unless it is PEXPIREAT) and the time
     // (unless PEXPIREAT gave it), keeping any NX/XX/GT/LT arguments.
     if relative || seconds {
@@ -320,6 +323,7 @@ fn persist(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     ctx.signal_modified(key);
+    ctx.notify(notify::GENERIC, "persist", key);
     ctx.dirty(1);
     Ok(Reply::Int(1))
 }
@@ -348,11 +352,14 @@ fn rename_generic(ctx: &mut Ctx, argv: &[&[u8]], nx: bool) -> CmdResult {
         .remove(src)
         .expect("source key checked present above");
     ctx.db().set(dst, value, false);
+    ctx.notify_new(dst);
     if let Some(at_ms) = expire_ms {
         ctx.db().set_expire(dst, at_ms);
     }
     ctx.signal_modified(src);
     ctx.signal_modified(dst);
+    ctx.notify(notify::GENERIC, "rename_from", src);
+    ctx.notify(notify::GENERIC, "rename_to", dst);
     ctx.dirty(1);
     Ok(done)
 }
@@ -387,8 +394,11 @@ fn move_command(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if let Some(at_ms) = expire_ms {
         to.set_expire(key, at_ms);
     }
+    ctx.core.notify(notify::NEW, "new", dst, key);
     ctx.core.signal_modified(src, key);
     ctx.core.signal_modified(dst, key);
+    ctx.core.notify(notify::GENERIC, "move_from", src, key);
+    ctx.core.notify(notify::GENERIC, "move_to", dst, key);
     ctx.dirty(1);
     Ok(Reply::Int(1))
 }
@@ -429,7 +439,9 @@ fn copy(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if let Some(at_ms) = expire_ms {
         target.set_expire(new_key, at_ms);
     }
+    ctx.core.notify(notify::NEW, "new", dst_db, new_key);
     ctx.core.signal_modified(dst_db, new_key);
+    ctx.core.notify(notify::GENERIC, "copy_to", dst_db, new_key);
     ctx.dirty(1);
     Ok(Reply::Int(1))
 }
@@ -602,7 +614,7 @@ const SHARED_INTEGERS: i64 = 10_000;
 
 /// OBJECT's key lookup: counts a hit or miss; a missing key is a null bulk.
 fn object_lookup<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<&'c Value, Reply> {
-    ctx.lookup_read(key).ok_or(Reply::Null)
+    ctx.lookup_read_quiet(key).ok_or(Reply::Null)
 }
 
 fn object_encoding(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {

@@ -11,6 +11,7 @@
 
 use super::clients::{BlockKind, BlockRequest};
 use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NO_SUCH_KEY_ERR};
+use crate::core::notify;
 use crate::reply::Reply;
 use crate::types::list::End;
 use crate::types::{Blob, List, Value};
@@ -63,7 +64,19 @@ const MUST_BE_POSITIVE_ERR: &str = "ERR value is out of range, must be positive"
 /// Counts one change and signals the key, but logs nothing: LPOP/RPOP are
 /// logged as received, a served BLPOP logs [`pop_effect`]`(key, end, None)`.
 pub fn pop_one(ctx: &mut Ctx, key: &[u8], end: End) -> Result<Option<Blob>, Reply> {
-    let (value, now_empty) = match ctx.write_list(key)? {
+    let Some((value, now_empty)) = pop_raw(ctx, key, end)? else {
+        return Ok(None);
+    };
+    popped_from(ctx, key, end, now_empty);
+    ctx.signal_modified(key);
+    ctx.dirty(1);
+    Ok(Some(value))
+}
+
+/// Pops one element, leaving an emptied list in place: the value and
+/// whether the list is now empty.
+fn pop_raw(ctx: &mut Ctx, key: &[u8], end: End) -> Result<Option<(Blob, bool)>, Reply> {
+    Ok(Some(match ctx.write_list(key)? {
         None => return Ok(None),
         Some(list) => match list.pop(end) {
             Some(value) => (value, list.is_empty()),
@@ -71,13 +84,26 @@ pub fn pop_one(ctx: &mut Ctx, key: &[u8], end: End) -> Result<Option<Blob>, Repl
             // Redis treats it as missing (LMOVE) rather than crashing.
             None => return Ok(None),
         },
-    };
+    }))
+}
+
+/// After elements were popped from `end` of the list at `key`: the "lpop"
+/// or "rpop" event, then the key's deletion ("del") when the list is now
+/// empty (Redis's `listElementsRemoved`).
+fn popped_from(ctx: &mut Ctx, key: &[u8], end: End, now_empty: bool) {
+    ctx.notify(notify::LIST, end_event(end, "lpop", "rpop"), key);
     if now_empty {
         ctx.db().remove(key);
+        ctx.notify(notify::GENERIC, "del", key);
     }
-    ctx.signal_modified(key);
-    ctx.dirty(1);
-    Ok(Some(value))
+}
+
+/// `head` or `tail`, after `end`.
+fn end_event(end: End, head: &'static str, tail: &'static str) -> &'static str {
+    match end {
+        End::Head => head,
+        End::Tail => tail,
+    }
 }
 
 /// Pops up to `count` elements from the list at `key`, nearest `end`
@@ -105,7 +131,9 @@ pub fn pop_many(
             (popped, list.is_empty())
         }
     };
-    if now_empty {
+    if !popped.is_empty() {
+        popped_from(ctx, key, end, now_empty);
+    } else if now_empty {
         ctx.db().remove(key);
     }
     if !popped.is_empty() {
@@ -156,18 +184,24 @@ pub fn move_element(
         let value = list.pop(end_from).expect("the source list is not empty");
         list.push(end_to, &value);
         ctx.signal_modified(src);
+        ctx.notify(notify::LIST, end_event(end_to, "lpush", "rpush"), dst);
+        ctx.notify(notify::LIST, end_event(end_from, "lpop", "rpop"), src);
         ctx.dirty(1);
         return Ok(Some(value));
     }
     // The destination's type is checked before anything is popped, so a
     // WRONGTYPE leaves both keys untouched (as in Redis).
     ctx.write_list(dst)?;
-    let Some(value) = pop_one(ctx, src, end_from)? else {
+    let Some((value, now_empty)) = pop_raw(ctx, src, end_from)? else {
         return Ok(None);
     };
-    // pop_one counted the change; the push is part of the same one.
+    // Redis's order: the push (and its event), then the pop's events.
     list_for_push(ctx, dst).push(end_to, &value);
     ctx.signal_modified(dst);
+    ctx.notify(notify::LIST, end_event(end_to, "lpush", "rpush"), dst);
+    popped_from(ctx, src, end_from, now_empty);
+    ctx.signal_modified(src);
+    ctx.dirty(1);
     Ok(Some(value))
 }
 
@@ -200,6 +234,7 @@ pub fn move_effect(
 fn list_for_push<'c>(ctx: &'c mut Ctx, key: &[u8]) -> &'c mut List {
     if !ctx.db().contains(key) {
         ctx.db().insert_new(key, Value::List(Box::default()));
+        ctx.notify_new(key);
     }
     match ctx.db().get_mut(key) {
         Some(Value::List(list)) => list,
@@ -294,6 +329,7 @@ fn push_generic(ctx: &mut Ctx, argv: &[&[u8]], end: End, only_existing: bool) ->
         None => push_all(list_for_push(ctx, key), end, values),
     };
     ctx.signal_modified(key);
+    ctx.notify(notify::LIST, end_event(end, "lpush", "rpush"), key);
     ctx.dirty(values.len() as u64);
     Ok(Reply::Int(len as i64))
 }
@@ -629,6 +665,7 @@ fn lset(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return Err(Reply::err(INDEX_OUT_OF_RANGE_ERR));
     }
     ctx.signal_modified(key);
+    ctx.notify(notify::LIST, "lset", key);
     ctx.dirty(1);
     Ok(Reply::ok())
 }
@@ -653,6 +690,7 @@ fn linsert(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     list.insert(pivot + usize::from(after), argv[4]);
     let len = list.len();
     ctx.signal_modified(key);
+    ctx.notify(notify::LIST, "linsert", key);
     ctx.dirty(1);
     Ok(Reply::Int(len as i64))
 }
@@ -669,6 +707,7 @@ fn lrem(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     let removed = list.remove_matching(argv[3], limit, from);
     if removed > 0 {
+        ctx.notify(notify::LIST, "lrem", key);
         ctx.elements_removed(key, removed as u64);
     }
     Ok(Reply::Int(removed as i64))
@@ -690,6 +729,7 @@ fn ltrim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     };
     list.trim(head, tail);
     // Redis signals the key even when nothing was trimmed.
+    ctx.notify(notify::LIST, "ltrim", key);
     ctx.elements_removed(key, (head + tail) as u64);
     Ok(Reply::ok())
 }

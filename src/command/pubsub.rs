@@ -7,6 +7,7 @@
 //! host delivers them (the server appends them to each client's output and
 //! disconnects subscribers that fall too far behind).
 
+#[cfg(test)]
 use super::clients::Message;
 use super::flags::MAY_REPLICATE;
 use super::{CmdResult, CommandSpec, Ctx, Session};
@@ -219,29 +220,7 @@ pub fn unsubscribe_everything(core: &mut Core, session: &mut Session) {
 /// Queues `message` on `channel` for every subscriber (channel subscribers
 /// first, then pattern subscribers), returning the number of deliveries.
 pub fn publish_message(core: &mut Core, channel: &[u8], message: &[u8], sharded: bool) -> usize {
-    let clients = &mut core.clients;
-    let kind: &'static [u8] = if sharded { b"smessage" } else { b"message" };
-    let mut receivers = 0;
-    if !clients.channel_subscribers(channel, sharded).is_empty() {
-        let frame = Message::new(&[kind, channel, message]);
-        receivers = clients.send_to_channel(channel, sharded, &frame);
-    }
-    if sharded || clients.pattern_count() == 0 {
-        return receivers;
-    }
-    let matching: Vec<(Blob, Vec<u64>)> = clients
-        .patterns()
-        .filter(|(p, _)| crate::glob::matches(p, channel, false))
-        .map(|(p, s)| (p.clone(), s.to_vec()))
-        .collect();
-    for (pattern, sessions) in matching {
-        let frame = Message::new(&[b"pmessage", &pattern, channel, message]);
-        for session in sessions {
-            receivers += 1;
-            clients.send(session, frame.clone());
-        }
-    }
-    receivers
+    core.publish(channel, message, sharded)
 }
 
 fn publish(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {

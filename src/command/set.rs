@@ -7,6 +7,7 @@
 
 use super::keys::{parse_scan_cursor, parse_scan_options, scan_reply, scan_table};
 use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx};
+use crate::core::notify;
 use crate::keyspace::Db;
 use crate::rand::Rng;
 use crate::reply::Reply;
@@ -90,10 +91,12 @@ fn sets_of<'d>(db: &'d Db, keys: &[&[u8]]) -> Vec<Option<&'d Set>> {
 
 /// Stores a set-algebra result under `dst` (replacing any value and TTL),
 /// or deletes `dst` when the result is empty; replies with the size.
-fn store_result(ctx: &mut Ctx, dst: &[u8], result: Set) -> CmdResult {
+/// `event`: the keyspace event of a stored result.
+fn store_result(ctx: &mut Ctx, dst: &[u8], result: Set, event: &str) -> CmdResult {
     let len = result.len();
     if len > 0 {
         ctx.set_key(dst, Value::Set(Box::new(result)), false);
+        ctx.notify(notify::SET, event, dst);
         ctx.dirty(1);
     } else if ctx.delete_key(dst) {
         ctx.dirty(1);
@@ -114,11 +117,13 @@ fn sadd(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             let mut set = Set::for_member(members[0]);
             let added = members.iter().filter(|m| set.insert(m, max)).count();
             ctx.db().insert_new(key, Value::Set(Box::new(set)));
+            ctx.notify_new(key);
             added
         }
     };
     if added > 0 {
         ctx.signal_modified(key);
+        ctx.notify(notify::SET, "sadd", key);
         ctx.dirty(added as u64);
     }
     Ok(Reply::Int(added as i64))
@@ -139,6 +144,7 @@ fn srem(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
     }
     if removed > 0 {
+        ctx.notify(notify::SET, "srem", key);
         ctx.elements_removed(key, removed);
     }
     Ok(Reply::Int(removed as i64))
@@ -196,6 +202,7 @@ fn smove(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if !removed {
         return Ok(Reply::Int(0));
     }
+    ctx.notify(notify::SET, "srem", src);
     ctx.delete_if_empty(src);
     let max = max_intset(ctx);
     let added = match ctx.write_set(dst)? {
@@ -204,6 +211,7 @@ fn smove(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             let mut set = Set::for_member(member);
             set.insert(member, max);
             ctx.db().insert_new(dst, Value::Set(Box::new(set)));
+            ctx.notify_new(dst);
             true
         }
     };
@@ -212,6 +220,7 @@ fn smove(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if added {
         ctx.dirty(1);
         ctx.signal_modified(dst);
+        ctx.notify(notify::SET, "sadd", dst);
     }
     Ok(Reply::Int(1))
 }
@@ -231,6 +240,7 @@ fn spop(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     }
     let (set, rng) = set_and_rng(ctx, key).expect("key was just found holding a set");
     let member = set.pop_random(rng).expect("a stored set is never empty");
+    ctx.notify(notify::SET, "spop", key);
     ctx.elements_removed(key, 1);
     let reply = Reply::Bulk(member.to_vec());
     ctx.log(vec![b"SREM".to_vec(), key.to_vec(), member.into_vec()]);
@@ -253,6 +263,7 @@ fn spop_with_count(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return Ok(Reply::Set(Vec::new()));
     }
     let size = set.len() as u64;
+    ctx.notify(notify::SET, "spop", key);
     if count >= size {
         // The whole set: Redis replies with the SUNION of the key (so a
         // hash table of integers replies sorted, as a fresh intset would),
@@ -476,7 +487,7 @@ fn sinterstore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             true
         });
     }
-    store_result(ctx, dst, result)
+    store_result(ctx, dst, result, "sinterstore")
 }
 
 // ---------------------------------------------------------------------------
@@ -549,7 +560,11 @@ fn union_diff_store(ctx: &mut Ctx, dst: &[u8], keys: &[&[u8]], op: SetOp) -> Cmd
     let max = max_intset(ctx);
     let sets = sets_of(ctx.db(), keys);
     let result = union_or_diff(&sets, op, max);
-    store_result(ctx, dst, result)
+    let event = match op {
+        SetOp::Union => "sunionstore",
+        SetOp::Diff => "sdiffstore",
+    };
+    store_result(ctx, dst, result, event)
 }
 
 fn sunion(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {

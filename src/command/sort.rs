@@ -238,6 +238,7 @@ fn sort_generic(ctx: &mut Ctx, argv: &[&[u8]], readonly: bool) -> CmdResult {
     }
     if output_len > 0 {
         ctx.set_key(store, Value::List(Box::new(list)), false);
+        ctx.notify(crate::core::notify::LIST, "sortstore", store);
         ctx.dirty(output_len as u64);
     } else if ctx.delete_key(store) {
         ctx.dirty(1);
@@ -249,7 +250,8 @@ fn sort_generic(ctx: &mut Ctx, argv: &[&[u8]], readonly: bool) -> CmdResult {
 /// sorted set, just those of `start..=end` in their order (reversed with
 /// DESC), as Redis loads them.
 fn collect_elements(ctx: &mut Ctx, key: &[u8], o: &Options, start: i64, end: i64) -> Vec<Vec<u8>> {
-    let Some(value) = ctx.lookup_read(key) else {
+    // The key was looked up (and a miss reported) by `sort_generic`.
+    let Some(value) = ctx.lookup_read_quiet(key) else {
         return Vec::new();
     };
     let wanted = if end >= start {

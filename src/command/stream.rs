@@ -7,6 +7,7 @@
 use super::c_str;
 use super::clients::{BlockKind, BlockRequest};
 use super::{arity_error, CmdResult, CommandSpec, Ctx, NOT_INT_ERR, NO_SUCH_KEY_ERR, SYNTAX_ERR};
+use crate::core::notify;
 use crate::reply::Reply;
 use crate::types::num;
 use crate::types::stream::{AddError, Fields, NodeLimits, Stream, StreamId, TrimStrategy};
@@ -377,17 +378,22 @@ fn xadd(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             }
         };
     let mut log_argv: Option<Vec<Vec<u8>>> = None;
+    let mut trimmed = 0;
     if args.approx {
         let log = log_argv.get_or_insert_with(|| owned_argv(argv));
-        trim_and_rewrite(stream, &args, log, true);
+        trimmed = trim_and_rewrite(stream, &args, log, true);
     } else if args.strategy.is_some() {
-        trim_and_rewrite(stream, &args, &mut [], false);
+        trimmed = trim_and_rewrite(stream, &args, &mut [], false);
     }
     if !seq_given {
         // `*` and `<ms>-*` are logged with the ID actually generated.
         log_argv.get_or_insert_with(|| owned_argv(argv))[args.id_index] = id.to_bytes();
     }
     ctx.signal_modified(key);
+    ctx.notify(notify::STREAM, "xadd", key);
+    if trimmed > 0 {
+        ctx.notify(notify::STREAM, "xtrim", key);
+    }
     ctx.dirty(1);
     if let Some(log) = log_argv {
         ctx.log(log);
@@ -474,6 +480,7 @@ fn xdel(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let deleted = ids.into_iter().filter(|id| stream.remove(*id)).count() as u64;
     if deleted > 0 {
         ctx.signal_modified(key);
+        ctx.notify(notify::STREAM, "xdel", key);
         ctx.dirty(deleted);
     }
     Ok(Reply::Int(deleted as i64))
@@ -490,6 +497,7 @@ fn xtrim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let deleted = trim_and_rewrite(stream, &args, &mut log_argv, false);
     if deleted > 0 {
         ctx.signal_modified(key);
+        ctx.notify(notify::STREAM, "xtrim", key);
         ctx.dirty(deleted);
         if args.approx {
             ctx.log(log_argv);
@@ -549,6 +557,7 @@ fn xsetid(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     }
     // Redis 7.0's XSETID signals nothing: WATCH does not see it and
     // clients blocked in XREAD are not woken by it.
+    ctx.notify(notify::STREAM, "xsetid", key);
     ctx.dirty(1);
     Ok(Reply::ok())
 }

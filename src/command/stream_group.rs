@@ -18,6 +18,7 @@ use std::ops::Bound;
 use super::c_str;
 use super::stream::{entry_reply, parse_id, parse_strict_id};
 use super::{parse_int, BlockKind, BlockRequest, CmdResult, CommandSpec, Ctx, Handler};
+use crate::core::notify;
 use crate::reply::Reply;
 use crate::types::stream::{
     Consumer, ConsumerGroup, PendingEntry, Stream, StreamId, ENTRIES_READ_INVALID,
@@ -401,6 +402,8 @@ struct Served {
     entries: Reply,
     /// Effects to log.
     effects: Vec<Argv>,
+    /// The consumer was created (the "xgroup-createconsumer" event).
+    created: bool,
 }
 
 /// One delivery to a consumer from one stream: what [`serve_group`] serves
@@ -443,7 +446,8 @@ fn serve_group(s: &Stream, group: &mut ConsumerGroup, d: &Delivery) -> Served {
     // Redis's streamIncrID wraps past the last ID to 0-0.
     let start = after.next().unwrap_or(StreamId::MIN);
     let limit = if count == 0 { usize::MAX } else { count };
-    if touch_consumer(group, consumer, now_ms) && (noack || history) {
+    let created = touch_consumer(group, consumer, now_ms);
+    if created && (noack || history) {
         // Redis propagates the creation only with NOACK (otherwise the
         // XCLAIMs create the consumer); a history read delivers no new
         // entry, so its consumer would be lost on replay without this.
@@ -483,6 +487,7 @@ fn serve_group(s: &Stream, group: &mut ConsumerGroup, d: &Delivery) -> Served {
         return Served {
             entries: Reply::Array(items),
             effects,
+            created,
         };
     }
     let mut moved = false;
@@ -521,6 +526,7 @@ fn serve_group(s: &Stream, group: &mut ConsumerGroup, d: &Delivery) -> Served {
     Served {
         entries: Reply::Array(items),
         effects,
+        created,
     }
 }
 
@@ -622,6 +628,9 @@ fn xreadgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         })
         .expect("the group was checked while parsing");
         if let Some(result) = result {
+            if result.created {
+                ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+            }
             served.push((key.to_vec(), result.entries));
             effects.extend(result.effects);
             ctx.dirty(1);
@@ -690,6 +699,9 @@ fn xreadgroup_retry(ctx: &mut Ctx, args: &ReadGroupArgs, keys: &[&[u8]], key: &[
         // The engine keeps the original deadline and place in the queue.
         return ctx.block(block_request(keys, args.block.flatten()));
     };
+    if result.created {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+    }
     ctx.dirty(1);
     log_effects(ctx, result.effects);
     Ok(read_reply(
@@ -901,6 +913,7 @@ fn xclaim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let s = ctx
         .write_stream(key)?
         .expect("checked above: the key exists");
+    let mut created = false;
     let (items, effects, dirty) = with_group(s, group_name, |s, group| {
         let mut effects = Vec::new();
         let mut items = Vec::new();
@@ -951,6 +964,7 @@ fn xclaim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             if !consumer_ready {
                 if touch_consumer(group, consumer, now) {
                     dirty += 1;
+                    created = true;
                 }
                 consumer_ready = true;
             }
@@ -985,6 +999,9 @@ fn xclaim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         (items, effects, dirty)
     })
     .expect("checked above: the group exists");
+    if created {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+    }
     ctx.dirty(dirty);
     log_effects(ctx, effects);
     Ok(Reply::Array(items))
@@ -1043,6 +1060,7 @@ fn xautoclaim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let s = ctx
         .write_stream(key)?
         .expect("checked above: the key exists");
+    let mut created = false;
     let (reply, effects, dirty) = with_group(s, group_name, |s, group| {
         let mut effects = Vec::new();
         let mut claimed = Vec::new();
@@ -1088,6 +1106,7 @@ fn xautoclaim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             if !consumer_ready {
                 if touch_consumer(group, consumer, now) {
                     dirty += 1;
+                    created = true;
                 }
                 consumer_ready = true;
             }
@@ -1131,6 +1150,9 @@ fn xautoclaim(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         (reply, effects, dirty)
     })
     .expect("checked above: the group exists");
+    if created {
+        ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+    }
     ctx.dirty(dirty);
     log_effects(ctx, effects);
     Ok(reply)

@@ -6,6 +6,7 @@
 
 use super::c_str;
 use super::{is, parse_int, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR, NOT_INT_ERR};
+use crate::core::notify;
 use crate::reply::Reply;
 use crate::types::long_double::Ld;
 use crate::types::{Blob, Value, WRONGTYPE};
@@ -48,8 +49,9 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// The live value under `key` for reading, with one table lookup (the GET
 /// hot path) and keyspace hit/miss statistics like Redis's `lookupKeyRead`.
 fn lookup_value<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Option<&'c Value> {
-    if ctx.core.expiry_held() {
-        // Keys past their TTL read as absent there (`Ctx::lookup_read`).
+    if ctx.core.expiry_held() || ctx.core.notifies(notify::KEY_MISS) {
+        // Keys past their TTL read as absent there (`Ctx::lookup_read`),
+        // which also reports "keymiss".
         return ctx.lookup_read(key);
     }
     ctx.expire_if_needed(key);
@@ -250,8 +252,10 @@ fn set_generic(ctx: &mut Ctx, argv: &[&[u8]], req: SetRequest) -> CmdResult {
     let keep_ttl = flags & opt::KEEPTTL != 0 || expire_at_ms.is_some();
     ctx.set_key(key, Value::Str(Blob::new(value)), keep_ttl);
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "set", key);
     if let Some(at_ms) = expire_at_ms {
         ctx.set_expire(key, at_ms);
+        ctx.notify(notify::GENERIC, "expire", key);
         // Relative or absolute, the expiry is logged as an absolute time in
         // ms so replaying the log later gives the same deadline.
         ctx.log(vec![
@@ -291,6 +295,7 @@ fn set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         // The hot path: no options to parse, nothing to look up first.
         ctx.set_key(argv[1], Value::Str(Blob::new(argv[2])), false);
         ctx.dirty(1);
+        ctx.notify(notify::STRING, "set", argv[1]);
         return Ok(Reply::ok());
     }
     let args = parse_extended(argv, 3, true)?;
@@ -352,6 +357,7 @@ fn getset(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     };
     ctx.set_key(argv[1], Value::Str(Blob::new(argv[2])), false);
     ctx.dirty(1);
+    ctx.notify(notify::STRING, "set", argv[1]);
     // GETSET k v and SET k v have the same effect; Redis logs the latter.
     ctx.log(vec![b"SET".to_vec(), argv[1].to_vec(), argv[2].to_vec()]);
     Ok(reply)
@@ -366,6 +372,7 @@ fn getdel(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         unreachable!("lookup_str just found a string under the key");
     };
     ctx.signal_modified(key);
+    ctx.notify(notify::GENERIC, "del", key);
     ctx.dirty(1);
     ctx.log(vec![b"DEL".to_vec(), key.to_vec()]);
     Ok(Reply::Bulk(value.into_vec()))
@@ -389,17 +396,20 @@ fn getex(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             // An absolute time already past deletes the key at once.
             ctx.db().remove(key);
             ctx.signal_modified(key);
+            ctx.notify(notify::GENERIC, "del", key);
             ctx.dirty(1);
             ctx.log(vec![b"DEL".to_vec(), key.to_vec()]);
         }
         Some((at_ms, _)) => {
             ctx.set_expire(key, at_ms);
+            ctx.notify(notify::GENERIC, "expire", key);
             ctx.dirty(1);
             ctx.log(vec![b"PEXPIREAT".to_vec(), key.to_vec(), int_arg(at_ms)]);
         }
         // PERSIST on a key without a TTL changes nothing and logs nothing.
         None if args.flags & opt::PERSIST != 0 && ctx.remove_expire(key) => {
             ctx.signal_modified(key);
+            ctx.notify(notify::GENERIC, "persist", key);
             ctx.dirty(1);
             ctx.log(vec![b"PERSIST".to_vec(), key.to_vec()]);
         }
@@ -433,6 +443,7 @@ fn mset_generic(ctx: &mut Ctx, argv: &[&[u8]], nx: bool) -> CmdResult {
     }
     for pair in argv[1..].chunks_exact(2) {
         ctx.set_key(pair[0], Value::Str(Blob::new(pair[1])), false);
+        ctx.notify(notify::STRING, "set", pair[0]);
     }
     ctx.dirty((argv.len() as u64 - 1) / 2);
     Ok(if nx { Reply::Int(1) } else { Reply::ok() })
@@ -463,10 +474,12 @@ fn incr_decr(ctx: &mut Ctx, key: &[u8], delta: i64) -> CmdResult {
         Some(_) => return Err(Reply::err(WRONGTYPE)),
         None => {
             ctx.db().insert_new(key, Value::Str(Blob::from_i64(delta)));
+            ctx.notify_new(key);
             delta
         }
     };
     ctx.signal_modified(key);
+    ctx.notify(notify::STRING, "incrby", key);
     ctx.dirty(1);
     Ok(Reply::Int(new))
 }
@@ -511,8 +524,10 @@ fn incrbyfloat(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         ctx.set_key(key, Value::Str(Blob::new(&text)), true);
     } else {
         ctx.db().insert_new(key, Value::Str(Blob::new(&text)));
+        ctx.notify_new(key);
         ctx.signal_modified(key);
     }
+    ctx.notify(notify::STRING, "incrbyfloat", key);
     ctx.dirty(1);
     // Logged as the resulting value so replay does not depend on float
     // arithmetic or formatting.
@@ -547,10 +562,12 @@ fn append(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         Some(_) => return Err(Reply::err(WRONGTYPE)),
         None => {
             ctx.db().insert_new(key, Value::Str(Blob::new(tail)));
+            ctx.notify_new(key);
             tail.len()
         }
     };
     ctx.signal_modified(key);
+    ctx.notify(notify::STRING, "append", key);
     ctx.dirty(1);
     Ok(Reply::Int(new_len as i64))
 }
@@ -623,10 +640,12 @@ fn setrange(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             let len = bytes.len();
             ctx.db()
                 .insert_new(key, Value::Str(Blob::raw_from_vec(bytes)));
+            ctx.notify_new(key);
             len
         }
     };
     ctx.signal_modified(key);
+    ctx.notify(notify::STRING, "setrange", key);
     ctx.dirty(1);
     Ok(Reply::Int(new_len as i64))
 }

@@ -16,6 +16,7 @@
 use super::c_str;
 use super::clients::{BlockKind, BlockRequest};
 use super::{is, parse_int, syntax_error, CmdResult, CommandSpec, Ctx, NOT_FLOAT_ERR, NOT_INT_ERR};
+use crate::core::notify;
 use crate::reply::Reply;
 use crate::types::num::{format_g17, parse_f64};
 use crate::types::ordtree::cmp_key;
@@ -300,6 +301,7 @@ fn zadd_generic(ctx: &mut Ctx, argv: &[&[u8]], incr_command: bool) -> CmdResult 
     }
     if added + updated > 0 {
         ctx.signal_modified(key);
+        ctx.notify(notify::ZSET, if flags.incr { "zincr" } else { "zadd" }, key);
     }
     if nan {
         return Err(Reply::err("ERR resulting score is not a number (NaN)"));
@@ -333,6 +335,7 @@ fn zrem(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
     }
     if deleted > 0 {
+        ctx.notify(notify::ZSET, "zrem", key);
         ctx.elements_removed(key, deleted);
     }
     Ok(Reply::Int(deleted as i64))
@@ -390,6 +393,11 @@ fn zremrange_generic(ctx: &mut Ctx, key: &[u8], range: RemoveRange<'_>) -> CmdRe
     let Some(z) = ctx.write_zset(key)? else {
         return Ok(Reply::Int(0));
     };
+    let event = match range {
+        RemoveRange::Rank(..) => "zremrangebyrank",
+        RemoveRange::Score(_) => "zremrangebyscore",
+        RemoveRange::Lex(_) => "zremrangebylex",
+    };
     let deleted = match range {
         RemoveRange::Rank(start, end) => match clamp_rank_range(start, end, z.len()) {
             Some((start, end)) => z.remove_ranks(start, end + 1).len(),
@@ -399,6 +407,7 @@ fn zremrange_generic(ctx: &mut Ctx, key: &[u8], range: RemoveRange<'_>) -> CmdRe
         RemoveRange::Lex(r) => z.remove_in_range(&r),
     };
     if deleted > 0 {
+        ctx.notify(notify::ZSET, event, key);
         ctx.elements_removed(key, deleted as u64);
     }
     Ok(Reply::Int(deleted as i64))
@@ -683,12 +692,18 @@ fn set_op_command(
             resp3,
         ));
     };
-    Ok(store_result(ctx, dst, result))
+    let event = match op {
+        SetOp::Union => "zunionstore",
+        SetOp::Inter => "zinterstore",
+        SetOp::Diff => "zdiffstore",
+    };
+    Ok(store_result(ctx, dst, result, event))
 }
 
 /// Stores a *STORE result: the set (in the encoding that fits it) when
-/// not empty, otherwise removes the destination.
-fn store_result(ctx: &mut Ctx, dst: &[u8], entries: Vec<(Blob, f64)>) -> Reply {
+/// not empty (with the keyspace event `event`), otherwise removes the
+/// destination.
+fn store_result(ctx: &mut Ctx, dst: &[u8], entries: Vec<(Blob, f64)>, event: &str) -> Reply {
     if entries.is_empty() {
         if ctx.delete_key(dst) {
             ctx.dirty(1);
@@ -700,6 +715,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], entries: Vec<(Blob, f64)>) -> Reply {
     let count = entries.len();
     let z = ZSet::from_sorted(entries, &limits);
     ctx.set_key(dst, Value::ZSet(Box::new(z)), false);
+    ctx.notify(notify::ZSET, event, dst);
     ctx.dirty(1);
     Reply::Int(count as i64)
 }
@@ -873,7 +889,7 @@ fn zrange_generic(
     let resp3 = is_resp3(ctx);
     let Some(z) = ctx.read_zset(argv[key_idx])? else {
         return Ok(match store {
-            Some(dst) => store_result(ctx, dst, Vec::new()),
+            Some(dst) => store_result(ctx, dst, Vec::new(), "zrangestore"),
             None => Reply::Array(Vec::new()),
         });
     };
@@ -904,7 +920,7 @@ fn zrange_generic(
             if reverse {
                 entries.reverse();
             }
-            Ok(store_result(ctx, dst, entries))
+            Ok(store_result(ctx, dst, entries, "zrangestore"))
         }
     }
 }
@@ -1048,6 +1064,11 @@ pub fn pop(
         popped.reverse();
     }
     if take > 0 {
+        let event = match end {
+            End::Min => "zpopmin",
+            End::Max => "zpopmax",
+        };
+        ctx.notify(notify::ZSET, event, key);
         ctx.elements_removed(key, take as u64);
     }
     Ok(Some(popped))

@@ -20,6 +20,7 @@
 //! flags and the startup refusals.
 
 mod load;
+pub mod notify;
 mod params;
 mod replica;
 mod rewrite;
@@ -188,6 +189,9 @@ pub struct Config {
     /// close together (20 µs; 0: always sleep at once). See
     /// `server::busy_poll`.
     pub busy_poll_us: u64,
+    /// `notify-keyspace-events`: the keyspace notification classes in
+    /// force ([`notify`]'s flags; 0, the default: none).
+    pub notify_keyspace_events: u32,
     /// The configuration file the server was started with, if any (INFO
     /// `config_file`).
     pub config_file: Option<PathBuf>,
@@ -411,6 +415,7 @@ impl Default for Config {
             key_load_delay: 0,
             loading_process_events_interval_bytes: 2 * 1024 * 1024,
             busy_poll_us: 0,
+            notify_keyspace_events: 0,
             config_file: None,
             normal_output_limit: OutputLimit::default(),
             replica_output_limit: OutputLimit::default(),

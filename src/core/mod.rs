@@ -9,6 +9,7 @@ mod background;
 pub mod clients;
 pub(crate) mod failover;
 pub mod functions;
+pub(crate) mod notify;
 pub(crate) mod pause;
 pub(crate) use pause::{PauseMode, PausePurpose};
 pub(crate) mod repl;
@@ -248,6 +249,7 @@ impl Core {
                         db,
                         argv: vec![b"DEL".to_vec(), key.to_vec()],
                     });
+                    self.notify(notify::EXPIRED, "expired", db, key);
                     self.signal_modified(db, key);
                 }
                 removed_total += expired.len();

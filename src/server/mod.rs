@@ -233,6 +233,11 @@ impl Server {
             self.flush_pending();
             self.check_paused();
             self.engine.cron();
+            if self.engine.has_messages() {
+                // Keyspace notifications of keys active expiry removed.
+                self.deliver_link_messages();
+                self.flush_pending();
+            }
             self.settle_held();
             self.close_idle_clients();
             if let Some(line) = self.engine.background_step(BACKGROUND_SLICE, now_ms()) {
@@ -735,6 +740,10 @@ impl Server {
             }
             if self.engine.has_ready_keys() {
                 self.serve_ready_keys();
+                if self.engine.has_messages() {
+                    // Keyspace notifications of the served commands.
+                    self.deliver_messages(client);
+                }
             }
         }
         let consumed = client.parser.consumed();

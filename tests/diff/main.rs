@@ -17,6 +17,7 @@ mod keys;
 mod list;
 mod loading;
 mod multi;
+mod notify;
 mod pause;
 mod protocol;
 mod pubsub;

@@ -11,6 +11,7 @@ use super::{c_str, error_from, group_lag, id_reply, is_opt, touch_consumer};
 use crate::command::server::help_reply;
 use crate::command::stream::{entry_reply, parse_id, parse_strict_id};
 use crate::command::{parse_int, CmdResult, Ctx, NO_SUCH_KEY_ERR};
+use crate::core::notify::STREAM;
 use crate::reply::Reply;
 use crate::types::stream::{ConsumerGroup, Stream, StreamId, ENTRIES_READ_INVALID};
 use crate::types::{Blob, Value};
@@ -138,6 +139,7 @@ pub(super) fn xgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             },
         );
         ctx.dirty(1);
+        ctx.notify(STREAM, "xgroup-create", key);
         return Ok(Reply::ok());
     }
     if is_setid && (argc == 5 || argc == 7) {
@@ -160,6 +162,7 @@ pub(super) fn xgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         group.last_id = id;
         group.entries_read = entries_read;
         ctx.dirty(1);
+        ctx.notify(STREAM, "xgroup-setid", key);
         return Ok(Reply::ok());
     }
     if is_opt(sub, "DESTROY") && argc == 4 {
@@ -170,6 +173,7 @@ pub(super) fn xgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             return Ok(Reply::Int(0));
         }
         ctx.dirty(1);
+        ctx.notify(STREAM, "xgroup-destroy", key);
         // Wakes clients blocked in XREADGROUP on this group: they fail
         // with NOGROUP (Redis's signalKeyAsReady, which is not a
         // modification for WATCH).
@@ -190,6 +194,7 @@ pub(super) fn xgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
         touch_consumer(group, argv[4], now);
         ctx.dirty(1);
+        ctx.notify(STREAM, "xgroup-createconsumer", key);
         return Ok(Reply::Int(1));
     }
     if is_opt(sub, "DELCONSUMER") && argc == 5 {
@@ -207,6 +212,7 @@ pub(super) fn xgroup(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             group.pel.remove(id);
         }
         ctx.dirty(1);
+        ctx.notify(STREAM, "xgroup-delconsumer", key);
         return Ok(Reply::Int(consumer.pel.len() as i64));
     }
     Err(subcommand_syntax_error(argv))

@@ -126,9 +126,10 @@ impl Server {
         }
     }
 
-    /// Pub/Sub messages the master's commands published, to their
+    /// Pub/Sub messages the master's commands (or active expiry, or
+    /// anything else outside a client's command) published, to their
     /// subscribers.
-    pub(super) fn deliver_link_messages(&mut self) {
+    pub(in crate::server) fn deliver_link_messages(&mut self) {
         if !self.engine.has_messages() {
             return;
         }
