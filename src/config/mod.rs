@@ -188,6 +188,9 @@ pub struct Config {
     /// close together (20 µs; 0: always sleep at once). See
     /// `server::busy_poll`.
     pub busy_poll_us: u64,
+    /// `tracking-table-max-keys`: the most keys client-side caching's
+    /// invalidation table holds (0: no limit).
+    pub tracking_table_max_keys: u64,
     /// The configuration file the server was started with, if any (INFO
     /// `config_file`).
     pub config_file: Option<PathBuf>,
@@ -411,6 +414,7 @@ impl Default for Config {
             key_load_delay: 0,
             loading_process_events_interval_bytes: 2 * 1024 * 1024,
             busy_poll_us: 0,
+            tracking_table_max_keys: 0,
             config_file: None,
             normal_output_limit: OutputLimit::default(),
             replica_output_limit: OutputLimit::default(),

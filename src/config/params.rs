@@ -575,6 +575,7 @@ pub static PARAMS: &[Param] = &[
     int_param!("loading-process-events-interval-bytes", None, HIDDEN, "2097152", 1024, INT_MAX, false, false, |c| c.loading_process_events_interval_bytes, |c, v| c.loading_process_events_interval_bytes = v as i32),
     int_param!("key-load-delay", None, HIDDEN, "0", INT_MIN, INT_MAX, false, false, |c| c.key_load_delay, |c, v| c.key_load_delay = v as i32),
     int_param!("busy-reply-threshold", Some("lua-time-limit"), 0, "5000", 0, LONG_MAX, false, false, |c| c.busy_reply_threshold_ms, |c, v| c.busy_reply_threshold_ms = v as u64),
+    int_param!("tracking-table-max-keys", None, 0, "1000000", 0, LONG_MAX, false, false, |c| c.tracking_table_max_keys, |c, v| c.tracking_table_max_keys = v as u64),
     int_param!("busy-poll-us", None, 0, "20", 0, 10000, false, false, |c| c.busy_poll_us, |c, v| c.busy_poll_us = v as u64),
 ];
 
@@ -609,7 +610,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "active-defrag-max-scan-fields", "slowlog-max-len", "acllog-max-len", "cluster-node-timeout",
     "slowlog-log-slower-than", "latency-monitor-threshold", "stream-node-max-entries", 
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes", "stream-node-max-bytes",
-    "tracking-table-max-keys", "maxmemory-clients", 
+    "maxmemory-clients", 
     "oom-score-adj-values", "notify-keyspace-events", 
     "latency-tracking-info-percentiles", "tls-port", "user", "loadmodule",
 ];

@@ -14,6 +14,7 @@ pub(crate) mod repl;
 mod repl_sync;
 mod session;
 pub(crate) mod sync_load;
+pub(crate) mod tracking;
 pub(crate) mod upstream;
 
 use std::any::Any;
@@ -114,6 +115,9 @@ pub struct Core {
     /// While a shutdown waits for its replicas: until when (Unix ms; INFO
     /// `shutdown_in_milliseconds`).
     pub(crate) shutdown_deadline_ms: Option<i64>,
+    /// Client-side caching: the invalidation table, BCAST prefixes and
+    /// every tracking client's mode.
+    pub(crate) tracking: tracking::Tracking,
 }
 impl Core {
     /// The RDB value encoder the configuration asks for (`rdbcompression`,
@@ -191,6 +195,15 @@ impl Core {
         let keyspace = &self.keyspace;
         self.clients
             .key_touched(db, key, || keyspace.db(db).get(key).is_some());
+        if self.tracking.active() {
+            self.tracking.invalidate(&mut self.clients, key, true);
+        }
+    }
+
+    /// Client-side caching after a flush (FLUSHALL, FLUSHDB, a replica's
+    /// full sync): every tracking client is told everything changed.
+    pub(crate) fn tracking_flush(&mut self) {
+        self.tracking.flush(&mut self.clients);
     }
 
     /// WATCHes and blocked clients after database `db`'s contents were

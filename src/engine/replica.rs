@@ -70,6 +70,7 @@ impl Engine {
         self.core.abort_repl_sync();
         let old = std::mem::replace(&mut self.core.keyspace, keyspace);
         self.signal_replaced(&old);
+        self.core.tracking_flush();
         drop_in_background(old);
         let keys = self.core.keyspace.total_keys() as u64;
         // Save points see a changed dataset.

@@ -1077,6 +1077,9 @@ fn call(
     if spec.is_write() {
         state.wrote = true;
     }
+    if spec.has(flags::READONLY) {
+        ctx.core.tracking.note_script_read();
+    }
     ctx.core.stats.commands_processed += 1;
     let effects_before = ctx.core.effects.len();
     let now = ctx.now_ms;

@@ -128,7 +128,7 @@ impl Server {
 
     /// Pub/Sub messages the master's commands published, to their
     /// subscribers.
-    pub(super) fn deliver_link_messages(&mut self) {
+    pub(in crate::server) fn deliver_link_messages(&mut self) {
         if !self.engine.has_messages() {
             return;
         }
