@@ -27,13 +27,13 @@ use client::{
     client_getname, client_help, client_id, client_info, client_kill, client_list, client_no_evict,
     client_pause, client_reply, client_setname, client_unblock, client_unpause,
 };
-use tracking::{client_caching, client_getredir, client_tracking, client_trackinginfo};
 use config_cmd::{config_get, config_help, config_resetstat, config_rewrite, config_set};
 use info::info;
 use introspection::{
     command, command_count, command_docs, command_getkeys, command_getkeysandflags, command_help,
     command_info, command_list,
 };
+use tracking::{client_caching, client_getredir, client_tracking, client_trackinginfo};
 
 /// The Redis version hozon is compatible with, reported to clients.
 pub const REDIS_VERSION: &str = "7.0.15";

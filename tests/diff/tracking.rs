@@ -33,7 +33,10 @@ impl Client {
 
     /// The client's id on each server.
     fn ids(&mut self) -> (String, String) {
-        (int(&self.r.call(&[b"CLIENT", b"ID"])), int(&self.h.call(&[b"CLIENT", b"ID"])))
+        (
+            int(&self.r.call(&[b"CLIENT", b"ID"])),
+            int(&self.h.call(&[b"CLIENT", b"ID"])),
+        )
     }
 
     /// Switches to RESP3 (HELLO's reply shows the id: not compared).
@@ -71,7 +74,10 @@ impl Client {
     #[track_caller]
     fn check_with_id(&mut self, args: &[&str], ids: &(String, String)) -> Vec<u8> {
         let side = |id: &str| -> Vec<u8> {
-            let words: Vec<&str> = args.iter().map(|a| if *a == "{}" { id } else { a }).collect();
+            let words: Vec<&str> = args
+                .iter()
+                .map(|a| if *a == "{}" { id } else { a })
+                .collect();
             encode(&words)
         };
         self.r.send_raw(&side(&ids.0));
@@ -79,7 +85,7 @@ impl Client {
         let what = args.join(" ");
         let r = read_n(&mut self.r, 1, "redis", &what).pop().unwrap();
         let h = read_n(&mut self.h, 1, "hozon", &what).pop().unwrap();
-        assert_frames_equal(&[r.clone()], &[h], &what);
+        assert_frames_equal(std::slice::from_ref(&r), &[h], &what);
         r
     }
 
@@ -93,7 +99,7 @@ impl Client {
         let h = read_n(&mut self.h, 1, "hozon", &what).pop().unwrap();
         let r = replace_id(&r, &ids.0);
         let h = replace_id(&h, &ids.1);
-        assert_frames_equal(&[r.clone()], &[h], &what);
+        assert_frames_equal(std::slice::from_ref(&r), &[h], &what);
         r
     }
 
@@ -220,8 +226,13 @@ fn info_field(info: &[u8], field: &str) -> String {
 fn tracking_info_fields(c: &mut Client) -> [(String, String); 4] {
     let r = c.r.call(&[b"INFO", b"all"]);
     let h = c.h.call(&[b"INFO", b"all"]);
-    ["tracking_clients", "tracking_total_keys", "tracking_total_items", "tracking_total_prefixes"]
-        .map(|f| (info_field(&r, f), info_field(&h, f)))
+    [
+        "tracking_clients",
+        "tracking_total_keys",
+        "tracking_total_items",
+        "tracking_total_prefixes",
+    ]
+    .map(|f| (info_field(&r, f), info_field(&h, f)))
 }
 
 #[track_caller]
@@ -273,8 +284,12 @@ fn subcommands_and_errors() {
             &["CLIENT", "TRACKING", "on", "BCAST", "OPTIN"],
             &["CLIENT", "TRACKING", "on", "BCAST", "OPTOUT"],
             &["CLIENT", "TRACKING", "on", "OPTIN", "OPTOUT"],
-            &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "FOOBAR", "PREFIX", "FOO"],
-            &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "FOO", "PREFIX", "FOOBAR"],
+            &[
+                "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "FOOBAR", "PREFIX", "FOO",
+            ],
+            &[
+                "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "FOO", "PREFIX", "FOOBAR",
+            ],
             &["CLIENT", "CACHING", "yes"],
             &["CLIENT", "CACHING", "no"],
             &["CLIENT", "CACHING"],
@@ -303,11 +318,15 @@ fn subcommands_and_errors() {
             &["CLIENT", "CACHING", "no"],
             &["CLIENT", "TRACKINGINFO"],
             &["CLIENT", "TRACKING", "off"],
-            &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "FOO", "PREFIX", "BAR"],
+            &[
+                "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "FOO", "PREFIX", "BAR",
+            ],
             &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "FO"],
             &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "BARB"],
             &["CLIENT", "TRACKING", "on"],
-            &["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "baz", "PREFIX", "qux"],
+            &[
+                "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "baz", "PREFIX", "qux",
+            ],
             &["CLIENT", "TRACKINGINFO"],
             &["CLIENT", "TRACKING", "off"],
             &["CLIENT", "TRACKINGINFO"],
@@ -319,12 +338,25 @@ fn subcommands_and_errors() {
         }
         // Past the first given prefix, an overlap between two given
         // prefixes is reported and then tracking is enabled anyway.
-        c.check_n(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a", "PREFIX", "b", "PREFIX", "bc"], 2);
+        c.check_n(
+            &[
+                "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a", "PREFIX", "b", "PREFIX", "bc",
+            ],
+            2,
+        );
         c.check(&["CLIENT", "TRACKINGINFO"]);
         c.check(&["CLIENT", "TRACKING", "off"]);
         // REDIRECT to another client, twice, and to itself.
-        c.check_with_id(&["CLIENT", "TRACKING", "on", "REDIRECT", "{}", "REDIRECT", "{}"], &other_ids);
-        c.check_with_id(&["CLIENT", "TRACKING", "on", "REDIRECT", "{}", "NOLOOP"], &other_ids);
+        c.check_with_id(
+            &[
+                "CLIENT", "TRACKING", "on", "REDIRECT", "{}", "REDIRECT", "{}",
+            ],
+            &other_ids,
+        );
+        c.check_with_id(
+            &["CLIENT", "TRACKING", "on", "REDIRECT", "{}", "NOLOOP"],
+            &other_ids,
+        );
         c.check_showing_id(&["CLIENT", "GETREDIR"], &other_ids);
         c.check_showing_id(&["CLIENT", "TRACKINGINFO"], &other_ids);
         c.check(&["CLIENT", "TRACKING", "off"]);
@@ -502,11 +534,21 @@ fn redirect_and_broken_redirect() {
     let r = fence(&mut t.r);
     let h = fence(&mut t.h);
     assert_eq!(r.len(), 1, "{r:?}");
-    assert_frames_equal(&[replace_id(&r[0], &ids.0)], &[replace_id(&h[0], &ids.1)], "after the target quit");
+    assert_frames_equal(
+        &[replace_id(&r[0], &ids.0)],
+        &[replace_id(&h[0], &ids.1)],
+        "after the target quit",
+    );
     assert!(show(&r[0]).contains("tracking-redir-broken"), "{r:?}");
     let r = t.r.call(&[b"CLIENT", b"TRACKINGINFO"]);
     let h = t.h.call(&[b"CLIENT", b"TRACKINGINFO"]);
-    assert_eq!(replace_id(&r, &ids.0), replace_id(&h, &ids.1), "{} / {}", show(&r), show(&h));
+    assert_eq!(
+        replace_id(&r, &ids.0),
+        replace_id(&h, &ids.1),
+        "{} / {}",
+        show(&r),
+        show(&h)
+    );
     assert!(show(&r).contains("broken_redirect"));
     let (rf, _) = flags_and_redir(&t.r.call(&[b"CLIENT", b"INFO"]));
     let (hf, _) = flags_and_redir(&t.h.call(&[b"CLIENT", b"INFO"]));
@@ -536,24 +578,40 @@ fn bcast_prefixes() {
     t.check(&["CLIENT", "TRACKING", "off"]);
     t.check(&["CLIENT", "TRACKING", "on", "BCAST"]);
     w.check(&["MSET", "pre:1", "1", "zzz", "2", "aaa", "3"]);
-    assert_eq!(t.pending("BCAST empty prefix"), vec![push_of(&["aaa", "pre:1", "zzz"])]);
+    assert_eq!(
+        t.pending("BCAST empty prefix"),
+        vec![push_of(&["aaa", "pre:1", "zzz"])]
+    );
     t.check(&["CLIENT", "TRACKING", "off"]);
-    t.check(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a:", "PREFIX", "b:"]);
+    t.check(&[
+        "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a:", "PREFIX", "b:",
+    ]);
     t.check(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "c:"]);
     let mut t2 = Client::new(&p);
     t2.resp3();
-    t2.check(&["CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a:", "NOLOOP"]);
+    t2.check(&[
+        "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a:", "NOLOOP",
+    ]);
     assert_info_agrees(&mut t, ["2", "0", "0", "3"]);
     let r = t.r.call(&[b"CLIENT", b"INFO"]);
     let h = t.h.call(&[b"CLIENT", b"INFO"]);
     assert_eq!(flags_and_redir(&r), flags_and_redir(&h));
     assert_eq!(flags_and_redir(&r).0, "tB");
-    w.check(&["MSET", "b:2", "1", "a:1", "1", "x", "1", "c:9", "1", "a:0", "1"]);
+    w.check(&[
+        "MSET", "b:2", "1", "a:1", "1", "x", "1", "c:9", "1", "a:0", "1",
+    ]);
     assert_eq!(
         t.pending("BCAST prefixes"),
-        vec![push_of(&["a:0", "a:1"]), push_of(&["b:2"]), push_of(&["c:9"])]
+        vec![
+            push_of(&["a:0", "a:1"]),
+            push_of(&["b:2"]),
+            push_of(&["c:9"])
+        ]
     );
-    assert_eq!(t2.pending("BCAST NOLOOP other"), vec![push_of(&["a:0", "a:1"])]);
+    assert_eq!(
+        t2.pending("BCAST NOLOOP other"),
+        vec![push_of(&["a:0", "a:1"])]
+    );
     t2.check(&["SET", "a:own", "1"]);
     assert!(t2.pending("BCAST NOLOOP own").is_empty());
     assert_eq!(t.pending("t sees t2's write"), vec![push_of(&["a:own"])]);
@@ -584,7 +642,10 @@ fn flush_invalidates_everything() {
     assert_eq!(b.pending("MSET").len(), 1);
     t.check(&["MGET", "a", "b"]);
     w.check(&["FLUSHALL"]);
-    assert_eq!(t.pending("FLUSHALL"), vec![b">2\r\n$10\r\ninvalidate\r\n_\r\n".to_vec()]);
+    assert_eq!(
+        t.pending("FLUSHALL"),
+        vec![b">2\r\n$10\r\ninvalidate\r\n_\r\n".to_vec()]
+    );
     assert_eq!(b.pending("FLUSHALL bcast").len(), 1);
     assert_info_agrees(&mut w, ["2", "0", "0", "1"]);
     w.check(&["FLUSHDB", "ASYNC"]);
@@ -628,7 +689,11 @@ fn table_limit_evicts() {
     assert_info_agrees(&mut admin, ["1", "5", "5", "0"]);
     // Every message names one key that was read.
     for frame in r.iter().chain(&h) {
-        assert!(keys.iter().any(|k| *frame == push_of(&[k])), "{}", show(frame));
+        assert!(
+            keys.iter().any(|k| *frame == push_of(&[k])),
+            "{}",
+            show(frame)
+        );
     }
     admin.check(&["CONFIG", "SET", "tracking-table-max-keys", "0"]);
     t.check(&mget);
@@ -656,7 +721,10 @@ fn expiry_and_scripts() {
     assert!(t.pending("script without reads").is_empty());
     t.check(&["EVAL", "redis.call('get', 's3')", "2", "s1", "s2"]);
     w.check(&["MSET", "s2", "1", "s1", "2"]);
-    assert_eq!(t.pending("script with a read"), vec![push_of(&["s2"]), push_of(&["s1"])]);
+    assert_eq!(
+        t.pending("script with a read"),
+        vec![push_of(&["s2"]), push_of(&["s1"])]
+    );
     t.check(&["EVAL_RO", "redis.call('ping')", "2", "s1", "s2"]);
     w.check(&["MSET", "s2", "1", "s1", "2"]);
     assert!(t.pending("EVAL_RO without reads").is_empty());

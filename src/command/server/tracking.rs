@@ -23,7 +23,7 @@ pub(crate) fn remember_read_keys(core: &mut Core, id: u64, spec: &CommandSpec, a
     if !read && !script_read {
         return;
     }
-    if !core.tracking.state(id).is_some_and(|s| !s.bcast) {
+    if core.tracking.state(id).is_none_or(|s| s.bcast) {
         return;
     }
     let keys = crate::command::keys_of(argv);
