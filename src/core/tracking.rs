@@ -174,9 +174,11 @@ pub(crate) struct Tracking {
     muted: bool,
     /// Consecutive [`Tracking::limit`] runs that stayed over the limit.
     over_limit_runs: u32,
-    /// The running script called a read-only command: the script's
-    /// declared keys are its reads.
-    script_read: bool,
+    /// The running script's caller, when it tracks in the default mode,
+    /// and the script's declared keys: each read-only command the script
+    /// calls records them for the caller (Redis's call() with
+    /// `script_caller`).
+    script: Option<(u64, Vec<Blob>)>,
 }
 
 impl Tracking {
@@ -300,14 +302,26 @@ impl Tracking {
         }
     }
 
-    /// A script called a read-only command.
-    pub fn note_script_read(&mut self) {
-        self.script_read = self.active;
+    /// A script of client `id` with declared `keys` starts.
+    pub fn begin_script(&mut self, id: u64, keys: &[&[u8]]) {
+        self.script = None;
+        if self.active && self.clients.get(&id).is_some_and(|s| !s.bcast) {
+            self.script = Some((id, keys.iter().map(|k| Blob::new(k)).collect()));
+        }
     }
 
-    /// Whether the script that just ended called a read-only command.
-    pub fn take_script_read(&mut self) -> bool {
-        std::mem::take(&mut self.script_read)
+    /// The running script called a read-only command: its declared keys
+    /// are read for its caller.
+    pub fn script_read(&mut self) {
+        if let Some((id, keys)) = self.script.take() {
+            self.remember(id, keys.iter().map(|k| k.as_bytes()));
+            self.script = Some((id, keys));
+        }
+    }
+
+    /// The script ended.
+    pub fn end_script(&mut self) {
+        self.script = None;
     }
 
     /// A command of client `id` begins (`Some`) or ends (`None`).

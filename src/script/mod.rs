@@ -526,6 +526,7 @@ impl Scripting {
         if let Err(e) = self.set_arrays(keys, args) {
             return Reply::error(format!("ERR Error running script: {e}"));
         }
+        ctx.core.tracking.begin_script(ctx.session.id, keys);
         self.session.db = ctx.session.db;
         self.session.resp = 2;
         let mut state = RunState {
@@ -547,6 +548,7 @@ impl Scripting {
             self.runner
                 .call::<(bool, Value)>((function, self.bridge.clone()))
         };
+        ctx.core.tracking.end_script();
         self.watch.threshold_ms.store(0, Ordering::Relaxed);
         let timed_out = self.watch.timed_out.load(Ordering::Relaxed);
         self.watch.killed.store(false, Ordering::Relaxed);
@@ -1077,9 +1079,6 @@ fn call(
     if spec.is_write() {
         state.wrote = true;
     }
-    if spec.has(flags::READONLY) {
-        ctx.core.tracking.note_script_read();
-    }
     ctx.core.stats.commands_processed += 1;
     let effects_before = ctx.core.effects.len();
     let now = ctx.now_ms;
@@ -1091,6 +1090,10 @@ fn call(
     };
     let dirty = inner.dirty;
     let logged_custom = inner.logged_custom;
+    if spec.has(flags::READONLY) {
+        // Client-side caching: the script's keys are its caller's reads.
+        ctx.core.tracking.script_read();
+    }
     ctx.core.dirty += dirty;
     if dirty > 0 && !logged_custom {
         ctx.core.effects.push(Effect {

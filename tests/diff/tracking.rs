@@ -731,6 +731,13 @@ fn expiry_and_scripts() {
     t.check(&["EVAL_RO", "redis.call('get', 's1')", "2", "s1", "s2"]);
     w.check(&["MSET", "s2", "1", "s1", "2"]);
     assert_eq!(t.pending("EVAL_RO with a read").len(), 2);
+    // A script that reads then writes a declared key: the caller is told
+    // after the script's reply (the keys were recorded at the read).
+    let frames = t.check_n(
+        &["EVAL", "redis.call('get', KEYS[1]); redis.call('set', KEYS[1], 'y')", "1", "s9"],
+        2,
+    );
+    assert_eq!(frames[1], push_of(&["s9"]));
 }
 
 // ---------------------------------------------------------------------------

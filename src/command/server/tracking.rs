@@ -9,18 +9,14 @@ use crate::reply::Reply;
 
 /// Redis's call(): after a read-only command of a client tracking in the
 /// default mode, its keys go into the invalidation table (EVAL_RO,
-/// EVALSHA_RO and FCALL_RO excepted; Pub/Sub commands' shard channels are
-/// no keys). A script that ran a read-only command has its declared keys
-/// recorded (after the script, where Redis records them at the read).
+/// EVALSHA_RO and FCALL_RO excepted, whose reads inside record the
+/// script's keys, as EVAL's do; Pub/Sub commands' shard channels are no
+/// keys).
 pub(crate) fn remember_read_keys(core: &mut Core, id: u64, spec: &CommandSpec, argv: &[&[u8]]) {
-    if !core.tracking.active() {
+    if !core.tracking.active() || !spec.has(flags::READONLY) || spec.has(flags::PUBSUB) {
         return;
     }
-    let script_read = core.tracking.take_script_read();
-    let read = spec.has(flags::READONLY)
-        && !spec.has(flags::PUBSUB)
-        && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
-    if !read && !script_read {
+    if matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro") {
         return;
     }
     if core.tracking.state(id).is_none_or(|s| s.bcast) {
