@@ -322,7 +322,7 @@ impl<'a> Ctx<'a> {
             db,
             argv: vec![b"DEL".to_vec(), key.to_vec()],
         });
-        self.core.signal_modified(db, key);
+        self.core.signal_expired(db, key);
         true
     }
 

@@ -200,6 +200,15 @@ impl Core {
         }
     }
 
+    /// [`Core::signal_modified`] for a key deleted because its TTL passed
+    /// (Redis's signalModifiedKey with no client: BCAST NOLOOP clients are
+    /// told even when their own command found the key expired).
+    pub(crate) fn signal_expired(&mut self, db: usize, key: &[u8]) {
+        let client = self.tracking.take_modifier();
+        self.signal_modified(db, key);
+        self.tracking.restore_modifier(client);
+    }
+
     /// Client-side caching after a flush (FLUSHALL, FLUSHDB, a replica's
     /// full sync): every tracking client is told everything changed.
     pub(crate) fn tracking_flush(&mut self) {

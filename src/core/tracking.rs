@@ -174,6 +174,9 @@ pub(crate) struct Tracking {
     muted: bool,
     /// Consecutive [`Tracking::limit`] runs that stayed over the limit.
     over_limit_runs: u32,
+    /// The change being signalled has no client (expiry): BCAST records
+    /// no modifier for it.
+    no_modifier: bool,
     /// The running script's caller, when it tracks in the default mode,
     /// and the script's declared keys: each read-only command the script
     /// calls records them for the caller (Redis's call() with
@@ -324,6 +327,17 @@ impl Tracking {
         self.script = None;
     }
 
+    /// Takes away the modifying client BCAST records (until
+    /// [`Tracking::restore_modifier`]): the change has no client.
+    pub fn take_modifier(&mut self) -> bool {
+        std::mem::replace(&mut self.no_modifier, true)
+    }
+
+    /// Ends [`Tracking::take_modifier`].
+    pub fn restore_modifier(&mut self, previous: bool) {
+        self.no_modifier = previous;
+    }
+
     /// A command of client `id` begins (`Some`) or ends (`None`).
     pub fn set_current(&mut self, id: Option<u64>) {
         self.current = id;
@@ -378,7 +392,7 @@ impl Tracking {
             return;
         }
         if bcast && !self.prefixes.is_empty() {
-            let modifier = self.current;
+            let modifier = if self.no_modifier { None } else { self.current };
             for (prefix, state) in self.prefixes.iter_mut() {
                 if key.starts_with(prefix) {
                     state.keys.insert(Blob::new(key), modifier);

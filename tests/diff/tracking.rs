@@ -715,6 +715,18 @@ fn expiry_and_scripts() {
     let (r, h) = t.pending_at_least(1, "expiry of e");
     assert_eq!(r, vec![push_of(&["e"])]);
     assert_eq!(h, r);
+    // BCAST NOLOOP: a key the client's own read finds expired is reported
+    // (an expiry has no modifying client).
+    let mut b = Client::new(&p);
+    b.resp3();
+    b.check(&[
+        "CLIENT", "TRACKING", "on", "BCAST", "NOLOOP", "PREFIX", "lz:",
+    ]);
+    b.check(&["SET", "lz:1", "v", "PX", "20"]);
+    assert!(b.pending("own SET under BCAST NOLOOP").is_empty());
+    std::thread::sleep(Duration::from_millis(40));
+    b.check(&["GET", "lz:1"]);
+    assert_eq!(b.pending("own lazy expiry"), vec![push_of(&["lz:1"])]);
     // A script without reads tracks nothing; with a read, its keys.
     t.check(&["EVAL", "redis.call('set', 's3', 'bar')", "2", "s1", "s2"]);
     w.check(&["MSET", "s1", "1", "s2", "2"]);
@@ -734,7 +746,12 @@ fn expiry_and_scripts() {
     // A script that reads then writes a declared key: the caller is told
     // after the script's reply (the keys were recorded at the read).
     let frames = t.check_n(
-        &["EVAL", "redis.call('get', KEYS[1]); redis.call('set', KEYS[1], 'y')", "1", "s9"],
+        &[
+            "EVAL",
+            "redis.call('get', KEYS[1]); redis.call('set', KEYS[1], 'y')",
+            "1",
+            "s9",
+        ],
         2,
     );
     assert_eq!(frames[1], push_of(&["s9"]));
