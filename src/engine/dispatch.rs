@@ -634,7 +634,7 @@ impl Engine {
     /// within `tracking-table-max-keys`, BCAST clients sent the keys
     /// modified during the turn. Messages go to the outbox
     /// ([`Engine::take_messages`]).
-    pub fn tracking_turn_end(&mut self) {
+    pub(crate) fn tracking_turn_end(&mut self) {
         if !self.core.tracking.active() {
             return;
         }
