@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use quickcheck::{Arbitrary, Gen, TestResult};
 
-use crate::harness::{encode_command, quickcheck_ops, show, Conn, Pair};
+use crate::harness::{encode_command, quickcheck_ops, show, start_redis, Conn, Pair};
 
 /// How long a message may take to arrive before a test gives up on it.
 const ARRIVAL_TIMEOUT: Duration = Duration::from_secs(3);
@@ -755,6 +755,53 @@ fn expiry_and_scripts() {
         2,
     );
     assert_eq!(frames[1], push_of(&["s9"]));
+}
+
+/// As replicas: a full sync replaces the dataset, which every tracking
+/// client hears as a null invalidation; the master's writes then
+/// invalidate what a client read from the replica.
+#[test]
+fn replica_full_sync_and_stream() {
+    let p = Pair::new();
+    let master = start_redis(&[]);
+    let mut m = Conn::connect(master.port);
+    m.call(&[b"SET", b"k", b"from-master"]);
+    let mut t = Client::new(&p);
+    t.resp3();
+    t.check(&["CLIENT", "TRACKING", "on"]);
+    t.check(&["SET", "k", "local"]);
+    t.check(&["GET", "k"]);
+    let port = master.port.to_string();
+    let mut admin = Client::new(&p);
+    admin.check(&["REPLICAOF", "127.0.0.1", &port]);
+    let wait_up = |conn: &mut Conn, side: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let info = conn.call(&[b"INFO", b"replication"]);
+            if show(&info).contains("master_link_status:up") {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{side}: no sync: {}",
+                show(&info)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_up(&mut admin.r, "redis");
+    wait_up(&mut admin.h, "hozon");
+    let got = t.pending("full sync");
+    assert!(
+        got.contains(&b">2\r\n$10\r\ninvalidate\r\n_\r\n".to_vec()),
+        "{got:?}"
+    );
+    t.check(&["GET", "k"]);
+    m.call(&[b"SET", b"k", b"again"]);
+    let (r, h) = t.pending_at_least(1, "the master's SET");
+    assert_eq!(r, vec![push_of(&["k"])]);
+    assert_eq!(h, r);
+    admin.check(&["REPLICAOF", "NO", "ONE"]);
 }
 
 // ---------------------------------------------------------------------------
