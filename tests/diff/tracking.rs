@@ -553,6 +553,21 @@ fn redirect_and_broken_redirect() {
     let (rf, _) = flags_and_redir(&t.r.call(&[b"CLIENT", b"INFO"]));
     let (hf, _) = flags_and_redir(&t.h.call(&[b"CLIENT", b"INFO"]));
     assert_eq!((rf.as_str(), hf.as_str()), ("tR", "tR"));
+    // Another client's CLIENT LIST shows the same.
+    let t_ids = t.ids();
+    let line_of = |list: &[u8], id: &str| -> (String, String) {
+        let text = String::from_utf8_lossy(list).into_owned();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("id={id} ")))
+            .unwrap_or_else(|| panic!("no client {id} in {text}"))
+            .to_string();
+        flags_and_redir(line.as_bytes())
+    };
+    let r = line_of(&w.r.call(&[b"CLIENT", b"LIST"]), &t_ids.0);
+    let h = line_of(&w.h.call(&[b"CLIENT", b"LIST"]), &t_ids.1);
+    assert_eq!((r.0.as_str(), r.1 == ids.0), ("tR", true), "redis {r:?}");
+    assert_eq!((h.0.as_str(), h.1 == ids.1), ("tR", true), "hozon {h:?}");
     // Own write with a broken redirect: the notice comes after the reply.
     t.check(&["GET", "b"]);
     t.send(&["SET", "b", "own"]);
