@@ -338,7 +338,7 @@ impl<'a> Ctx<'a> {
             argv: vec![b"DEL".to_vec(), key.to_vec()],
         });
         self.core.notify(notify::EXPIRED, "expired", db, key);
-        self.core.signal_modified(db, key);
+        self.core.signal_expired(db, key);
         true
     }
 

@@ -533,15 +533,19 @@ fn flush_db(ctx: &mut Ctx, index: usize) -> u64 {
     let core = &mut *ctx.core;
     // Taken out so its keys can be signalled without copying them.
     let flushed = std::mem::take(core.keyspace.db_mut(index));
+    // Client-side caching was told of the flush as a whole.
+    core.tracking.set_muted(true);
     for (key, _) in flushed.iter() {
         core.signal_modified(index, key);
     }
+    core.tracking.set_muted(false);
     flushed.len() as u64
 }
 
 fn flushdb(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     parse_flush_mode(argv)?;
     let removed = flush_db(ctx, ctx.db_index());
+    ctx.core.tracking_flush();
     ctx.dirty(removed);
     // Logged even when the database was already empty (Redis forces it).
     ctx.log(argv.iter().map(|a| a.to_vec()).collect());
@@ -561,6 +565,7 @@ fn flushall(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     for index in 0..ctx.core.keyspace.db_count() {
         removed += flush_db(ctx, index);
     }
+    ctx.core.tracking_flush();
     ctx.dirty(removed);
     ctx.log(argv.iter().map(|a| a.to_vec()).collect());
     if !ctx.core.config.save.is_empty() && !ctx.core.loading {

@@ -144,6 +144,7 @@ pub(crate) fn call_nested(ctx: &mut Ctx, argv: &[&[u8]]) -> Reply {
     };
     let dirty = inner.dirty;
     let logged_custom = inner.logged_custom;
+    super::server::tracking::remember_read_keys(ctx.core, ctx.session.id, spec, argv);
     ctx.session.last_command = last_command;
     let db = ctx.session.db;
     ctx.core.dirty += dirty;

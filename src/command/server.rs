@@ -21,6 +21,7 @@ pub(crate) mod client;
 mod config_cmd;
 mod info;
 mod introspection;
+pub(crate) mod tracking;
 
 use client::{
     client_getname, client_help, client_id, client_info, client_kill, client_list, client_no_evict,
@@ -32,6 +33,7 @@ use introspection::{
     command, command_count, command_docs, command_getkeys, command_getkeysandflags, command_help,
     command_info, command_list,
 };
+use tracking::{client_caching, client_getredir, client_tracking, client_trackinginfo};
 
 /// The Redis version hozon is compatible with, reported to clients.
 pub const REDIS_VERSION: &str = "7.0.15";
@@ -113,6 +115,15 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     sub!("unblock", "client|unblock", "connection", client_unblock),
     sub!("unpause", "client|unpause", "connection", client_unpause),
     sub!("setname", "client|setname", "connection", client_setname),
+    sub!("tracking", "client|tracking", "connection", client_tracking),
+    sub!("caching", "client|caching", "connection", client_caching),
+    sub!("getredir", "client|getredir", "connection", client_getredir),
+    sub!(
+        "trackinginfo",
+        "client|trackinginfo",
+        "connection",
+        client_trackinginfo
+    ),
 ];
 
 static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
@@ -374,6 +385,7 @@ fn reset(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
     // state (no transaction, WATCH or subscription).
     super::multi::discard_transaction(ctx.core, ctx.session);
     super::pubsub::unsubscribe_everything(ctx.core, ctx.session);
+    ctx.core.tracking.disable(ctx.session.id);
     let session = &mut *ctx.session;
     session.db = 0;
     session.resp = 2;

@@ -192,6 +192,9 @@ pub struct Config {
     /// `notify-keyspace-events`: the keyspace notification classes in
     /// force ([`notify`]'s flags; 0, the default: none).
     pub notify_keyspace_events: u32,
+    /// `tracking-table-max-keys`: the most keys client-side caching's
+    /// invalidation table holds (0: no limit).
+    pub tracking_table_max_keys: u64,
     /// The configuration file the server was started with, if any (INFO
     /// `config_file`).
     pub config_file: Option<PathBuf>,
@@ -416,6 +419,7 @@ impl Default for Config {
             loading_process_events_interval_bytes: 2 * 1024 * 1024,
             busy_poll_us: 0,
             notify_keyspace_events: 0,
+            tracking_table_max_keys: 0,
             config_file: None,
             normal_output_limit: OutputLimit::default(),
             replica_output_limit: OutputLimit::default(),

@@ -590,6 +590,7 @@ pub static PARAMS: &[Param] = &[
         },
         unsupported: None,
     },
+    int_param!("tracking-table-max-keys", None, 0, "1000000", 0, LONG_MAX, false, false, |c| c.tracking_table_max_keys, |c, v| c.tracking_table_max_keys = v as u64),
     int_param!("busy-poll-us", None, 0, "20", 0, 10000, false, false, |c| c.busy_poll_us, |c, v| c.busy_poll_us = v as u64),
 ];
 
@@ -624,7 +625,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "active-defrag-max-scan-fields", "slowlog-max-len", "acllog-max-len", "cluster-node-timeout",
     "slowlog-log-slower-than", "latency-monitor-threshold", "stream-node-max-entries", 
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes", "stream-node-max-bytes",
-    "tracking-table-max-keys", "maxmemory-clients", 
+    "maxmemory-clients", 
     "oom-score-adj-values",
     "latency-tracking-info-percentiles", "tls-port", "user", "loadmodule",
 ];

@@ -80,6 +80,13 @@ impl Message {
         Message(out.into())
     }
 
+    /// A message given as its RESP2 frame (an array, starting with `*`):
+    /// client-side caching's invalidations, whose parts are not all bulks.
+    pub fn from_frame(frame: Vec<u8>) -> Message {
+        debug_assert_eq!(frame.first(), Some(&b'*'));
+        Message(frame.into())
+    }
+
     /// Appends the message as protocol `resp` (2 or 3) frames it.
     pub fn encode(&self, resp: u8, out: &mut Vec<u8>) {
         if resp >= 3 {

@@ -16,6 +16,7 @@ pub(crate) mod repl;
 mod repl_sync;
 mod session;
 pub(crate) mod sync_load;
+pub(crate) mod tracking;
 pub(crate) mod upstream;
 
 use std::any::Any;
@@ -123,6 +124,9 @@ pub struct Core {
     /// While a shutdown waits for its replicas: until when (Unix ms; INFO
     /// `shutdown_in_milliseconds`).
     pub(crate) shutdown_deadline_ms: Option<i64>,
+    /// Client-side caching: the invalidation table, BCAST prefixes and
+    /// every tracking client's mode.
+    pub(crate) tracking: tracking::Tracking,
 }
 impl Core {
     /// The RDB value encoder the configuration asks for (`rdbcompression`,
@@ -200,6 +204,24 @@ impl Core {
         let keyspace = &self.keyspace;
         self.clients
             .key_touched(db, key, || keyspace.db(db).get(key).is_some());
+        if self.tracking.active() {
+            self.tracking.invalidate(&mut self.clients, key, true);
+        }
+    }
+
+    /// [`Core::signal_modified`] for a key deleted because its TTL passed
+    /// (Redis's signalModifiedKey with no client: BCAST NOLOOP clients are
+    /// told even when their own command found the key expired).
+    pub(crate) fn signal_expired(&mut self, db: usize, key: &[u8]) {
+        let client = self.tracking.take_modifier();
+        self.signal_modified(db, key);
+        self.tracking.restore_modifier(client);
+    }
+
+    /// Client-side caching after a flush (FLUSHALL, FLUSHDB, a replica's
+    /// full sync): every tracking client is told everything changed.
+    pub(crate) fn tracking_flush(&mut self) {
+        self.tracking.flush(&mut self.clients);
     }
 
     /// WATCHes and blocked clients after database `db`'s contents were

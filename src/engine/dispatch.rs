@@ -57,12 +57,53 @@ impl Engine {
         argv: &[&[u8]],
         host: &mut dyn Host,
     ) -> Reply {
+        if !self.core.tracking.active() {
+            let reply = self.execute_unit(session, argv, host);
+            if !self.core.tracking.active() {
+                return reply;
+            }
+            // This command enabled tracking.
+            return self.after_tracked_command(session, argv, reply);
+        }
+        let reply = self.execute_unit(session, argv, host);
+        self.after_tracked_command(session, argv, reply)
+    }
+
+    /// Client-side caching after a command (Redis's resetClient and
+    /// afterCommand): the client's facts refreshed, the CACHING choice
+    /// spent, and the invalidations the command caused for the client
+    /// itself written after its reply (even with CLIENT REPLY OFF, like
+    /// every push).
+    fn after_tracked_command(&mut self, session: &Session, argv: &[&[u8]], reply: Reply) -> Reply {
+        let tracking = &mut self.core.tracking;
+        tracking.set_current(None);
+        tracking.refresh_peer(session.id, session.resp, session.subscribed());
+        let client_command = argv
+            .first()
+            .is_some_and(|name| name.eq_ignore_ascii_case(b"client"));
+        tracking.after_command(session.id, session.multi.is_some(), client_command);
+        let pushes = tracking.take_pending(&mut self.core.clients, session.id);
+        with_pushes(session, reply, pushes)
+    }
+
+    /// [`Engine::execute_with_host`] without client-side caching's
+    /// bookkeeping around it.
+    fn execute_unit(
+        &mut self,
+        session: &mut Session,
+        argv: &[&[u8]],
+        host: &mut dyn Host,
+    ) -> Reply {
         let now = now_ms();
         if !self.core.loading
             && self.core.startup_load.is_none()
             && now - self.core.last_cron_ms >= i64::from(1000 / self.core.config.hz.max(1))
         {
             self.cron_at(now);
+        }
+        if self.core.tracking.active() {
+            // Redis's current_client, after the cron's own work.
+            self.core.tracking.set_current(Some(session.id));
         }
         // rename-command: the client's name for the command becomes its
         // real name, so everything after (errors, MULTI's queue, the AOF)
@@ -113,6 +154,12 @@ impl Engine {
                 return reply;
             }
         };
+        if self.core.tracking.active() {
+            // Redis's processCommand keeps the invalidation table within
+            // `tracking-table-max-keys` before each command.
+            let max_keys = self.core.config.tracking_table_max_keys;
+            self.core.tracking.limit(&mut self.core.clients, max_keys);
+        }
         if let Some(multi) = session.multi.as_mut() {
             if !matches!(
                 top.name,
@@ -161,6 +208,7 @@ impl Engine {
         now: i64,
     ) -> Reply {
         let effects_before = self.core.effects.len();
+        self.core.tracking.set_in_call(true);
         let mut ctx = Ctx::new(&mut self.core, session, host, now);
         let reply = match (spec.handler)(&mut ctx, argv) {
             Ok(r) | Err(r) => r,
@@ -169,6 +217,8 @@ impl Engine {
         let logged_custom = ctx.logged_custom;
         let block = ctx.block_request.take();
         let db = ctx.session.db;
+        command::server::tracking::remember_read_keys(&mut self.core, session.id, spec, argv);
+        self.core.tracking.set_in_call(false);
         if let Some(request) = block {
             let state = BlockState {
                 db,
@@ -492,6 +542,11 @@ impl Engine {
         let saved_db = session.db;
         session.db = db;
         let mut host = NullHost;
+        let tracking = self.core.tracking.active();
+        if tracking {
+            self.core.tracking.set_current(Some(session.id));
+            self.core.tracking.set_in_call(true);
+        }
         let mut ctx = Ctx::new(&mut self.core, session, &mut host, now);
         ctx.ready_key = Some(Blob::new(key));
         let reply = match (spec.handler)(&mut ctx, &argv) {
@@ -500,6 +555,13 @@ impl Engine {
         let still_blocked = ctx.block_request.take().is_some();
         let dirty = ctx.dirty;
         let logged_custom = ctx.logged_custom;
+        let reply = if tracking {
+            command::server::tracking::remember_read_keys(&mut self.core, session.id, spec, &argv);
+            self.core.tracking.set_in_call(false);
+            self.after_tracked_command(session, &argv, reply)
+        } else {
+            reply
+        };
         session.db = saved_db;
         if still_blocked {
             debug_assert!(dirty == 0, "a command that blocks changes nothing");
@@ -558,6 +620,7 @@ impl Engine {
             self.core.clients.remove_blocked(session.id, &state);
         }
         self.core.repl.waiters.remove(&session.id);
+        self.core.tracking.forget(session.id);
         command::multi::discard_transaction(&mut self.core, session);
         command::pubsub::unsubscribe_everything(&mut self.core, session);
         if session.is_replica {
@@ -575,6 +638,36 @@ impl Engine {
     pub fn take_messages(&mut self) -> Vec<(u64, crate::command::clients::Message)> {
         self.core.clients.take_messages()
     }
+
+    /// Client-side caching's work at the end of an event-loop turn
+    /// (Redis's beforeSleep and cron): the invalidation table brought
+    /// within `tracking-table-max-keys`, BCAST clients sent the keys
+    /// modified during the turn. Messages go to the outbox
+    /// ([`Engine::take_messages`]).
+    pub(crate) fn tracking_turn_end(&mut self) {
+        if !self.core.tracking.active() {
+            return;
+        }
+        let max_keys = self.core.config.tracking_table_max_keys;
+        self.core.tracking.limit(&mut self.core.clients, max_keys);
+        self.core.tracking.broadcast(&mut self.core.clients);
+    }
+}
+
+/// `reply` followed by the invalidation `pushes` the command caused for
+/// its own client; the pushes alone when the reply is not sent (CLIENT
+/// REPLY OFF/SKIP).
+fn with_pushes(session: &Session, reply: Reply, pushes: Vec<Reply>) -> Reply {
+    if pushes.is_empty() {
+        return reply;
+    }
+    if session.reply_off || session.reply_skip {
+        return Reply::Frames(pushes);
+    }
+    let mut frames = Vec::with_capacity(pushes.len() + 1);
+    frames.push(reply);
+    frames.extend(pushes);
+    Reply::Frames(frames)
 }
 
 /// Redis's processCommand rules while a dataset loads: a synchronous load

@@ -237,6 +237,7 @@ impl Engine {
                 pauses: Default::default(),
                 failover: None,
                 shutdown_deadline_ms: None,
+                tracking: Default::default(),
             },
         }
     }

@@ -613,6 +613,7 @@ impl Scripting {
         if let Err(e) = self.set_arrays(keys, args) {
             return Reply::error(format!("ERR Error running script: {e}"));
         }
+        ctx.core.tracking.begin_script(ctx.session.id, keys);
         self.run_prepared(
             ctx,
             Callable::Script(function),
@@ -652,10 +653,12 @@ impl Scripting {
             }
             Ok((k, a))
         })();
+        let key_args = keys;
         let (keys, args) = match arrays {
             Ok(arrays) => arrays,
             Err(e) => return Reply::error(format!("ERR Error running function: {e}")),
         };
+        ctx.core.tracking.begin_script(ctx.session.id, key_args);
         let callable = Callable::Function(callback.clone(), keys, args);
         self.run_prepared(ctx, callable, flags, name, read_only)
     }
@@ -740,6 +743,7 @@ impl Scripting {
                     .call::<(bool, Value)>((function, self.bridge.clone(), keys, args)),
             }
         };
+        ctx.core.tracking.end_script();
         self.watch.threshold_ms.store(0, Ordering::Relaxed);
         let timed_out = self.watch.timed_out.load(Ordering::Relaxed);
         self.watch.killed.store(false, Ordering::Relaxed);
@@ -1096,6 +1100,10 @@ fn call(
     };
     let dirty = inner.dirty;
     let logged_custom = inner.logged_custom;
+    if spec.has(flags::READONLY) {
+        // Client-side caching: the script's keys are its caller's reads.
+        ctx.core.tracking.script_read();
+    }
     ctx.core.dirty += dirty;
     if dirty > 0 && !logged_custom {
         ctx.core.effects.push(Effect {

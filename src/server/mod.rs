@@ -230,6 +230,8 @@ impl Server {
             self.close_overflowed();
             self.commit_log();
             self.publish_stream();
+            self.engine.tracking_turn_end();
+            self.deliver_link_messages();
             self.flush_pending();
             self.check_paused();
             self.engine.cron();

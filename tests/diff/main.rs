@@ -30,5 +30,6 @@ mod sort;
 mod stream;
 mod stream_group;
 mod strings;
+mod tracking;
 mod usecases;
 mod zset;

@@ -3,6 +3,7 @@
 use super::{help_reply, set_client_name};
 use crate::command::ctx::Connection;
 use crate::command::{is, CmdResult, Ctx, Session};
+use crate::core::tracking::TrackState;
 use crate::reply::Reply;
 
 const CLIENT_HELP: &[&str] = &[
@@ -171,6 +172,7 @@ fn client_line(
     now_ms: i64,
     current: Option<(&str, usize)>,
     dirty_cas: bool,
+    tracking: Option<&TrackState>,
 ) -> String {
     let mut flags = String::new();
     if session.is_replica {
@@ -184,6 +186,15 @@ fn client_line(
     }
     if session.blocked.is_some() {
         flags.push('b');
+    }
+    if let Some(t) = tracking {
+        flags.push('t');
+        if t.broken_redirect {
+            flags.push('R');
+        }
+        if t.bcast {
+            flags.push('B');
+        }
     }
     if dirty_cas {
         flags.push('d');
@@ -209,7 +220,7 @@ fn client_line(
     // rbs/rbp: hozon has one growable output buffer per client; it is
     // reported as both the reply buffer size and its peak.
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user=default redir={} resp={}",
         session.id,
         conn.addr,
         conn.laddr,
@@ -232,6 +243,7 @@ fn client_line(
         conn.total_bytes,
         conn.events,
         cmd,
+        tracking.map_or(-1, |t| t.redirect as i64),
         session.resp
     )
 }
@@ -246,7 +258,15 @@ pub(crate) fn current_line(ctx: &Ctx, argv: &[&[u8]], cmd: &str) -> String {
     let dirty = ctx.core.clients.is_dirty(ctx.session.id);
     // Inside EXEC the client's last command is EXEC itself.
     let cmd = if ctx.in_exec { "exec" } else { cmd };
-    client_line(ctx.session, &conn, ctx.now_ms, Some((cmd, argv_mem)), dirty)
+    let tracking = ctx.core.tracking.state(ctx.session.id);
+    client_line(
+        ctx.session,
+        &conn,
+        ctx.now_ms,
+        Some((cmd, argv_mem)),
+        dirty,
+        tracking,
+    )
 }
 
 /// A client type CLIENT LIST/KILL TYPE names.
@@ -319,10 +339,12 @@ pub(super) fn client_list(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     }
     let now = ctx.now_ms;
     let clients = &ctx.core.clients;
+    let tracking = &ctx.core.tracking;
     ctx.host.for_each_client(&mut |session, conn| {
         if included(session) {
             let dirty = clients.is_dirty(session.id);
-            lines.push((session.id, client_line(session, conn, now, None, dirty)))
+            let t = tracking.state(session.id);
+            lines.push((session.id, client_line(session, conn, now, None, dirty, t)))
         }
     });
     lines.sort_by_key(|(id, _)| *id);

@@ -185,7 +185,7 @@ fn info_clients(ctx: &Ctx, out: &mut String) {
             "blocked_clients:{}",
             ctx.core.clients.blocked_count() + ctx.core.pauses.waiting_clients
         ),
-        "tracking_clients:0".to_string(),
+        format!("tracking_clients:{}", ctx.core.tracking.client_count()),
         format!(
             "clients_in_timeout_table:{}",
             ctx.core.clients.timeout_count()
@@ -456,9 +456,12 @@ fn info_stats(ctx: &Ctx, out: &mut String) {
         "active_defrag_key_misses:0".to_string(),
         "total_active_defrag_time:0".to_string(),
         "current_active_defrag_time:0".to_string(),
-        "tracking_total_keys:0".to_string(),
-        "tracking_total_items:0".to_string(),
-        "tracking_total_prefixes:0".to_string(),
+        format!("tracking_total_keys:{}", ctx.core.tracking.key_count()),
+        format!("tracking_total_items:{}", ctx.core.tracking.item_count()),
+        format!(
+            "tracking_total_prefixes:{}",
+            ctx.core.tracking.prefix_count()
+        ),
         "unexpected_error_replies:0".to_string(),
         "total_error_replies:0".to_string(),
         "dump_payload_sanitizations:0".to_string(),
