@@ -408,6 +408,12 @@ fn georadius_generic(ctx: &mut Ctx, argv: &[&[u8]], src_idx: usize, variant: Var
     if returned > 0 {
         let store_dist = o.store_dist;
         search::store(ctx, dst, points, store_dist);
+        let event = if variant.is_search() {
+            "geosearchstore"
+        } else {
+            "georadiusstore"
+        };
+        ctx.notify(crate::core::notify::ZSET, event, dst);
         ctx.dirty(returned as u64);
     } else if ctx.delete_key(dst) {
         ctx.dirty(1);

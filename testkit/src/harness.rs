@@ -79,15 +79,30 @@ pub fn redis_server_path() -> String {
 /// Waits until the server `child` answers on `port`. Returns false when
 /// another process answers there (a parallel test's server took the port
 /// between `free_port` and our bind): the caller starts again elsewhere.
-fn wait_until_listening(port: u16, name: &str, child: &mut Child) -> bool {
+fn wait_until_listening(
+    port: u16,
+    name: &str,
+    child: &mut Child,
+    password: Option<&str>,
+) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         // Listening is not enough: a server loading its data answers
         // -LOADING until it is done. Ready means PING answers anything else.
+        // With a password the server answers -NOAUTH before it checks
+        // loading (as Redis does), so the probe authenticates first.
         if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
             let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
             let mut reply = [0u8; 64];
-            if stream.write_all(b"*1\r\n$4\r\nPING\r\n").is_ok() {
+            let authenticated = match password {
+                None => true,
+                Some(pw) => {
+                    let auth = encode_command(&[b"AUTH", pw.as_bytes()]);
+                    stream.write_all(&auth).is_ok()
+                        && matches!(stream.read(&mut reply), Ok(n) if n > 0)
+                }
+            };
+            if authenticated && stream.write_all(b"*1\r\n$4\r\nPING\r\n").is_ok() {
                 if let Ok(n) = stream.read(&mut reply) {
                     // +PONG, or -NOAUTH from a server with a password:
                     // anything but -LOADING means the data is loaded.
@@ -266,7 +281,14 @@ pub fn start_on_port(
         .args(["--save", "", "--appendonly", "no"])
         .args(["--dir", &dir.path().to_string_lossy()])
         .args(extra);
-    spawn_listening(command, name, port, Some(dir))
+    // A server given a password must be asked with it whether it loaded.
+    let password = extra
+        .iter()
+        .position(|a| *a == "--requirepass")
+        .and_then(|i| extra.get(i + 1))
+        .filter(|pw| !pw.is_empty())
+        .map(|pw| pw.to_string());
+    spawn_listening(command, name, port, Some(dir), password.as_deref())
 }
 
 /// Starts `binary` with the configuration file `conf` as its only
@@ -280,7 +302,7 @@ pub fn start_from_config(
 ) -> Option<ServerProcess> {
     let mut command = Command::new(binary);
     command.arg(conf);
-    spawn_listening(command, name, port, None)
+    spawn_listening(command, name, port, None, None)
 }
 
 /// Spawns `command` (output discarded) and waits until it listens on
@@ -291,6 +313,7 @@ fn spawn_listening(
     name: &'static str,
     port: u16,
     dir: Option<tempfile::TempDir>,
+    password: Option<&str>,
 ) -> Option<ServerProcess> {
     let mut child = command
         .stdout(Stdio::null())
@@ -301,7 +324,7 @@ fn spawn_listening(
     if let Ok(Some(_)) = child.try_wait() {
         return None;
     }
-    if !wait_until_listening(port, name, &mut child) {
+    if !wait_until_listening(port, name, &mut child, password) {
         // Someone else's server on the port: ours cannot bind there.
         let _ = child.kill();
         let _ = child.wait();
