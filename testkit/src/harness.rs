@@ -79,12 +79,7 @@ pub fn redis_server_path() -> String {
 /// Waits until the server `child` answers on `port`. Returns false when
 /// another process answers there (a parallel test's server took the port
 /// between `free_port` and our bind): the caller starts again elsewhere.
-fn wait_until_listening(
-    port: u16,
-    name: &str,
-    child: &mut Child,
-    password: Option<&str>,
-) -> bool {
+fn wait_until_listening(port: u16, name: &str, child: &mut Child, password: Option<&str>) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         // Listening is not enough: a server loading its data answers

@@ -715,3 +715,76 @@ fn daily_active_users_and_unique_visitors_transcript() {
         ("PFCOUNT visitors:week", ":4\r\n"),
     ]);
 }
+
+#[test]
+fn nearby_search_transcript() {
+    transcript(&[
+        (
+            "GEOADD shops 13.361389 38.115556 palermo-1 15.087269 37.502669 catania-1 13.583333 37.316667 agrigento-1",
+            ":3\r\n",
+        ),
+        ("GEOADD shops 13.361389 38.115556 palermo-1", ":0\r\n"),
+        ("GEODIST shops palermo-1 catania-1 km", "$8\r\n166.2742\r\n"),
+        (
+            "GEOSEARCH shops FROMLONLAT 15 37 BYRADIUS 200 km ASC WITHDIST",
+            "*3\r\n*2\r\n$9\r\ncatania-1\r\n$7\r\n56.4413\r\n*2\r\n$11\r\nagrigento-1\r\n$8\r\n130.4235\r\n*2\r\n$9\r\npalermo-1\r\n$8\r\n190.4424\r\n",
+        ),
+        (
+            "GEOSEARCH shops FROMMEMBER palermo-1 BYBOX 400 400 km ASC COUNT 2",
+            "*2\r\n$9\r\npalermo-1\r\n$11\r\nagrigento-1\r\n",
+        ),
+        (
+            "GEOSEARCHSTORE near:user42 shops FROMLONLAT 13.5 37.5 BYRADIUS 100 km STOREDIST",
+            ":2\r\n",
+        ),
+        (
+            "ZRANGE near:user42 0 -1 WITHSCORES",
+            "*4\r\n$11\r\nagrigento-1\r\n$18\r\n21.679719899956392\r\n$9\r\npalermo-1\r\n$18\r\n69.541108480979659\r\n",
+        ),
+        (
+            "GEOPOS shops agrigento-1",
+            "*1\r\n*2\r\n$19\r\n13.5833314061164856\r\n$20\r\n37.31666804993816555\r\n",
+        ),
+        ("GEOHASH shops palermo-1", "*1\r\n$11\r\nsqc8b49rny0\r\n"),
+    ]);
+}
+
+/// The library of docs/use-cases.md §7, as one redis-cli-quoted argument.
+const APP_LIBRARY: &str = r##""#!lua name=app\n\nlocal function rate_limit(keys, args)\n  local n = redis.call('INCR', keys[1])\n  if n == 1 then redis.call('EXPIRE', keys[1], args[1]) end\n  if n > tonumber(args[2]) then return 0 end\n  return 1\nend\n\nlocal function unlock(keys, args)\n  if redis.call('GET', keys[1]) == args[1] then\n    return redis.call('DEL', keys[1])\n  end\n  return 0\nend\n\nredis.register_function('rate_limit', rate_limit)\nredis.register_function('unlock', unlock)""##;
+
+#[test]
+fn functions_rate_limiter_and_lock_transcript() {
+    let load = format!("FUNCTION LOAD {APP_LIBRARY}");
+    transcript(&[
+        (&load, "$3\r\napp\r\n"),
+        ("FCALL rate_limit 1 rl:alice 60 2", ":1\r\n"),
+        ("FCALL rate_limit 1 rl:alice 60 2", ":1\r\n"),
+        ("FCALL rate_limit 1 rl:alice 60 2", ":0\r\n"),
+        ("TTL rl:alice", ":60\r\n"),
+        ("SET lock:order:1 token-a NX PX 30000", "+OK\r\n"),
+        ("FCALL unlock 1 lock:order:1 token-b", ":0\r\n"),
+        ("FCALL unlock 1 lock:order:1 token-a", ":1\r\n"),
+        ("GET lock:order:1", "$-1\r\n"),
+    ]);
+}
+
+#[test]
+fn cache_invalidation_transcript() {
+    let mut p = Pair::new();
+    let (mut redis_b, mut hozon_b) = p.connect_more();
+    p.resp3();
+    p.check(&["CLIENT", "TRACKING", "ON"]);
+    p.check(&["SET", "user:1:name", "ada"]);
+    assert_eq!(p.check(&["GET", "user:1:name"]), b"$3\r\nada\r\n");
+    for b in [&mut redis_b, &mut hozon_b] {
+        assert_eq!(
+            b.call(&[b"SET", b"user:1:name", b"ada-lovelace"]),
+            b"+OK\r\n"
+        );
+    }
+    let push = b">2\r\n$10\r\ninvalidate\r\n*1\r\n$11\r\nuser:1:name\r\n";
+    for a in [&mut p.r, &mut p.h] {
+        assert_eq!(show(&a.read_reply()), show(push), "the invalidation push");
+    }
+    assert_eq!(p.check(&["GET", "user:1:name"]), b"$12\r\nada-lovelace\r\n");
+}
