@@ -10,6 +10,8 @@ mod bitops;
 mod blocking;
 mod config_rewrite;
 mod dump;
+mod functions;
+mod functions_busy;
 mod hash;
 mod hyperloglog;
 mod keys;
