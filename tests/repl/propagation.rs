@@ -12,8 +12,9 @@
 //! command propagates more than one effect), no PING right after the
 //! attach, `REPLCONF rdb-filter-only` (`redis-cli --replica` and
 //! `--functions-rdb`), the HyperLogLog commands (PFCOUNT refreshing its
-//! cached cardinality, PFDEBUG conversions) and the bitmap commands (as
-//! received, only when they change something).
+//! cached cardinality, PFDEBUG conversions), the bitmap commands (as
+//! received, only when they change something) and Redis Functions
+//! (FUNCTION LOAD/DELETE/FLUSH/RESTORE as received, FCALL as its effects).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -462,8 +463,8 @@ fn rdb_filter_only_sync_has_no_keys_then_the_stream() {
     assert_eq!(filtered_sync(Master::Hozon), redis);
 }
 
-/// `redis-cli --functions-rdb` gets a file without keys (hozon has no
-/// functions) and leaves the master without a replica.
+/// `redis-cli --functions-rdb` gets a file without keys (and here no
+/// libraries) and leaves the master without a replica.
 fn functions_rdb(master: Master) {
     let m = master.start(&SyncMode::Disk.args());
     let mut c = m.conn();
