@@ -517,8 +517,26 @@ fn fcall_arguments_and_flags() {
              FCALL nosuch 0
              FCALL test 1 n
              EXEC
-             GET n",
+             GET n
+             MULTI
+             FUNCTION DELETE test
+             FCALL test 1 n
+             FUNCTION FLUSH
+             FUNCTION LIST
+             EXEC",
         );
+        // FUNCTION LOAD queued in a transaction, then called in it.
+        p.check(&["MULTI"]);
+        p.check(&[
+            "FUNCTION",
+            "LOAD",
+            &one("tx", "tx", "return redis.call('incr', KEYS[1])"),
+        ]);
+        p.check(&["FUNCTION", "LOAD", "#!lua name=tx\nreturn 1"]);
+        p.check(&["FCALL", "tx", "1", "n"]);
+        p.check(&["EXEC"]);
+        p.check(&["EVAL", "return redis.call('fcall', 'tx', 1, 'n')", "0"]);
+        p.check(&["EVAL", "return redis.call('function', 'flush')", "0"]);
         p.check(&["FUNCTION", "FLUSH"]);
     });
 }
