@@ -263,6 +263,9 @@ impl FunctionEngine {
     }
 }
 
+/// A library: its name and its code.
+pub type NamedCode = (Vec<u8>, Vec<u8>);
+
 /// FUNCTION RESTORE's merge (Redis's `libraryJoin`): the libraries that
 /// result from adding `incoming` (sources, each loaded into a scratch
 /// engine first) to `current`, replacing libraries of the same name when
@@ -272,7 +275,7 @@ pub fn restore(
     engine: &FunctionEngine,
     incoming: &[Vec<u8>],
     policy: RestorePolicy,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+) -> Result<Vec<NamedCode>, String> {
     let mut scratch_libs = Libraries::default();
     let mut scratch = FunctionEngine::empty(0)?;
     for code in incoming {

@@ -85,9 +85,12 @@ pub struct ScriptFlags {
     pub allow_cross_slot: bool,
 }
 
+/// Whether a set of script flags has one flag.
+pub type FlagTest = fn(&ScriptFlags) -> bool;
+
 /// The script flags by name, in Redis's order (`scripts_flags_def`), with
 /// a test for each (FUNCTION LIST's `flags`).
-pub const SCRIPT_FLAG_NAMES: &[(&str, fn(&ScriptFlags) -> bool)] = &[
+pub const SCRIPT_FLAG_NAMES: &[(&str, FlagTest)] = &[
     ("no-writes", |f| f.no_writes),
     ("allow-oom", |f| f.allow_oom),
     ("allow-stale", |f| f.allow_stale),
@@ -611,6 +614,7 @@ impl Scripting {
     /// Runs a function library's callback for FCALL / FCALL_RO: `name`
     /// for errors and `keys`/`args` as its two arguments. Returns the
     /// reply.
+    #[allow(clippy::too_many_arguments)]
     pub fn call_function(
         &mut self,
         ctx: &mut Ctx,
