@@ -12,6 +12,7 @@ mod config_rewrite;
 mod dump;
 mod functions;
 mod functions_busy;
+mod functions_dump;
 mod hash;
 mod hyperloglog;
 mod keys;
