@@ -433,6 +433,10 @@ fn fcall_arguments_and_flags() {
             &["FCALL", "test", "1"],
             &["FCALL", "test", "0"],
             &["FCALL", "test", "00"],
+            &["FCALL", "test", "+1", "a"],
+            &["FCALL", "test", "-0"],
+            &["FCALL", "test", "0x1", "a"],
+            &["FCALL", "test", ""],
             &["FCALL", "test", "1.5"],
             &["FCALL", "test", " 1", "a"],
             &["FCALL", "test", "99999999999999999999", "a"],
@@ -582,6 +586,25 @@ fn fcall_returns_each_lua_type_and_runtime_errors() {
             "return redis.sha1hex('x')",
             "return type(bit) .. type(cjson) .. type(struct) .. type(cmsgpack)",
             "return redis.REDIS_VERSION",
+            "redis.set_repl(redis.REPL_ALL) return redis.call('set', 'r', '1')",
+            "redis.set_repl(99)",
+            "return redis.replicate_commands()",
+            "return redis.breakpoint()",
+            "return redis.debug('x')",
+            "return redis.acl_check_cmd('set', 'x', 'y')",
+            "return redis.acl_check_cmd('nosuch')",
+            "redis.setresp(4)",
+            "redis.setresp(2) return redis.call('hgetall', 'h')",
+            "return redis.log(redis.LOG_WARNING, 'from a function')",
+            "return redis.sha1hex()",
+            "return {KEYS[1], ARGV[1], KEYS[2], ARGV[2]}",
+            "KEYS[1] = 'changed' return KEYS[1]",
+            "return math.random(10)",
+            "return tostring(math.huge)",
+            "return {1.5, -0.0, 1e300}",
+            "return string.rep('x', 3)",
+            "return cmsgpack.unpack(cmsgpack.pack({1, 2}))",
+            "return redis.call('time')[1] ~= nil",
             // Runtime errors, with the line they happen on.
             "error('boom')",
             "\nlocal x = nil\nreturn x.field",
@@ -608,6 +631,17 @@ fn fcall_returns_each_lua_type_and_runtime_errors() {
             load_replace(p, &one("test", "test", body));
             p.check(&["FCALL", "test", "1", "k", "a"]);
             p.check(&["FCALL_RO", "test", "0"]);
+        }
+        // EVAL and functions share one math.random sequence, which a new
+        // library or FUNCTION FLUSH does not restart.
+        load_replace(p, &one("test", "test", "return math.random(1000)"));
+        for _ in 0..2 {
+            p.check(&["FCALL", "test", "0"]);
+            p.check(&["EVAL", "return math.random(1000)", "0"]);
+            p.check(&["FUNCTION", "FLUSH"]);
+            load(p, &one("test", "test", "return math.random(1000)"));
+            p.check(&["FCALL_RO", "test", "0"]);
+            p.check(&["SCRIPT", "FLUSH"]);
         }
         // Redis's "register function inside a function".
         load_replace(
