@@ -246,7 +246,7 @@ fn function_list(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         let mut out = Vec::new();
         for (name, code) in ctx.core.functions.iter() {
             if let Some(p) = pattern {
-                if !crate::glob::matches(super::c_str(p), name, false) {
+                if !crate::glob::matches(p, name, true) {
                     continue;
                 }
             }

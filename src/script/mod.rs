@@ -376,8 +376,14 @@ impl std::fmt::Debug for Scripting {
 
 impl Scripting {
     /// A fresh Lua state with the Redis environment and an empty cache.
+    /// Every state of the process shares one `lrand48` (Redis's is a C
+    /// global: EVAL's and the function engine's math.random continue one
+    /// sequence, never reseeded).
     pub fn new() -> Result<Scripting, String> {
-        let rng = Arc::new(Lrand48(AtomicU64::new(Lrand48::INITIAL)));
+        static RNG: std::sync::OnceLock<Arc<Lrand48>> = std::sync::OnceLock::new();
+        let rng = RNG
+            .get_or_init(|| Arc::new(Lrand48(AtomicU64::new(Lrand48::INITIAL))))
+            .clone();
         let watch = Arc::new(Watch {
             base: Instant::now(),
             started_ns: AtomicU64::new(0),

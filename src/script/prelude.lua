@@ -521,11 +521,23 @@ local function load_library(chunk)
   return false, e
 end
 
+-- What a function's callback sees at run time: the globals of a script,
+-- but a `redis` without breakpoint, debug and replicate_commands (Redis
+-- registers those for EVAL only; its function engine's Lua has only
+-- luaRegisterRedisAPI's fields).
+local fn_redis = {}
+for k, v in next, proxies[real.redis] do
+  if k ~= 'breakpoint' and k ~= 'debug' and k ~= 'replicate_commands' then fn_redis[k] = v end
+end
+local fn_globals = setmetatable({ redis = protect(fn_redis) }, { __index = real })
+
 -- Runs a function's callback with the key and argument arrays, as run
 -- does a script.
 local function run_function(f, b, keys, args)
   bridge = b
+  G_meta.__index = fn_globals
   local ok, result = raw_xpcall(function() return f(keys, args) end, err_handler)
+  G_meta.__index = real
   bridge = nil
   return ok, result
 end

@@ -14,7 +14,8 @@
 //! `--functions-rdb`), the HyperLogLog commands (PFCOUNT refreshing its
 //! cached cardinality, PFDEBUG conversions), the bitmap commands (as
 //! received, only when they change something) and the geo commands
-//! (GEOADD as the ZADD it runs, the stores as received).
+//! (GEOADD as the ZADD it runs, the stores as received) and Redis Functions
+//! (FUNCTION LOAD/DELETE/FLUSH/RESTORE as received, FCALL as its effects).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -753,4 +754,77 @@ fn geo_commands_propagate_as_redis_propagates_them() {
         "{names:?}"
     );
     assert!(names.iter().any(|n| n.eq_ignore_ascii_case("georadius")));
+}
+
+/// Redis Functions: FUNCTION LOAD (REPLACE too), DELETE, FLUSH and RESTORE
+/// are propagated as received when they succeed (a failed one not at
+/// all); an FCALL propagates the effects of the writes its function made
+/// (wrapped in MULTI/EXEC), an FCALL or FCALL_RO that writes nothing
+/// propagates nothing. The RESTORE payload is the master's own FUNCTION
+/// DUMP, so the streams are equal only when the dumps are.
+#[test]
+fn function_commands_propagate_as_redis_propagates_them() {
+    let code = "#!lua name=lib\n\
+        redis.register_function('w', function(keys, args) \
+        redis.call('set', keys[1], args[1]) return redis.call('incr', keys[2]) end)\n\
+        redis.register_function('one', function(keys, args) \
+        return redis.call('set', keys[1], args[1]) end)\n\
+        redis.register_function{function_name='r', callback=function(keys) \
+        return redis.call('get', keys[1]) end, flags={'no-writes'}}";
+    let units = assert_same_stream(no_setup, |_, c| {
+        ok(c, &["FUNCTION", "LOAD", code]);
+        ok(c, &["FCALL", "w", "2", "a", "n", "v"]);
+        ok(c, &["FCALL", "one", "1", "b", "x"]);
+        ok(c, &["FCALL", "r", "1", "a"]);
+        ok(c, &["FCALL_RO", "r", "1", "a"]);
+        ok(c, &["FUNCTION", "LOAD", "REPLACE", code]);
+        // Failures propagate nothing.
+        for failing in [
+            &["FUNCTION", "LOAD", code][..],
+            &["FUNCTION", "LOAD", "#!lua name=bad\nreturn 1"],
+            &["FUNCTION", "DELETE", "nosuch"],
+            &["FUNCTION", "RESTORE", "bad_payload"],
+            &["FCALL", "nosuch", "0"],
+            &["FCALL_RO", "one", "1", "b", "y"],
+        ] {
+            assert!(
+                matches!(cmd(c, failing), Value::Error(_)),
+                "{failing:?} should fail"
+            );
+        }
+        let Value::Bulk(dump) = ok(c, &["FUNCTION", "DUMP"]) else {
+            panic!("FUNCTION DUMP is not a bulk string");
+        };
+        ok(c, &["FUNCTION", "DELETE", "lib"]);
+        let restore: Vec<&[u8]> = vec![b"FUNCTION", b"RESTORE", &dump];
+        assert_eq!(c.call(&restore), b"+OK\r\n");
+        ok(c, &["FUNCTION", "FLUSH"]);
+        ok(c, &["FUNCTION", "FLUSH", "ASYNC"]);
+        let restore: Vec<&[u8]> = vec![b"FUNCTION", b"RESTORE", &dump, b"FLUSH"];
+        assert_eq!(c.call(&restore), b"+OK\r\n");
+        let restore: Vec<&[u8]> = vec![b"FUNCTION", b"RESTORE", &dump, b"REPLACE"];
+        assert_eq!(c.call(&restore), b"+OK\r\n");
+        ok(c, &["FUNCTION", "FLUSH", "SYNC"]);
+        ok(c, &["SET", "end", "1"]);
+    });
+    let names: Vec<String> = units
+        .iter()
+        .map(|u| u.iter().take(2).cloned().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(
+        names
+            .iter()
+            .filter(|n| n.eq_ignore_ascii_case("function load"))
+            .count()
+            == 2,
+        "{names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .filter(|n| n.eq_ignore_ascii_case("function restore"))
+            .count()
+            == 3,
+        "{names:?}"
+    );
 }
