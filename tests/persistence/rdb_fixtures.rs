@@ -412,14 +412,11 @@ fn check_all(fixtures: &[PathBuf], check: fn(&Path) -> Option<String>) {
 fn hozon_imports_every_rdb_fixture_into_the_keyspace_redis_shows() {
     check_all(&fixtures(), |fixture| {
         let name = name_of(fixture);
-        let (mut expected, source) = match read_expect(fixture) {
+        // The function libraries too (their `functions` line).
+        let (expected, source) = match read_expect(fixture) {
             Some(expect) => (expect.lines, "its .expect"),
             None => (redis_dump(fixture), "Redis 7.0's load"),
         };
-        // hozon has no Redis Functions: it imports the keys of a file with
-        // function libraries and logs that the libraries were not loaded
-        // (docs/rdb.md). Everything else must match.
-        expected.retain(|line| !line.starts_with("functions "));
         let started = std::panic::catch_unwind(|| hozon_dump(fixture));
         let Ok(got) = started else {
             return Some(format!(
