@@ -115,7 +115,7 @@ fn fcall_generic(ctx: &mut Ctx, argv: &[&[u8]], read_only: bool) -> CmdResult {
             return Err(Reply::err("ERR Function not found"));
         };
         let (callback, flags) = (entry.callback.clone(), entry.flags);
-        let name = String::from_utf8_lossy(&entry.name).into_owned();
+        let name = entry.name_text.clone();
         let numkeys = crate::types::num::parse_i64(argv[2])
             .ok_or_else(|| Reply::err("ERR Bad number of keys provided"))?;
         if numkeys > (argv.len() - 3) as i64 {
@@ -130,7 +130,7 @@ fn fcall_generic(ctx: &mut Ctx, argv: &[&[u8]], read_only: bool) -> CmdResult {
         // Only the commands the function runs are logged (as one unit).
         ctx.log_nothing();
         ctx.core.script_run = Some(ScriptRun {
-            function: Some(name.clone().into_bytes()),
+            function: Some(name.as_bytes().to_vec()),
             argv: argv.iter().map(|a| a.to_vec()).collect(),
             start_ms: crate::clock::now_ms(),
         });

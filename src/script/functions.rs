@@ -27,6 +27,8 @@ pub struct FunctionEntry {
     pub library: Vec<u8>,
     /// Its name as registered.
     pub name: Vec<u8>,
+    /// Its name as text, shared (error messages of every call).
+    pub name_text: std::sync::Arc<str>,
     /// Its description.
     pub description: Option<Vec<u8>>,
     /// Its flags.
@@ -128,7 +130,11 @@ impl FunctionEngine {
 
     /// The function FCALL names (any letter case).
     pub fn function(&self, name: &[u8]) -> Option<&FunctionEntry> {
-        self.functions.get(&key(name))
+        if name.iter().any(u8::is_ascii_uppercase) {
+            self.functions.get(&key(name))
+        } else {
+            self.functions.get(name)
+        }
     }
 
     /// Number of functions.
@@ -244,6 +250,7 @@ impl FunctionEngine {
                 k.clone(),
                 FunctionEntry {
                     library: library.clone(),
+                    name_text: String::from_utf8_lossy(&r.name).into(),
                     name: r.name,
                     description: r.description,
                     flags: r.flags,

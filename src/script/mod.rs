@@ -648,17 +648,20 @@ impl Scripting {
         if let Err(refusal) = prepare(ctx, flags, read_only) {
             return refusal;
         }
-        let arrays = (|| -> mlua::Result<(Table, Table)> {
-            let k = self.lua.create_table_with_capacity(keys.len(), 0)?;
-            for (i, key) in keys.iter().enumerate() {
-                k.raw_set(i + 1, self.lua.create_string(key)?)?;
-            }
-            let a = self.lua.create_table_with_capacity(args.len(), 0)?;
-            for (i, arg) in args.iter().enumerate() {
-                a.raw_set(i + 1, self.lua.create_string(arg)?)?;
-            }
-            Ok((k, a))
-        })();
+        // SAFETY: one protected call that pushes the two arrays and owns
+        // nothing a Lua error could leak (as set_arrays).
+        let arrays = unsafe {
+            self.lua.exec_raw::<(Table, Table)>((), |state| {
+                use mlua::ffi;
+                for items in [keys, args] {
+                    ffi::lua_createtable(state, items.len() as i32, 0);
+                    for (i, item) in items.iter().enumerate() {
+                        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                        ffi::lua_rawseti(state, -2, (i + 1) as _);
+                    }
+                }
+            })
+        };
         let key_args = keys;
         let (keys, args) = match arrays {
             Ok(arrays) => arrays,

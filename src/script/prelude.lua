@@ -533,10 +533,19 @@ local fn_globals = setmetatable({ redis = protect(fn_redis) }, { __index = real 
 
 -- Runs a function's callback with the key and argument arrays, as run
 -- does a script.
+-- The call run_function makes, kept in locals rather than a closure
+-- built per call.
+local pending_f, pending_keys, pending_args = nil, nil, nil
+local function call_pending()
+  return pending_f(pending_keys, pending_args)
+end
+
 local function run_function(f, b, keys, args)
   bridge = b
   G_meta.__index = fn_globals
-  local ok, result = raw_xpcall(function() return f(keys, args) end, err_handler)
+  pending_f, pending_keys, pending_args = f, keys, args
+  local ok, result = raw_xpcall(call_pending, err_handler)
+  pending_f, pending_keys, pending_args = nil, nil, nil
   G_meta.__index = real
   bridge = nil
   return ok, result
