@@ -450,6 +450,32 @@ pub fn show(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes.escape_ascii().collect::<Vec<u8>>()).into_owned()
 }
 
+/// Sends `PING <fence>` on `conn` and returns the frames that arrive
+/// before its reply (a bulk string, or `["pong", fence]` in RESP2
+/// subscribed mode: either way not a Pub/Sub or push message). Panics
+/// with what did arrive when no reply comes `within`.
+pub fn frames_before_fence(conn: &mut Conn, fence: &str, within: Duration) -> Vec<Vec<u8>> {
+    conn.send_raw(&encode_command(&[b"PING", fence.as_bytes()]));
+    let bulk = format!("${}\r\n{fence}\r\n", fence.len()).into_bytes();
+    let pong = format!("*2\r\n$4\r\npong\r\n${}\r\n{fence}\r\n", fence.len()).into_bytes();
+    let deadline = Instant::now() + within;
+    let mut out = Vec::new();
+    loop {
+        let frame = conn
+            .try_read_reply(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no reply to the PING fence; got before it: {:?}",
+                    out.iter().map(|f: &Vec<u8>| show(f)).collect::<Vec<_>>()
+                )
+            });
+        if frame == bulk || frame == pong {
+            return out;
+        }
+        out.push(frame);
+    }
+}
+
 /// Splits a script line like redis-cli does (quotes, escapes).
 pub fn split_line(line: &str) -> Vec<Vec<u8>> {
     hozon::resp::split_args(line.as_bytes())

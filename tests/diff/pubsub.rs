@@ -112,25 +112,7 @@ const FENCE: &str = "fence-7f3a";
 /// (the reply is a bulk string, or ["pong", FENCE] in RESP2 subscribed
 /// mode: either way not a Pub/Sub message).
 fn fence(conn: &mut Conn) -> Vec<Vec<u8>> {
-    conn.send_raw(&encode(&["PING", FENCE]));
-    let bulk = format!("${}\r\n{FENCE}\r\n", FENCE.len()).into_bytes();
-    let pong = format!("*2\r\n$4\r\npong\r\n${}\r\n{FENCE}\r\n", FENCE.len()).into_bytes();
-    let deadline = Instant::now() + ARRIVAL_TIMEOUT;
-    let mut out = Vec::new();
-    loop {
-        let frame = conn
-            .try_read_reply(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|| {
-                panic!(
-                    "no reply to the PING fence; got before it: {:?}",
-                    out.iter().map(|f: &Vec<u8>| show(f)).collect::<Vec<_>>()
-                )
-            });
-        if frame == bulk || frame == pong {
-            return out;
-        }
-        out.push(frame);
-    }
+    crate::harness::frames_before_fence(conn, FENCE, ARRIVAL_TIMEOUT)
 }
 
 #[track_caller]
