@@ -13,6 +13,7 @@
 
 pub mod bitops;
 pub mod ctx;
+pub(crate) mod debug;
 pub mod docs;
 mod docs_data;
 pub mod dump;
@@ -216,8 +217,9 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 21] {
+fn families() -> [&'static [CommandSpec]; 22] {
     [
+        debug::COMMANDS,
         bitops::COMMANDS,
         geo::COMMANDS,
         dump::COMMANDS,

@@ -238,6 +238,7 @@ impl Engine {
                 failover: None,
                 shutdown_deadline_ms: None,
                 tracking: Default::default(),
+                debug: Default::default(),
             },
         }
     }
