@@ -7,7 +7,6 @@
 //! effects of the commands the function runs, as EVAL does.
 
 use super::{is, subcommand_syntax_error, CmdResult, CommandSpec, Ctx};
-use crate::core::ScriptRun;
 use crate::rdb::{opcode, reader, writer};
 use crate::reply::Reply;
 use crate::script::functions::{self, FunctionEngine, RestorePolicy, ENGINE_NAME};
@@ -129,11 +128,9 @@ fn fcall_generic(ctx: &mut Ctx, argv: &[&[u8]], read_only: bool) -> CmdResult {
         let numkeys = numkeys as usize;
         // Only the commands the function runs are logged (as one unit).
         ctx.log_nothing();
-        ctx.core.script_run = Some(ScriptRun {
-            function: Some(name.as_bytes().to_vec()),
-            argv: argv.iter().map(|a| a.to_vec()).collect(),
-            start_ms: crate::clock::now_ms(),
-        });
+        ctx.core
+            .script_run
+            .start(Some(name.clone()), argv, ctx.now_ms);
         let keys = &argv[3..3 + numkeys];
         let args = &argv[3 + numkeys..];
         let callee = crate::script::Callee {
@@ -144,7 +141,7 @@ fn fcall_generic(ctx: &mut Ctx, argv: &[&[u8]], read_only: bool) -> CmdResult {
         let reply = engine
             .state()
             .call_function(ctx, callee, keys, args, read_only);
-        ctx.core.script_run = None;
+        ctx.core.script_run.end();
         Ok(reply)
     })
 }
@@ -283,20 +280,17 @@ fn function_list(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 }
 
 fn function_stats(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
-    let running = match &ctx.core.script_run {
-        Some(run) if run.function.is_none() => return Err(Reply::err(BUSY_EVAL_ERR)),
-        Some(run) => Reply::Map(vec![
-            (
-                Reply::bulk(b"name"),
-                Reply::Bulk(run.function.clone().unwrap_or_default()),
-            ),
+    let running = match ctx.core.script_run.current() {
+        Some((None, _, _)) => return Err(Reply::err(BUSY_EVAL_ERR)),
+        Some((Some(name), argv, start_ms)) => Reply::Map(vec![
+            (Reply::bulk(b"name"), Reply::Bulk(name.as_bytes().to_vec())),
             (
                 Reply::bulk(b"command"),
-                Reply::Array(run.argv.iter().cloned().map(Reply::Bulk).collect()),
+                Reply::Array(argv.iter().cloned().map(Reply::Bulk).collect()),
             ),
             (
                 Reply::bulk(b"duration_ms"),
-                Reply::Int(crate::clock::now_ms() - run.start_ms),
+                Reply::Int(crate::clock::now_ms() - start_ms),
             ),
         ]),
         None => Reply::Null,

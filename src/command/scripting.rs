@@ -122,13 +122,9 @@ fn eval_generic(ctx: &mut Ctx, argv: &[&[u8]], by_sha: bool, read_only: bool) ->
                 Err(reply) => return reply,
             }
         };
-        ctx.core.script_run = Some(crate::core::ScriptRun {
-            function: None,
-            argv: Vec::new(),
-            start_ms: crate::clock::now_ms(),
-        });
+        ctx.core.script_run.start(None, &[], ctx.now_ms);
         let reply = scripting.run(ctx, &sha, keys, args, read_only);
-        ctx.core.script_run = None;
+        ctx.core.script_run.end();
         reply
     });
     Ok(reply)

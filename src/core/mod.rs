@@ -102,7 +102,7 @@ pub struct Core {
     /// `functions` when its generation moves; taken out while one runs.
     pub(crate) function_engine: ScriptSlot,
     /// The script or function running now (FUNCTION STATS while busy).
-    pub(crate) script_run: Option<ScriptRun>,
+    pub(crate) script_run: ScriptRun,
     /// The file-system layer every persistence file goes through.
     pub(crate) io: Arc<dyn Io>,
     /// Held while the engine uses the data directory.
@@ -323,15 +323,66 @@ pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to writ
 /// Redis's refusal while `stop-writes-on-bgsave-error` applies.
 pub(crate) const BGSAVE_ERROR: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
-/// A script or function in execution, as FUNCTION STATS reports it.
-#[derive(Debug, Clone)]
+/// What [`ScriptRun::current`] reports: the function's name (None for a
+/// script), its command, its start (Unix ms).
+pub type RunningNow<'a> = (Option<&'a str>, &'a [Vec<u8>], i64);
+
+/// The script or function in execution, as FUNCTION STATS reports it.
+/// Its buffers are kept from run to run: recording a call allocates
+/// nothing once they have grown.
+#[derive(Debug, Clone, Default)]
 pub struct ScriptRun {
+    /// A script or function is running.
+    running: bool,
     /// The function's name; None for EVAL and friends.
-    pub function: Option<Vec<u8>>,
-    /// The command that runs it (FCALL and its arguments).
-    pub argv: Vec<Vec<u8>>,
+    function: Option<Arc<str>>,
+    /// The command that runs it (FCALL and its arguments): the first
+    /// `argc` entries.
+    argv: Vec<Vec<u8>>,
+    argc: usize,
     /// When it started (Unix ms).
-    pub start_ms: i64,
+    start_ms: i64,
+}
+
+impl ScriptRun {
+    /// Records the start of a run: a function (with the command that
+    /// calls it) or a script (`function` None, no command kept).
+    pub fn start(&mut self, function: Option<Arc<str>>, argv: &[&[u8]], start_ms: i64) {
+        self.running = true;
+        self.start_ms = start_ms;
+        self.argc = 0;
+        if function.is_some() {
+            for (i, arg) in argv.iter().enumerate() {
+                match self.argv.get_mut(i) {
+                    Some(slot) => {
+                        slot.clear();
+                        slot.extend_from_slice(arg);
+                    }
+                    None => self.argv.push(arg.to_vec()),
+                }
+            }
+            self.argc = argv.len();
+        }
+        self.function = function;
+    }
+
+    /// Records the end of the run.
+    pub fn end(&mut self) {
+        self.running = false;
+        self.function = None;
+    }
+
+    /// The running function's name, command and start (Unix ms); None
+    /// when nothing runs. A script has no name and no command.
+    pub fn current(&self) -> Option<RunningNow<'_>> {
+        self.running.then(|| {
+            (
+                self.function.as_deref(),
+                &self.argv[..self.argc],
+                self.start_ms,
+            )
+        })
+    }
 }
 
 /// Where [`Core`] keeps the Lua state (`script::Scripting`, a type of the

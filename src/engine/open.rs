@@ -226,7 +226,7 @@ impl Engine {
                 scripting: Default::default(),
                 functions: Default::default(),
                 function_engine: Default::default(),
-                script_run: None,
+                script_run: Default::default(),
                 io,
                 dir_lock: None,
                 next_session_id: 1,
