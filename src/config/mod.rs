@@ -17,10 +17,13 @@
 //! The module's files: `mod.rs` the [`Config`] struct, its value types and
 //! `rename-command`; `params.rs` the parameter table and each parameter's
 //! parsing and validation; `load.rs` configuration files, command-line
-//! flags and the startup refusals.
+//! flags and the startup refusals; `ops.rs` the operations settings
+//! (Unix socket, pid file, syslog, supervision) and the Redis directives
+//! accepted without effect.
 
 mod load;
 pub mod notify;
+pub mod ops;
 mod params;
 mod replica;
 mod rewrite;
@@ -167,7 +170,7 @@ pub struct Config {
     pub loglevel: LogLevel,
     /// `logfile`: log destination; empty = standard output.
     pub logfile: String,
-    /// `daemonize`: only `no` is supported (run under a supervisor).
+    /// `daemonize`: detach from the terminal (double fork) once started.
     pub daemonize: bool,
     /// `maxmemory`: memory limit in bytes; only 0 (no limit) is supported.
     pub maxmemory: u64,
@@ -219,6 +222,9 @@ pub struct Config {
     pub command_renames: CommandRenames,
     /// Replication as replica (docs/replication.md §5.1).
     pub replica: ReplicaSettings,
+    /// Unix socket, pid file, syslog, supervision, and the directives
+    /// accepted without effect ([`ops`]).
+    pub ops: ops::OpsSettings,
 }
 
 /// The replication settings with numbers (Redis 7.0's names, ranges and
@@ -429,6 +435,7 @@ impl Default for Config {
             pubsub_output_limit: OutputLimit::default(),
             command_renames: CommandRenames::default(),
             replica: ReplicaSettings::default(),
+            ops: ops::OpsSettings::default(),
         };
         for param in PARAMS {
             let args = default_args(param);

@@ -130,6 +130,49 @@ macro_rules! int_param {
     };
 }
 
+/// A directive hozon accepts without acting on it (`config::ops::INERT`):
+/// `yes`/`no`, its value kept for CONFIG GET.
+macro_rules! inert_bool {
+    ($name:expr, $alias:expr, $flags:expr, $default:expr) => {
+        Param {
+            name: $name,
+            alias: $alias,
+            flags: $flags,
+            default: $default,
+            kind: Kind::Bool {
+                get: |c| c.ops.inert_value($name) == b"yes",
+                set: |c, v| c.ops.set_inert($name, if v { b"yes" } else { b"no" }),
+            },
+            unsupported: None,
+        }
+    };
+}
+
+/// An integer directive hozon accepts without acting on it.
+macro_rules! inert_int {
+    ($name:expr, $flags:expr, $default:expr, $min:expr, $max:expr) => {
+        Param {
+            name: $name,
+            alias: None,
+            flags: $flags,
+            default: $default,
+            kind: Kind::Int {
+                min: $min as i128,
+                max: $max as i128,
+                memory: false,
+                unsigned: false,
+                get: |c| {
+                    String::from_utf8_lossy(c.ops.inert_value($name))
+                        .parse::<i128>()
+                        .unwrap_or(0)
+                },
+                set: |c, v| c.ops.set_inert($name, v.to_string().as_bytes()),
+            },
+            unsupported: None,
+        }
+    };
+}
+
 const INT_MAX: i128 = i32::MAX as i128;
 const INT_MIN: i128 = i32::MIN as i128;
 const UINT_MAX: i128 = u32::MAX as i128;
@@ -151,6 +194,9 @@ pub const MAXMEMORY_POLICIES: &[&str] = &[
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 const FSYNC_POLICIES: &[&str] = &["everysec", "always", "no"];
+const SYSLOG_FACILITY_WORDS: &[&str] = &[
+    "user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7",
+];
 
 /// Why a setting is refused, and what to do instead.
 #[derive(Debug, PartialEq, Eq)]
@@ -160,11 +206,6 @@ pub struct Unsupported {
     /// What to do instead (printed at startup).
     pub remedy: &'static str,
 }
-
-const NO_DAEMONIZE: Unsupported = Unsupported {
-    reason: "daemonize yes is not supported",
-    remedy: "Run hozon-server in the foreground under a supervisor (systemd, docker, ...).",
-};
 
 const NO_MAXMEMORY: Unsupported = Unsupported {
     reason: "maxmemory is not supported yet (hozon does not evict keys)",
@@ -534,8 +575,222 @@ pub static PARAMS: &[Param] = &[
             get: |c| c.daemonize,
             set: |c, v| c.daemonize = v,
         },
-        unsupported: Some(|c| c.daemonize.then_some(&NO_DAEMONIZE)),
+        unsupported: None,
     },
+    // Operations (config/ops.rs, docs/operations.md).
+    Param {
+        name: "unixsocket",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "",
+        kind: Kind::Str {
+            get: |c| c.ops.unixsocket.clone().into_bytes(),
+            set: |c, v| {
+                c.ops.unixsocket = String::from_utf8_lossy(v).into_owned();
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "unixsocketperm",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "0",
+        kind: Kind::Special {
+            get: |c| format!("{:o}", c.ops.unixsocketperm).into_bytes(),
+            set: |c, args, _| match args {
+                [v] => {
+                    c.ops.unixsocketperm = parse_octal_perm(v)?;
+                    Ok(())
+                }
+                _ => Err("wrong number of arguments".into()),
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "pidfile",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "",
+        kind: Kind::Str {
+            get: |c| c.ops.pidfile.clone().into_bytes(),
+            set: |c, v| {
+                c.ops.pidfile = String::from_utf8_lossy(v).into_owned();
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "syslog-enabled",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "no",
+        kind: Kind::Bool {
+            get: |c| c.ops.syslog_enabled,
+            set: |c, v| c.ops.syslog_enabled = v,
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "syslog-ident",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "redis",
+        kind: Kind::Str {
+            get: |c| c.ops.syslog_ident.clone().into_bytes(),
+            set: |c, v| {
+                c.ops.syslog_ident = String::from_utf8_lossy(v).into_owned();
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "syslog-facility",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "local0",
+        kind: Kind::Enum {
+            values: SYSLOG_FACILITY_WORDS,
+            get: |c| c.ops.syslog_facility,
+            set: |c, i| c.ops.syslog_facility = i,
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "supervised",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "no",
+        kind: Kind::Enum {
+            values: ops::Supervised::WORDS,
+            get: |c| c.ops.supervised.index(),
+            set: |c, i| c.ops.supervised = ops::Supervised::from_index(i),
+        },
+        unsupported: None,
+    },
+    int_param!("tcp-backlog", None, IMMUTABLE, "511", 0, INT_MAX, false, false, |c| c.ops.tcp_backlog, |c, v| c.ops.tcp_backlog = v as u32),
+    Param {
+        name: "disable-thp",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "yes",
+        kind: Kind::Bool {
+            get: |c| c.ops.disable_thp,
+            set: |c, v| c.ops.disable_thp = v,
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "aof-use-rdb-preamble",
+        alias: None,
+        flags: 0,
+        default: "yes",
+        // Redis's switch for the image a rewrite starts with: `no` is
+        // `aof-preamble none`; `yes` keeps the image `aof-preamble` names.
+        kind: Kind::Bool {
+            get: |c| c.aof_preamble != AofPreamble::None,
+            set: |c, v| match (v, c.aof_preamble) {
+                (false, _) => c.aof_preamble = AofPreamble::None,
+                (true, AofPreamble::None) => c.aof_preamble = AofPreamble::Native,
+                (true, _) => {}
+            },
+        },
+        unsupported: None,
+    },
+    inert_bool!("always-show-logo", None, IMMUTABLE, "no"),
+    inert_bool!("set-proc-title", None, IMMUTABLE, "yes"),
+    Param {
+        name: "proc-title-template",
+        alias: None,
+        flags: 0,
+        default: "{title} {listen-addr} {server-mode}",
+        kind: Kind::Str {
+            get: |c| c.ops.inert_value("proc-title-template").to_vec(),
+            set: |c, v| {
+                if !ops::valid_proc_title_template(v) {
+                    return Err("template format is invalid or contains unknown variables".into());
+                }
+                c.ops.set_inert("proc-title-template", v);
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    inert_bool!("rdb-del-sync-files", None, 0, "no"),
+    inert_int!("acllog-max-len", 0, "128", 0, LONG_MAX),
+    inert_bool!("lazyfree-lazy-eviction", None, 0, "no"),
+    inert_bool!("lazyfree-lazy-expire", None, 0, "no"),
+    inert_bool!("lazyfree-lazy-server-del", None, 0, "no"),
+    inert_bool!("lazyfree-lazy-user-del", None, 0, "no"),
+    inert_bool!("lazyfree-lazy-user-flush", None, 0, "no"),
+    inert_bool!("replica-lazy-flush", Some("slave-lazy-flush"), 0, "no"),
+    Param {
+        name: "oom-score-adj",
+        alias: None,
+        flags: 0,
+        default: "no",
+        kind: Kind::Str {
+            get: |c| c.ops.oom_score_adj.clone().into_bytes(),
+            set: |c, v| {
+                // Redis's enum, where `relative` is another name of `yes`.
+                let word = String::from_utf8_lossy(v).to_ascii_lowercase();
+                c.ops.oom_score_adj = match word.as_str() {
+                    "no" | "yes" | "absolute" => word,
+                    "relative" => "yes".into(),
+                    _ => return Err("argument(s) must be one of the following: no, yes, relative, absolute".into()),
+                };
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "oom-score-adj-values",
+        alias: None,
+        flags: MULTI_ARG,
+        default: "0 200 800",
+        kind: Kind::Special {
+            get: |c| {
+                let [a, b, d] = c.ops.oom_score_adj_values;
+                format!("{a} {b} {d}").into_bytes()
+            },
+            set: |c, args, _| {
+                c.ops.oom_score_adj_values = ops::parse_oom_values(args)?;
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    Param {
+        name: "appenddirname",
+        alias: None,
+        flags: IMMUTABLE,
+        default: "appendonlydir",
+        kind: Kind::Str {
+            get: |c| c.ops.inert_value("appenddirname").to_vec(),
+            set: |c, v| {
+                if v.is_empty() {
+                    return Err("appenddirname can't be empty".into());
+                }
+                if !is_base_name(v) {
+                    return Err("appenddirname can't be a path, just a dirname".into());
+                }
+                c.ops.set_inert("appenddirname", v);
+                Ok(())
+            },
+        },
+        unsupported: None,
+    },
+    inert_bool!("aof-timestamp-enabled", None, 0, "no"),
+    inert_int!("list-compress-depth", 0, "0", 0, INT_MAX),
+    inert_bool!("activerehashing", None, 0, "yes"),
+    inert_bool!("dynamic-hz", None, 0, "yes"),
+    inert_bool!("rdb-save-incremental-fsync", None, 0, "yes"),
+    inert_bool!("jemalloc-bg-thread", None, 0, "yes"),
     int_param!("proto-max-bulk-len", None, 0, "536870912", MB, LONG_MAX, true, false, |c| c.proto_max_bulk_len, |c, v| c.proto_max_bulk_len = v as u64),
     int_param!("client-query-buffer-limit", None, 0, "1073741824", MB, LONG_MAX, true, true, |c| c.client_query_buffer_limit, |c, v| c.client_query_buffer_limit = v as u64),
     int_param!("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), 0, "512", 0, LONG_MAX, false, true, |c| c.limits.hash_max_listpack_entries, |c, v| c.limits.hash_max_listpack_entries = v as usize),
@@ -598,35 +853,35 @@ pub static PARAMS: &[Param] = &[
 /// written for Redis gets a precise refusal instead of "bad directive".
 #[rustfmt::skip]
 pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
-    "io-threads-do-reads", "always-show-logo", "rdb-del-sync-files",
-    "activerehashing", "set-proc-title", "dynamic-hz", "lazyfree-lazy-eviction", "lazyfree-lazy-expire",
-    "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", 
-    "cluster-require-full-coverage", "rdb-save-incremental-fsync", "aof-use-rdb-preamble", "aof-timestamp-enabled",
-    "cluster-replica-no-failover", "cluster-slave-no-failover", "replica-lazy-flush", "slave-lazy-flush",
+    "io-threads-do-reads", 
     
-    "replica-ignore-maxmemory", "slave-ignore-maxmemory", "jemalloc-bg-thread", "activedefrag", "syslog-enabled",
+    
+    "cluster-require-full-coverage", 
+    "cluster-replica-no-failover", "cluster-slave-no-failover", 
+    
+    "replica-ignore-maxmemory", "slave-ignore-maxmemory", "activedefrag", 
     "cluster-enabled", "cluster-allow-reads-when-down", "cluster-allow-pubsubshard-when-down", "crash-log-enabled",
-    "crash-memcheck-enabled", "disable-thp", "cluster-allow-replica-migration", 
-    "latency-tracking", "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", "unixsocket",
-    "pidfile", "cluster-announce-ip",
-    "cluster-config-file", "cluster-announce-hostname", "syslog-ident", "appenddirname", "server_cpulist",
-    "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", "proc-title-template",
-    "bind-source-addr", "supervised", "syslog-facility", "oom-score-adj",
+    "crash-memcheck-enabled", "cluster-allow-replica-migration", 
+    "latency-tracking", "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", 
+    "cluster-announce-ip",
+    "cluster-config-file", "cluster-announce-hostname", "server_cpulist",
+    "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", 
+    "bind-source-addr", 
     "acl-pubsub-default", "sanitize-dump-payload", "enable-protected-configs", "enable-debug-command",
     "enable-module-command", "cluster-preferred-endpoint-type", "propagation-error-behavior", "shutdown-on-sigint",
     "shutdown-on-sigterm", "io-threads", "cluster-replica-validity-factor",
     "cluster-slave-validity-factor", "cluster-migration-barrier", "active-defrag-cycle-min",
     "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "lfu-log-factor",
     "lfu-decay-time",  "maxmemory-samples",
-    "maxmemory-eviction-tenacity", "tcp-backlog", "cluster-port",
+    "maxmemory-eviction-tenacity", "cluster-port",
     "cluster-announce-bus-port", "cluster-announce-port", "cluster-announce-tls-port", 
-      "list-compress-depth", "active-expire-effort",
-    "unixsocketperm", "socket-mark-id",
-    "active-defrag-max-scan-fields", "slowlog-max-len", "acllog-max-len", "cluster-node-timeout",
+      "active-expire-effort",
+    "socket-mark-id",
+    "active-defrag-max-scan-fields", "slowlog-max-len", "cluster-node-timeout",
     "slowlog-log-slower-than", "latency-monitor-threshold", "stream-node-max-entries", 
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes", "stream-node-max-bytes",
     "maxmemory-clients", 
-    "oom-score-adj-values",
+    
     "latency-tracking-info-percentiles", "tls-port", "user", "loadmodule",
 ];
 
@@ -657,6 +912,38 @@ pub(super) fn default_args(param: &Param) -> Vec<Vec<u8>> {
     } else {
         vec![param.default.as_bytes().to_vec()]
     }
+}
+
+/// `unixsocketperm` (Redis's OCTAL_CONFIG: C's `strtoll(value, &end, 8)`
+/// with nothing after the digits, then an unsigned bounds check, 0..0777).
+fn parse_octal_perm(v: &[u8]) -> Result<u32, String> {
+    let unparsable = || "argument couldn't be parsed into an integer".to_string();
+    if v.is_empty() {
+        return Ok(0);
+    }
+    let mut i = v
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+        .ok_or_else(unparsable)?;
+    let negative = v[i] == b'-';
+    if v[i] == b'-' || v[i] == b'+' {
+        i += 1;
+    }
+    let digits = &v[i..];
+    if digits.is_empty() || !digits.iter().all(|b| (b'0'..=b'7').contains(b)) {
+        return Err(unparsable());
+    }
+    let mut value: i128 = 0;
+    for &d in digits {
+        value = value * 8 + i128::from(d - b'0');
+        if value > i128::from(i64::MAX) {
+            return Err(unparsable());
+        }
+    }
+    if negative && value != 0 || value > 0o777 {
+        return Err("argument must be between 0 and 777 inclusive".into());
+    }
+    Ok(value as u32)
 }
 
 pub(super) fn is_base_name(name: &[u8]) -> bool {

@@ -395,9 +395,9 @@ fn shutdown_while_busy(argv: &[&[u8]], busy: &BusyScript) -> Result<(), Reply> {
 #[derive(Debug, Clone, Copy)]
 pub struct ConnFacts {
     /// Peer address.
-    pub addr: SocketAddr,
+    pub addr: super::listener::PeerAddr,
     /// Local address the client connected to.
-    pub local_addr: SocketAddr,
+    pub local_addr: super::listener::PeerAddr,
     /// File descriptor.
     pub fd: i64,
     /// Unix ms of the last request received.
@@ -477,6 +477,10 @@ pub fn open_listeners(config: &Config) -> Result<Vec<TcpListener>, String> {
         &config.bind
     };
     let mut listeners = Vec::new();
+    if config.port == 0 && !config.ops.unixsocket.is_empty() {
+        // Redis's port 0: no TCP, the Unix socket only.
+        return Ok(listeners);
+    }
     for entry in entries {
         let (optional, addrs) = bind_entry_addrs(entry, config.port);
         let addrs = match addrs {
@@ -492,7 +496,11 @@ pub fn open_listeners(config: &Config) -> Result<Vec<TcpListener>, String> {
         };
         for addr in addrs {
             match TcpListener::bind(addr) {
-                Ok(l) => listeners.push(l),
+                Ok(l) => {
+                    use std::os::fd::AsRawFd;
+                    super::listener::set_backlog(l.as_raw_fd(), config.ops.tcp_backlog);
+                    listeners.push(l)
+                }
                 Err(e) if optional => {
                     log::log(
                         Level::Warning,
