@@ -917,7 +917,7 @@ pub(super) fn default_args(param: &Param) -> Vec<Vec<u8>> {
 /// `unixsocketperm` (Redis's OCTAL_CONFIG: C's `strtoll(value, &end, 8)`
 /// with nothing after the digits, then an unsigned bounds check, 0..0777).
 fn parse_octal_perm(v: &[u8]) -> Result<u32, String> {
-    let unparsable = || "argument couldn't be parsed into an integer".to_string();
+    let unparsable = || "argument couldn't be parsed as an octal number".to_string();
     if v.is_empty() {
         return Ok(0);
     }

@@ -427,6 +427,7 @@ impl ConnFacts {
             output_bytes: self.output_bytes,
             total_bytes: self.total_bytes,
             events: if self.writable_registered { "rw" } else { "r" },
+            unix: matches!(self.addr, super::listener::PeerAddr::Unix(_)),
         }
     }
 }
