@@ -116,7 +116,10 @@ impl Config {
                 self.ops.note_written(param.name);
                 continue;
             }
-            if let Some(entry) = super::ops::PLACEHOLDERS.iter().find(|p| p.0.as_bytes() == name) {
+            if let Some(entry) = super::ops::PLACEHOLDERS
+                .iter()
+                .find(|p| p.0.as_bytes() == name)
+            {
                 if values.len() != 1 {
                     return Err(at("wrong number of arguments".into()));
                 }

@@ -213,7 +213,10 @@ impl Config {
                 let value = super::lookup(name.as_bytes())
                     .map(|p| p.get(self))
                     .unwrap_or_default();
-                if entry.honored.is_some_and(|h| h.as_bytes() == value.as_slice()) {
+                if entry
+                    .honored
+                    .is_some_and(|h| h.as_bytes() == value.as_slice())
+                {
                     continue;
                 }
                 lines.push(format!(
@@ -249,7 +252,10 @@ impl Config {
 }
 
 /// Validates a placeholder's value as Redis would (the error is Redis's).
-pub(super) fn check_placeholder(entry: &(&str, i128, i128, bool), value: &[u8]) -> Result<(), String> {
+pub(super) fn check_placeholder(
+    entry: &(&str, i128, i128, bool),
+    value: &[u8],
+) -> Result<(), String> {
     let (_, min, max, memory) = *entry;
     let parsed = if memory {
         super::params::memtoull(value)
@@ -264,7 +270,9 @@ pub(super) fn check_placeholder(entry: &(&str, i128, i128, bool), value: &[u8]) 
         });
     };
     if i128::from(v) < min || i128::from(v) > max {
-        return Err(format!("argument must be between {min} and {max} inclusive"));
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
     }
     Ok(())
 }
@@ -327,11 +335,135 @@ pub(super) fn parse_oom_values(args: &[&[u8]]) -> Result<[i32; 3], String> {
             Some(v) if (-2000..=2000).contains(&v) => *slot = v as i32,
             _ => {
                 return Err(
-                    "Invalid oom-score-adj-values, elements must be between -2000 and 2000."
-                        .into(),
+                    "Invalid oom-score-adj-values, elements must be between -2000 and 2000.".into(),
                 )
             }
         }
     }
     Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{lookup, Invocation, LoadState};
+
+    fn load(text: &str) -> Result<Config, crate::config::ConfigError> {
+        let mut c = Config::default();
+        c.apply_text(text.as_bytes())?;
+        Ok(c)
+    }
+
+    #[test]
+    fn every_inert_directive_is_a_parameter_with_its_default() {
+        let c = Config::default();
+        for entry in INERT {
+            let p = lookup(entry.name.as_bytes()).unwrap_or_else(|| panic!("{}", entry.name));
+            assert_eq!(p.get(&c), p.default.as_bytes(), "{}", entry.name);
+            if let Some(h) = entry.honored {
+                // The honored value is one the parameter accepts.
+                let mut c = Config::default();
+                p.set(&mut c, &[h.as_bytes()], &mut LoadState::default())
+                    .unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn warnings_name_each_directive_once_unless_honored() {
+        let c = load(
+            "always-show-logo no\nset-proc-title yes\nset-proc-title yes\n\
+             lazyfree-lazy-expire yes\nactiverehashing yes\nslowlog-max-len 64\n\
+             jemalloc-bg-thread no\n",
+        )
+        .unwrap();
+        let warnings = c.inert_warnings();
+        let named: Vec<&str> = warnings
+            .iter()
+            .map(|w| w.split('\'').nth(1).unwrap().split(' ').next().unwrap())
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "set-proc-title",
+                "lazyfree-lazy-expire",
+                "slowlog-max-len",
+                "jemalloc-bg-thread"
+            ]
+        );
+        assert!(warnings[1].contains("'lazyfree-lazy-expire yes'"));
+        assert!(warnings[1].ends_with("hozon frees values on the command thread."));
+        // Nothing written: nothing to warn about.
+        assert!(Config::default().inert_warnings().is_empty());
+    }
+
+    #[test]
+    fn placeholders_validate_as_redis() {
+        assert!(load("stream-node-max-bytes 4kb\nlatency-monitor-threshold 0\n").is_ok());
+        let e = load("slowlog-log-slower-than -2\n").unwrap_err();
+        assert_eq!(
+            e.message,
+            "argument must be between -1 and 9223372036854775807 inclusive"
+        );
+        let e = load("slowlog-max-len 1 2\n").unwrap_err();
+        assert_eq!(e.message, "wrong number of arguments");
+        assert!(lookup(b"slowlog-max-len").is_none(), "not a parameter here");
+    }
+
+    #[test]
+    fn octal_socket_permissions() {
+        let c = load("unixsocketperm 0770\n").unwrap();
+        assert_eq!(c.ops.unixsocketperm, 0o770);
+        assert_eq!(lookup(b"unixsocketperm").unwrap().get(&c), b"770");
+        assert_eq!(load("unixsocketperm \"\"\n").unwrap().ops.unixsocketperm, 0);
+        for (bad, why) in [
+            ("8", "argument couldn't be parsed as an octal number"),
+            ("7a", "argument couldn't be parsed as an octal number"),
+            ("1000", "argument must be between 0 and 777 inclusive"),
+            ("-1", "argument must be between 0 and 777 inclusive"),
+        ] {
+            let e = load(&format!("unixsocketperm {bad}\n")).unwrap_err();
+            assert_eq!(e.message, why, "{bad}");
+        }
+    }
+
+    #[test]
+    fn aof_use_rdb_preamble_is_the_preamble_switch() {
+        use crate::config::AofPreamble;
+        let c = load("aof-preamble rdb\naof-use-rdb-preamble yes\n").unwrap();
+        assert_eq!(c.aof_preamble, AofPreamble::Rdb);
+        let c = load("aof-use-rdb-preamble no\n").unwrap();
+        assert_eq!(c.aof_preamble, AofPreamble::None);
+        let c = load("aof-use-rdb-preamble no\naof-use-rdb-preamble yes\n").unwrap();
+        assert_eq!(c.aof_preamble, AofPreamble::Native);
+    }
+
+    #[test]
+    fn pidfile_defaults_to_redis_path_when_daemonized() {
+        assert_eq!(Config::default().pidfile_path(), None);
+        assert_eq!(
+            load("daemonize yes\n").unwrap().pidfile_path(),
+            Some("/var/run/redis.pid")
+        );
+        assert_eq!(
+            load("pidfile /tmp/p\n").unwrap().pidfile_path(),
+            Some("/tmp/p")
+        );
+        let c = load("supervised auto\nsyslog-facility local7\n").unwrap();
+        assert_eq!(c.ops.supervised, Supervised::Auto);
+        assert_eq!(c.syslog_facility_code(), 23);
+        let _ = Invocation::Version;
+    }
+
+    #[test]
+    fn proc_title_templates() {
+        assert!(valid_proc_title_template(
+            b"{title} {listen-addr} {server-mode}"
+        ));
+        assert!(valid_proc_title_template(b"redis {port}"));
+        assert!(!valid_proc_title_template(b"{unknown}"));
+        assert!(!valid_proc_title_template(b"{title"));
+        assert!(!valid_proc_title_template(b""));
+        assert!(!valid_proc_title_template(b"{title} {server-mode}"));
+    }
 }

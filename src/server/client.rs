@@ -3,9 +3,8 @@
 
 use std::os::fd::AsRawFd;
 
-
-use super::listener::{PeerAddr, Stream};
 use super::host;
+use super::listener::{PeerAddr, Stream};
 use super::log::{self, Level};
 use super::OUTPUT_PAUSE_BYTES;
 use crate::command::ctx::Connection;

@@ -53,7 +53,9 @@ pub fn daemonize() -> Result<(), String> {
             }
             let text = String::from_utf8_lossy(report.get(1..).unwrap_or_default());
             if text.is_empty() {
-                eprintln!("hozon-server: the daemonized server exited before it was ready (see its log)");
+                eprintln!(
+                    "hozon-server: the daemonized server exited before it was ready (see its log)"
+                );
             } else {
                 eprintln!("{text}");
             }
@@ -108,9 +110,10 @@ pub fn daemon_failed(message: &str) {
 }
 
 /// Redis's `redisIsSupervised`: resolves `auto` from the environment,
-/// stops for upstart, checks `$NOTIFY_SOCKET` for systemd. True when the
-/// server is supervised (then `daemonize` does not apply, as in Redis).
-pub fn start_supervision(config: &Config) -> bool {
+/// stops for upstart, checks `$NOTIFY_SOCKET` for systemd. The mode in
+/// force when the server is supervised (then `daemonize` does not apply,
+/// and CONFIG GET and INFO show the mode, as in Redis).
+pub fn start_supervision(config: &Config) -> Option<Supervised> {
     let mut mode = config.ops.supervised;
     if mode == Supervised::Auto {
         if std::env::var_os("UPSTART_JOB").is_some() {
@@ -128,7 +131,7 @@ pub fn start_supervision(config: &Config) -> bool {
                     Level::Warning,
                     "upstart supervision requested, but UPSTART_JOB not found!",
                 );
-                return false;
+                return None;
             }
             log::log(
                 Level::Notice,
@@ -137,7 +140,7 @@ pub fn start_supervision(config: &Config) -> bool {
             // SAFETY: raise(2) with a constant signal.
             unsafe { libc::raise(libc::SIGSTOP) };
             std::env::remove_var("UPSTART_JOB");
-            true
+            Some(mode)
         }
         Supervised::Systemd => {
             if std::env::var_os("NOTIFY_SOCKET").is_none() {
@@ -145,7 +148,7 @@ pub fn start_supervision(config: &Config) -> bool {
                     Level::Warning,
                     "systemd supervision requested or auto-detected, but no socket found!",
                 );
-                return false;
+                return None;
             }
             log::log(
                 Level::Notice,
@@ -153,9 +156,9 @@ pub fn start_supervision(config: &Config) -> bool {
             );
             SYSTEMD.store(true, Ordering::SeqCst);
             notify("STATUS=hozon is loading...\n");
-            true
+            Some(mode)
         }
-        Supervised::Auto | Supervised::No => false,
+        Supervised::Auto | Supervised::No => None,
     }
 }
 

@@ -22,7 +22,9 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// The repository's `contrib/` file `name`.
 pub fn contrib(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("contrib")
+        .join(name)
 }
 
 /// Waits until `cond` holds; panics naming `what` after [`PATIENCE`].
@@ -138,7 +140,8 @@ pub fn cli_unix(path: &Path, args: &[&str]) -> String {
 /// loaded its data.
 pub fn wait_ready_tcp(port: u16) {
     wait_for("the server to answer and finish loading", || {
-        cli_tcp(port, &["PING"]) == "PONG" && cli_tcp(port, &["INFO", "persistence"]).contains("loading:0")
+        cli_tcp(port, &["PING"]) == "PONG"
+            && cli_tcp(port, &["INFO", "persistence"]).contains("loading:0")
     });
 }
 

@@ -27,7 +27,12 @@ fn contrib_hozon_conf_starts_without_warnings() {
     let dir = tempfile::tempdir().unwrap();
     let port = unused_port();
     let path = sample_conf(dir.path(), port);
-    let proc = Proc::spawn(hozon_server_path(), &[&path.to_string_lossy()], &[], &dir.path().join("out.log"));
+    let proc = Proc::spawn(
+        hozon_server_path(),
+        &[&path.to_string_lossy()],
+        &[],
+        &dir.path().join("out.log"),
+    );
     wait_ready_tcp(port);
     let log = proc.output();
     assert!(inert_warnings(&log).is_empty(), "{log}");
@@ -35,9 +40,16 @@ fn contrib_hozon_conf_starts_without_warnings() {
     let text = read(&path);
     for name in active_directives(&text) {
         let got = cli_tcp(port, &["CONFIG", "GET", &name]);
-        assert_eq!(got.lines().next(), Some(name.as_str()), "CONFIG GET {name}: {got:?}");
+        assert_eq!(
+            got.lines().next(),
+            Some(name.as_str()),
+            "CONFIG GET {name}: {got:?}"
+        );
     }
-    assert_eq!(cli_tcp(port, &["CONFIG", "GET", "appendonly"]), "appendonly\nyes");
+    assert_eq!(
+        cli_tcp(port, &["CONFIG", "GET", "appendonly"]),
+        "appendonly\nyes"
+    );
     assert_eq!(cli_tcp(port, &["SET", "k", "v"]), "OK");
 }
 
@@ -77,14 +89,24 @@ fn contrib_systemd_unit_starts_the_server_as_systemd_would() {
         &[("NOTIFY_SOCKET", &notify_path.to_string_lossy())],
         &dir.path().join("out.log"),
     );
-    read_datagrams(&notify, "READY=1", |got| got.iter().any(|m| m == "READY=1\n"));
+    read_datagrams(&notify, "READY=1", |got| {
+        got.iter().any(|m| m == "READY=1\n")
+    });
     assert_eq!(cli_tcp(port, &["PING"]), "PONG");
-    assert_eq!(cli_tcp(port, &["CONFIG", "GET", "supervised"]), "supervised\nsystemd");
+    assert_eq!(
+        cli_tcp(port, &["CONFIG", "GET", "supervised"]),
+        "supervised\nsystemd"
+    );
     // ExecReload: SIGHUP to the main process; the server keeps running.
     signal(proc.child.id() as i32, libc::SIGHUP);
     assert_eq!(cli_tcp(port, &["PING"]), "PONG");
     signal(proc.child.id() as i32, libc::SIGTERM);
-    read_datagrams(&notify, "STOPPING=1", |got| got.iter().any(|m| m == "STOPPING=1\n"));
+    read_datagrams(&notify, "STOPPING=1", |got| {
+        got.iter().any(|m| m == "STOPPING=1\n")
+    });
     assert_eq!(proc.wait_exit(), 0);
-    assert!(dir.path().join("appendonly.aof").exists(), "the unit's server kept its data in dir");
+    assert!(
+        dir.path().join("appendonly.aof").exists(),
+        "the unit's server kept its data in dir"
+    );
 }

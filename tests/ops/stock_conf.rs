@@ -37,7 +37,10 @@ const OWN_PER_SERVER: &[&str] = &["port", "dir", "pidfile", "logfile"];
 
 fn stock_text() -> String {
     let text = read(&fixture("redis-7.0.15.conf"));
-    assert!(text.len() > 100_000, "the stock redis.conf fixture is there");
+    assert!(
+        text.len() > 100_000,
+        "the stock redis.conf fixture is there"
+    );
     // The same bytes as the tarball's, when scripts/redis-tcl fetched it.
     let tarball = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/redis-tcl/redis-7.0.15.tar.gz");
@@ -48,14 +51,21 @@ fn stock_text() -> String {
             .arg("redis-7.0.15/redis.conf")
             .output()
             .expect("tar");
-        assert_eq!(String::from_utf8_lossy(&out.stdout), text, "fixture = tarball's redis.conf");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            text,
+            "fixture = tarball's redis.conf"
+        );
     }
     text
 }
 
 fn debian_text() -> String {
     let text = read(&fixture("debian-redis.conf"));
-    assert!(text.len() > 100_000, "the Debian redis.conf fixture is there");
+    assert!(
+        text.len() > 100_000,
+        "the Debian redis.conf fixture is there"
+    );
     let system = read(std::path::Path::new("/etc/redis/redis.conf"));
     if !system.is_empty() {
         assert_eq!(system, text, "fixture = /etc/redis/redis.conf");
@@ -85,7 +95,12 @@ fn redis_stock_conf_is_applied_as_redis_applies_it() {
         );
         let path = dir.join("redis.conf");
         std::fs::write(&path, conf).unwrap();
-        let proc = Proc::spawn(&binary, &[&path.to_string_lossy()], &[], &dir.join("out.log"));
+        let proc = Proc::spawn(
+            &binary,
+            &[&path.to_string_lossy()],
+            &[],
+            &dir.join("out.log"),
+        );
         wait_ready_tcp(port);
         servers.push((proc, port));
     }
@@ -93,11 +108,22 @@ fn redis_stock_conf_is_applied_as_redis_applies_it() {
     let log = servers[1].0.output();
 
     // Each warning names one directive of the file, once.
-    let warned: Vec<String> = inert_warnings(&log).iter().map(|l| warned_directive(l)).collect();
+    let warned: Vec<String> = inert_warnings(&log)
+        .iter()
+        .map(|l| warned_directive(l))
+        .collect();
     let unique: BTreeSet<&String> = warned.iter().collect();
-    assert_eq!(unique.len(), warned.len(), "one warning per directive: {warned:?}");
+    assert_eq!(
+        unique.len(),
+        warned.len(),
+        "one warning per directive: {warned:?}"
+    );
     let expected: BTreeSet<String> = WARNED_IN_STOCK.iter().map(|s| s.to_string()).collect();
-    assert_eq!(warned.iter().cloned().collect::<BTreeSet<_>>(), expected, "{log}");
+    assert_eq!(
+        warned.iter().cloned().collect::<BTreeSet<_>>(),
+        expected,
+        "{log}"
+    );
 
     // Every other directive is applied: CONFIG GET shows Redis's value.
     let directives: BTreeSet<String> = active_directives(&text).into_iter().collect();
@@ -135,7 +161,10 @@ fn debian_conf_starts_daemonized_and_stops() {
             ("logfile", &logfile.to_string_lossy()),
         ],
     );
-    assert!(conf.contains("\ndaemonize yes\n"), "Debian's file daemonizes");
+    assert!(
+        conf.contains("\ndaemonize yes\n"),
+        "Debian's file daemonizes"
+    );
     let path = dir.path().join("redis.conf");
     std::fs::write(&path, conf).unwrap();
     // The parent returns once the daemon listens, with status 0.
@@ -146,13 +175,26 @@ fn debian_conf_starts_daemonized_and_stops() {
         &dir.path().join("parent.out"),
     );
     assert_eq!(parent.wait_exit(), 0, "{}", parent.output());
-    let pid: i32 = read(&pidfile).trim().parse().expect("the pid file holds a pid");
-    assert_ne!(pid as u32, parent.child.id(), "the daemon is another process");
+    let pid: i32 = read(&pidfile)
+        .trim()
+        .parse()
+        .expect("the pid file holds a pid");
+    assert_ne!(
+        pid as u32,
+        parent.child.id(),
+        "the daemon is another process"
+    );
     assert!(alive(pid));
     wait_ready_tcp(port);
-    assert_eq!(cli_tcp(port, &["CONFIG", "GET", "daemonize"]), "daemonize\nyes");
+    assert_eq!(
+        cli_tcp(port, &["CONFIG", "GET", "daemonize"]),
+        "daemonize\nyes"
+    );
     let log = read(&logfile);
-    let warned: BTreeSet<String> = inert_warnings(&log).iter().map(|l| warned_directive(l)).collect();
+    let warned: BTreeSet<String> = inert_warnings(&log)
+        .iter()
+        .map(|l| warned_directive(l))
+        .collect();
     let expected: BTreeSet<String> = WARNED_IN_STOCK.iter().map(|s| s.to_string()).collect();
     assert_eq!(warned, expected, "{log}");
     // Its own session: no controlling terminal, session leader's child.
@@ -175,9 +217,20 @@ fn a_daemon_that_cannot_start_fails_its_parent() {
     let mut parent = Proc::spawn(
         hozon_server_path(),
         &[
-            "--port", &port, "--bind", "127.0.0.1", "--daemonize", "yes", "--save", "",
-            "--appendonly", "no", "--dir", &dir.path().to_string_lossy(),
-            "--pidfile", &dir.path().join("p.pid").to_string_lossy(),
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--daemonize",
+            "yes",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            &dir.path().to_string_lossy(),
+            "--pidfile",
+            &dir.path().join("p.pid").to_string_lossy(),
         ],
         &[],
         &dir.path().join("parent.out"),
@@ -198,7 +251,8 @@ fn refusal(binary: &str, conf: &str) -> String {
         .output()
         .expect("run the server");
     assert_eq!(out.status.code(), Some(1), "{binary} refuses {conf:?}");
-    let text = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.trim_end().lines().collect();
     lines[lines.len().saturating_sub(3)..].join("\n")
 }
@@ -243,7 +297,12 @@ fn config_rewrite_of_the_stock_file_restarts() {
     );
     let path = dir.path().join("redis.conf");
     std::fs::write(&path, &conf).unwrap();
-    let mut first = Proc::spawn(hozon_server_path(), &[&path.to_string_lossy()], &[], &dir.path().join("1.log"));
+    let mut first = Proc::spawn(
+        hozon_server_path(),
+        &[&path.to_string_lossy()],
+        &[],
+        &dir.path().join("1.log"),
+    );
     wait_ready_tcp(port);
     for (name, value) in [
         ("lazyfree-lazy-user-del", "yes"),
@@ -251,7 +310,11 @@ fn config_rewrite_of_the_stock_file_restarts() {
         ("oom-score-adj-values", "0 300 900"),
         ("hz", "20"),
     ] {
-        assert_eq!(cli_tcp(port, &["CONFIG", "SET", name, value]), "OK", "{name}");
+        assert_eq!(
+            cli_tcp(port, &["CONFIG", "SET", name, value]),
+            "OK",
+            "{name}"
+        );
     }
     assert_eq!(cli_tcp(port, &["CONFIG", "REWRITE"]), "OK");
     cli_tcp(port, &["SHUTDOWN", "NOSAVE"]);
@@ -260,7 +323,10 @@ fn config_rewrite_of_the_stock_file_restarts() {
     let rewritten = read(&path);
     // Comments and order kept, values changed in place.
     assert!(rewritten.starts_with("# Redis configuration file example."));
-    assert!(rewritten.contains("\nlazyfree-lazy-user-del yes\n"), "in place");
+    assert!(
+        rewritten.contains("\nlazyfree-lazy-user-del yes\n"),
+        "in place"
+    );
     assert!(rewritten.contains("\noom-score-adj-values 0 300 900\n"));
     assert!(rewritten.contains("\nhz 20\n"));
     assert!(rewritten.contains("\nmaxclients 1234\n"));
@@ -268,14 +334,34 @@ fn config_rewrite_of_the_stock_file_restarts() {
     let new_order = active_directives(&rewritten);
     assert_eq!(&new_order[..old_order.len()], &old_order[..], "order kept");
 
-    let second = Proc::spawn(hozon_server_path(), &[&path.to_string_lossy()], &[], &dir.path().join("2.log"));
+    let second = Proc::spawn(
+        hozon_server_path(),
+        &[&path.to_string_lossy()],
+        &[],
+        &dir.path().join("2.log"),
+    );
     wait_ready_tcp(port);
-    assert_eq!(cli_tcp(port, &["CONFIG", "GET", "lazyfree-lazy-user-del"]), "lazyfree-lazy-user-del\nyes");
-    assert_eq!(cli_tcp(port, &["CONFIG", "GET", "maxclients"]), "maxclients\n1234");
-    assert_eq!(cli_tcp(port, &["CONFIG", "GET", "oom-score-adj-values"]), "oom-score-adj-values\n0 300 900");
+    assert_eq!(
+        cli_tcp(port, &["CONFIG", "GET", "lazyfree-lazy-user-del"]),
+        "lazyfree-lazy-user-del\nyes"
+    );
+    assert_eq!(
+        cli_tcp(port, &["CONFIG", "GET", "maxclients"]),
+        "maxclients\n1234"
+    );
+    assert_eq!(
+        cli_tcp(port, &["CONFIG", "GET", "oom-score-adj-values"]),
+        "oom-score-adj-values\n0 300 900"
+    );
     // The restarted server warns about the directives it still does not act on.
-    let warned: Vec<String> = inert_warnings(&second.output()).iter().map(|l| warned_directive(l)).collect();
-    assert!(warned.contains(&"lazyfree-lazy-user-del".to_string()), "{warned:?}");
+    let warned: Vec<String> = inert_warnings(&second.output())
+        .iter()
+        .map(|l| warned_directive(l))
+        .collect();
+    assert!(
+        warned.contains(&"lazyfree-lazy-user-del".to_string()),
+        "{warned:?}"
+    );
 }
 
 #[test]

@@ -10,8 +10,16 @@ use super::common::*;
 
 fn base_args(port: u16, dir: &Path) -> Vec<String> {
     [
-        "--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-        "--dir", &dir.to_string_lossy(),
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        &dir.to_string_lossy(),
     ]
     .iter()
     .map(|s| s.to_string())
@@ -53,10 +61,14 @@ fn logfile_is_reopened_on_sighup_for_logrotate() {
     // logrotate's default: move the file, then signal the server.
     std::fs::rename(&log, &rotated).unwrap();
     signal(proc.child.id() as i32, libc::SIGHUP);
-    wait_for("a new log file after SIGHUP", || read(&log).contains("Received SIGHUP, log file reopened"));
+    wait_for("a new log file after SIGHUP", || {
+        read(&log).contains("Received SIGHUP, log file reopened")
+    });
     // Later lines go to the new file only.
     assert_eq!(cli_tcp(port, &["BGSAVE"]), "Background saving started");
-    wait_for("the save's log line", || read(&log).contains("Background saving started"));
+    wait_for("the save's log line", || {
+        read(&log).contains("Background saving started")
+    });
     assert!(!read(&rotated).contains("Background saving started"));
     assert!(!read(&rotated).contains("SIGHUP"));
     // The server kept serving.
@@ -66,7 +78,13 @@ fn logfile_is_reopened_on_sighup_for_logrotate() {
 /// Binds the syslog socket: /dev/log itself when it is absent and this
 /// test may create it, else a socket of the test's own named to the
 /// server by `HOZON_SYSLOG_SOCKET`. Never skipped.
-fn bind_syslog(dir: &Path) -> (UnixDatagram, Vec<(&'static str, String)>, Option<&'static str>) {
+fn bind_syslog(
+    dir: &Path,
+) -> (
+    UnixDatagram,
+    Vec<(&'static str, String)>,
+    Option<&'static str>,
+) {
     let dev_log = Path::new("/dev/log");
     if !dev_log.exists() {
         if let Ok(socket) = UnixDatagram::bind(dev_log) {
@@ -89,15 +107,23 @@ fn syslog_receives_the_log_lines() {
     let port = unused_port();
     let mut args = base_args(port, dir.path());
     args.extend(
-        ["--syslog-enabled", "yes", "--syslog-ident", "hozon-test", "--syslog-facility", "local4"]
-            .map(String::from),
+        [
+            "--syslog-enabled",
+            "yes",
+            "--syslog-ident",
+            "hozon-test",
+            "--syslog-facility",
+            "local4",
+        ]
+        .map(String::from),
     );
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let proc = spawn(&args, &env, &dir.path().join("out.log"));
     wait_ready_tcp(port);
     let pid = proc.child.id();
     let got = read_datagrams(&socket, "syslog datagrams", |got| {
-        got.iter().any(|m| m.contains("Ready to accept connections"))
+        got.iter()
+            .any(|m| m.contains("Ready to accept connections"))
     });
     if let Some(path) = bound {
         let _ = std::fs::remove_file(path);
@@ -109,10 +135,21 @@ fn syslog_receives_the_log_lines() {
         .find(|m| m.contains("hozon is starting"))
         .unwrap_or_else(|| panic!("{got:?}"));
     assert!(starting.starts_with("<164>"), "{starting}");
-    assert!(starting.contains(&format!(" hozon-test[{pid}]: oO0OoO0OoO0Oo hozon is starting")), "{starting}");
-    let ready = got.iter().find(|m| m.contains("Ready to accept connections")).unwrap();
+    assert!(
+        starting.contains(&format!(
+            " hozon-test[{pid}]: oO0OoO0OoO0Oo hozon is starting"
+        )),
+        "{starting}"
+    );
+    let ready = got
+        .iter()
+        .find(|m| m.contains("Ready to accept connections"))
+        .unwrap();
     assert!(ready.starts_with("<165>"), "{ready}");
-    assert!(ready.ends_with(&format!("hozon-test[{pid}]: Ready to accept connections")), "{ready}");
+    assert!(
+        ready.ends_with(&format!("hozon-test[{pid}]: Ready to accept connections")),
+        "{ready}"
+    );
 }
 
 /// A notification socket as systemd's: a datagram socket at a path.
@@ -129,19 +166,40 @@ fn supervised_systemd_notifies_ready_and_stopping() {
     let port = unused_port();
     let mut args = base_args(port, dir.path());
     args.extend(["--supervised", "systemd", "--daemonize", "yes"].map(String::from));
-    let mut proc = spawn(&args, &[("NOTIFY_SOCKET", &path)], &dir.path().join("out.log"));
-    let got = read_datagrams(&socket, "READY=1", |got| got.iter().any(|m| m == "READY=1\n"));
-    assert!(got.contains(&"STATUS=Ready to accept connections\n".to_string()), "{got:?}");
+    let mut proc = spawn(
+        &args,
+        &[("NOTIFY_SOCKET", &path)],
+        &dir.path().join("out.log"),
+    );
+    let got = read_datagrams(&socket, "READY=1", |got| {
+        got.iter().any(|m| m == "READY=1\n")
+    });
+    assert!(
+        got.contains(&"STATUS=Ready to accept connections\n".to_string()),
+        "{got:?}"
+    );
     let ready_at = got.iter().position(|m| m == "READY=1\n").unwrap();
-    let status_at = got.iter().position(|m| m == "STATUS=Ready to accept connections\n").unwrap();
+    let status_at = got
+        .iter()
+        .position(|m| m == "STATUS=Ready to accept connections\n")
+        .unwrap();
     assert!(status_at < ready_at, "STATUS then READY, as Redis: {got:?}");
     // Supervised: `daemonize yes` does not fork (the same process runs).
     assert_eq!(cli_tcp(port, &["PING"]), "PONG");
-    assert!(matches!(proc.child.try_wait(), Ok(None)), "not daemonized under systemd");
+    assert!(
+        matches!(proc.child.try_wait(), Ok(None)),
+        "not daemonized under systemd"
+    );
     signal(proc.child.id() as i32, libc::SIGTERM);
-    read_datagrams(&socket, "STOPPING=1", |got| got.iter().any(|m| m == "STOPPING=1\n"));
+    read_datagrams(&socket, "STOPPING=1", |got| {
+        got.iter().any(|m| m == "STOPPING=1\n")
+    });
     assert_eq!(proc.wait_exit(), 0);
-    assert!(proc.output().contains("Supervised by systemd."), "{}", proc.output());
+    assert!(
+        proc.output().contains("Supervised by systemd."),
+        "{}",
+        proc.output()
+    );
 }
 
 #[test]
@@ -154,11 +212,25 @@ fn supervised_auto_finds_an_abstract_notify_socket() {
     let port = unused_port();
     let mut args = base_args(port, dir.path());
     args.extend(["--supervised", "auto"].map(String::from));
-    let mut proc = spawn(&args, &[("NOTIFY_SOCKET", &format!("@{name}"))], &dir.path().join("out.log"));
-    let got = read_datagrams(&socket, "READY=1", |got| got.iter().any(|m| m == "READY=1\n"));
+    let mut proc = spawn(
+        &args,
+        &[("NOTIFY_SOCKET", &format!("@{name}"))],
+        &dir.path().join("out.log"),
+    );
+    let got = read_datagrams(&socket, "READY=1", |got| {
+        got.iter().any(|m| m == "READY=1\n")
+    });
     assert!(got.iter().any(|m| m.starts_with("STATUS=")), "{got:?}");
+    // `auto` resolved, as Redis shows it.
+    assert_eq!(
+        cli_tcp(port, &["CONFIG", "GET", "supervised"]),
+        "supervised\nsystemd"
+    );
+    assert!(cli_tcp(port, &["INFO", "server"]).contains("process_supervised:systemd"));
     cli_tcp(port, &["SHUTDOWN", "NOSAVE"]);
-    read_datagrams(&socket, "STOPPING=1", |got| got.iter().any(|m| m == "STOPPING=1\n"));
+    read_datagrams(&socket, "STOPPING=1", |got| {
+        got.iter().any(|m| m == "STOPPING=1\n")
+    });
     assert_eq!(proc.wait_exit(), 0);
 }
 

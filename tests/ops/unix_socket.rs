@@ -25,9 +25,20 @@ fn start_with_socket(binary: &str, dir: &Path) -> (Proc, u16, std::path::PathBuf
     let proc = Proc::spawn(
         binary,
         &[
-            "--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", &dir.to_string_lossy(), "--unixsocket", &sock.to_string_lossy(),
-            "--unixsocketperm", "700",
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            &dir.to_string_lossy(),
+            "--unixsocket",
+            &sock.to_string_lossy(),
+            "--unixsocketperm",
+            "700",
         ],
         &[],
         &dir.join("out.log"),
@@ -56,10 +67,14 @@ fn unix_clients_are_served_and_listed_as_in_redis() {
             cli_unix(&sock, &["CONFIG", "GET", "unixsocket"]),
             format!("unixsocket\n{}", sock.display())
         );
-        assert_eq!(cli_unix(&sock, &["CONFIG", "GET", "unixsocketperm"]), "unixsocketperm\n700");
+        assert_eq!(
+            cli_unix(&sock, &["CONFIG", "GET", "unixsocketperm"]),
+            "unixsocketperm\n700"
+        );
         // Pipelined requests over a raw socket.
         let mut raw = UnixStream::connect(&sock).unwrap();
-        raw.write_all(b"*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n").unwrap();
+        raw.write_all(b"*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n")
+            .unwrap();
         let mut got = Vec::new();
         let mut buf = [0u8; 64];
         while got.len() < b"+PONG\r\n$2\r\nhi\r\n".len() {
@@ -86,7 +101,9 @@ fn unix_clients_are_served_and_listed_as_in_redis() {
         drop(raw);
     }
     // The fields that do not depend on ids and timing agree.
-    for key in ["addr", "laddr", "flags", "db", "sub", "psub", "multi", "cmd", "resp"] {
+    for key in [
+        "addr", "laddr", "flags", "db", "sub", "psub", "multi", "cmd", "resp",
+    ] {
         assert_eq!(field(&lines[0], key), field(&lines[1], key), "{key}");
     }
 }
@@ -98,17 +115,35 @@ fn port_zero_with_a_unix_socket_listens_on_the_socket_only() {
     let mut proc = Proc::spawn(
         hozon_server_path(),
         &[
-            "--port", "0", "--save", "", "--appendonly", "no", "--dir",
-            &dir.path().to_string_lossy(), "--unixsocket", &sock.to_string_lossy(),
+            "--port",
+            "0",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            &dir.path().to_string_lossy(),
+            "--unixsocket",
+            &sock.to_string_lossy(),
         ],
         &[],
         &dir.path().join("out.log"),
     );
-    wait_for("the socket to answer", || cli_unix(&sock, &["PING"]) == "PONG");
-    wait_for("the load to finish", || cli_unix(&sock, &["INFO", "persistence"]).contains("loading:0"));
+    wait_for("the socket to answer", || {
+        cli_unix(&sock, &["PING"]) == "PONG"
+    });
+    wait_for("the load to finish", || {
+        cli_unix(&sock, &["INFO", "persistence"]).contains("loading:0")
+    });
     let log = proc.output();
     assert!(!log.contains("Listening on tcp"), "{log}");
-    assert!(log.contains(&format!("The server is now ready to accept connections at {}", sock.display())), "{log}");
+    assert!(
+        log.contains(&format!(
+            "The server is now ready to accept connections at {}",
+            sock.display()
+        )),
+        "{log}"
+    );
     assert_eq!(cli_unix(&sock, &["CONFIG", "GET", "port"]), "port\n0");
     // SIGTERM: a clean exit, the socket file removed.
     signal(proc.child.id() as i32, libc::SIGTERM);
@@ -128,8 +163,18 @@ fn a_stale_socket_file_is_replaced_and_a_bad_path_refuses_the_start() {
     let _proc = Proc::spawn(
         hozon_server_path(),
         &[
-            "--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", &dir.path().to_string_lossy(), "--unixsocket", &sock.to_string_lossy(),
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            &dir.path().to_string_lossy(),
+            "--unixsocket",
+            &sock.to_string_lossy(),
         ],
         &[],
         &dir.path().join("out.log"),
@@ -141,13 +186,28 @@ fn a_stale_socket_file_is_replaced_and_a_bad_path_refuses_the_start() {
     let mut failed = Proc::spawn(
         hozon_server_path(),
         &[
-            "--port", &unused_port().to_string(), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "no", "--dir", &dir.path().to_string_lossy(),
-            "--unixsocket", &missing.to_string_lossy(),
+            "--port",
+            &unused_port().to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            &dir.path().to_string_lossy(),
+            "--unixsocket",
+            &missing.to_string_lossy(),
         ],
         &[],
         &dir.path().join("failed.log"),
     );
     assert_eq!(failed.wait_exit(), 1);
-    assert!(failed.output().contains("Failed opening Unix socket: No such file or directory"), "{}", failed.output());
+    assert!(
+        failed
+            .output()
+            .contains("Failed opening Unix socket: No such file or directory"),
+        "{}",
+        failed.output()
+    );
 }

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use hozon::config::{Config, Invocation};
 use hozon::server::host::{self, CountingAlloc};
 use hozon::server::log::{self, log, Level};
-use hozon::server::{listener, supervise};
 use hozon::server::Server;
+use hozon::server::{listener, supervise};
 use hozon::Engine;
 
 /// Counts allocated bytes for INFO `used_memory` (see [`CountingAlloc`]).
@@ -22,7 +22,7 @@ static ALLOCATOR: CountingAlloc = CountingAlloc;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let config = match Config::from_args(&args) {
+    let mut config = match Config::from_args(&args) {
         Ok(Invocation::Run(config)) => *config,
         Ok(Invocation::Version) => {
             println!(
@@ -65,7 +65,10 @@ fn main() -> ExitCode {
     log::set_role(b'C');
     // Before any thread starts: fork keeps only the calling thread.
     let supervised = supervise::start_supervision(&config);
-    if config.daemonize && !supervised {
+    if let Some(mode) = supervised {
+        config.ops.supervised = mode;
+    }
+    if config.daemonize && supervised.is_none() {
         if let Err(e) = supervise::daemonize() {
             eprintln!("hozon-server: cannot daemonize: {e}");
             return ExitCode::from(1);
