@@ -8,8 +8,8 @@
 //! way `redis-server` does), CONFIG GET and CONFIG SET, so the four can
 //! never disagree about names, defaults or error messages.
 //!
-//! Values that need a feature hozon does not have yet (snapshots, so save
-//! points; `maxmemory` eviction; daemonizing) are accepted by the parser but
+//! Values that need a feature hozon does not have yet (`maxmemory`
+//! eviction) are accepted by the parser but
 //! refused by [`Config::check_supported`], which the server runs at startup
 //! and CONFIG SET runs before applying: such settings are refused loudly,
 //! never silently ignored.
