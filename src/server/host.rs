@@ -46,6 +46,8 @@ pub struct ServerHost<'a> {
     /// Where connections accepted while a script is busy wait for the
     /// server to take them in.
     parking: Option<&'a mut Vec<Client>>,
+    /// The Unix listener, accepted from with the TCP ones while busy.
+    unix: Option<&'a super::listener::UnixSocket>,
 }
 
 impl<'a> ServerHost<'a> {
@@ -74,12 +76,19 @@ impl<'a> ServerHost<'a> {
             unblock_requests: Vec::new(),
             busy_touched: Vec::new(),
             parking: None,
+            unix: None,
         }
     }
 
-    /// Lets a busy script's poll accept connections into `parked`.
-    pub fn busy_parking(&mut self, parked: &'a mut Vec<Client>) {
+    /// Lets a busy script's poll accept connections (TCP, and `unix`'s)
+    /// into `parked`.
+    pub fn busy_parking(
+        &mut self,
+        parked: &'a mut Vec<Client>,
+        unix: Option<&'a super::listener::UnixSocket>,
+    ) {
         self.parking = Some(parked);
+        self.unix = unix;
     }
 
     /// Accepts what the listeners have into the parking (Redis accepts
@@ -90,6 +99,17 @@ impl<'a> ServerHost<'a> {
         };
         for listener in self.listeners.iter() {
             while let Ok((stream, addr)) = listener.accept() {
+                let session = core.new_session();
+                parked.push(Client::new(
+                    stream,
+                    addr,
+                    crate::resp::Limits::default(),
+                    session,
+                ));
+            }
+        }
+        if let Some(unix) = self.unix {
+            while let Ok((stream, addr)) = unix.accept() {
                 let session = core.new_session();
                 parked.push(Client::new(
                     stream,

@@ -679,7 +679,7 @@ impl Server {
                 &mut self.listeners,
                 self.poll.registry(),
             );
-            host.busy_parking(&mut self.parked);
+            host.busy_parking(&mut self.parked, self.unix.as_ref());
             let reply = self
                 .engine
                 .execute_with_host(&mut client.session, &argv, &mut host);

@@ -211,3 +211,30 @@ fn a_stale_socket_file_is_replaced_and_a_bad_path_refuses_the_start() {
         failed.output()
     );
 }
+
+#[test]
+fn a_unix_client_connecting_during_a_busy_script_is_answered_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_proc, port, sock) = start_with_socket(hozon_server_path(), dir.path());
+    assert_eq!(
+        cli_tcp(port, &["CONFIG", "SET", "busy-reply-threshold", "10"]),
+        "OK"
+    );
+    // A script that runs until killed, from a TCP client.
+    let busy = std::thread::spawn(move || cli_tcp(port, &["EVAL", "while true do end", "0"]));
+    // Each attempt is a new connection, read with a deadline (a server
+    // that did not accept it would leave redis-cli waiting forever).
+    wait_for("a new Unix client answered -BUSY", || {
+        let mut c = UnixStream::connect(&sock).unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        c.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+        let mut buf = [0u8; 64];
+        matches!(c.read(&mut buf), Ok(n) if buf[..n].starts_with(b"-BUSY"))
+    });
+    // A new Unix connection is accepted and answered while the script runs.
+    assert_eq!(cli_unix(&sock, &["SCRIPT", "KILL"]), "OK");
+    let killed = busy.join().unwrap();
+    assert!(killed.contains("Script killed by user"), "{killed}");
+    assert_eq!(cli_unix(&sock, &["PING"]), "PONG");
+}
