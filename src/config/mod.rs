@@ -24,6 +24,7 @@
 mod load;
 pub mod notify;
 pub mod ops;
+mod ops_params;
 mod params;
 mod replica;
 mod rewrite;
