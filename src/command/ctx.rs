@@ -32,6 +32,8 @@ pub struct Connection {
     pub total_bytes: usize,
     /// Events the server waits for: `r`, or `rw` while output is pending.
     pub events: &'static str,
+    /// Connected over the Unix socket (CLIENT LIST flag `U`).
+    pub unix: bool,
 }
 
 /// What the surrounding program (the server, or nothing for an embedded

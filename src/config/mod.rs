@@ -8,8 +8,8 @@
 //! way `redis-server` does), CONFIG GET and CONFIG SET, so the four can
 //! never disagree about names, defaults or error messages.
 //!
-//! Values that need a feature hozon does not have yet (snapshots, so save
-//! points; `maxmemory` eviction; daemonizing) are accepted by the parser but
+//! Values that need a feature hozon does not have yet (`maxmemory`
+//! eviction) are accepted by the parser but
 //! refused by [`Config::check_supported`], which the server runs at startup
 //! and CONFIG SET runs before applying: such settings are refused loudly,
 //! never silently ignored.
@@ -17,10 +17,14 @@
 //! The module's files: `mod.rs` the [`Config`] struct, its value types and
 //! `rename-command`; `params.rs` the parameter table and each parameter's
 //! parsing and validation; `load.rs` configuration files, command-line
-//! flags and the startup refusals.
+//! flags and the startup refusals; `ops.rs` the operations settings
+//! (Unix socket, pid file, syslog, supervision) and the Redis directives
+//! accepted without effect.
 
 mod load;
 pub mod notify;
+pub mod ops;
+mod ops_params;
 mod params;
 mod replica;
 mod rewrite;
@@ -179,7 +183,7 @@ pub struct Config {
     pub loglevel: LogLevel,
     /// `logfile`: log destination; empty = standard output.
     pub logfile: String,
-    /// `daemonize`: only `no` is supported (run under a supervisor).
+    /// `daemonize`: detach from the terminal (double fork) once started.
     pub daemonize: bool,
     /// `maxmemory`: memory limit in bytes; only 0 (no limit) is supported.
     pub maxmemory: u64,
@@ -241,6 +245,9 @@ pub struct Config {
     pub command_renames: CommandRenames,
     /// Replication as replica (docs/replication.md §5.1).
     pub replica: ReplicaSettings,
+    /// Unix socket, pid file, syslog, supervision, and the directives
+    /// accepted without effect ([`ops`]).
+    pub ops: ops::OpsSettings,
 }
 
 /// The replication settings with numbers (Redis 7.0's names, ranges and
@@ -454,6 +461,7 @@ impl Default for Config {
             pubsub_output_limit: OutputLimit::default(),
             command_renames: CommandRenames::default(),
             replica: ReplicaSettings::default(),
+            ops: ops::OpsSettings::default(),
         };
         for param in PARAMS {
             let args = default_args(param);

@@ -130,6 +130,49 @@ macro_rules! int_param {
     };
 }
 
+/// A directive hozon accepts without acting on it (`config::ops::INERT`):
+/// `yes`/`no`, its value kept for CONFIG GET.
+macro_rules! inert_bool {
+    ($name:expr, $alias:expr, $flags:expr, $default:expr) => {
+        Param {
+            name: $name,
+            alias: $alias,
+            flags: $flags,
+            default: $default,
+            kind: Kind::Bool {
+                get: |c| c.ops.inert_value($name) == b"yes",
+                set: |c, v| c.ops.set_inert($name, if v { b"yes" } else { b"no" }),
+            },
+            unsupported: None,
+        }
+    };
+}
+
+/// An integer directive hozon accepts without acting on it.
+macro_rules! inert_int {
+    ($name:expr, $flags:expr, $default:expr, $min:expr, $max:expr) => {
+        Param {
+            name: $name,
+            alias: None,
+            flags: $flags,
+            default: $default,
+            kind: Kind::Int {
+                min: $min as i128,
+                max: $max as i128,
+                memory: false,
+                unsigned: false,
+                get: |c| {
+                    String::from_utf8_lossy(c.ops.inert_value($name))
+                        .parse::<i128>()
+                        .unwrap_or(0)
+                },
+                set: |c, v| c.ops.set_inert($name, v.to_string().as_bytes()),
+            },
+            unsupported: None,
+        }
+    };
+}
+
 const INT_MAX: i128 = i32::MAX as i128;
 const INT_MIN: i128 = i32::MIN as i128;
 const UINT_MAX: i128 = u32::MAX as i128;
@@ -160,11 +203,6 @@ pub struct Unsupported {
     /// What to do instead (printed at startup).
     pub remedy: &'static str,
 }
-
-const NO_DAEMONIZE: Unsupported = Unsupported {
-    reason: "daemonize yes is not supported",
-    remedy: "Run hozon-server in the foreground under a supervisor (systemd, docker, ...).",
-};
 
 const NO_MAXMEMORY: Unsupported = Unsupported {
     reason: "maxmemory is not supported yet (hozon does not evict keys)",
@@ -534,8 +572,39 @@ pub static PARAMS: &[Param] = &[
             get: |c| c.daemonize,
             set: |c, v| c.daemonize = v,
         },
-        unsupported: Some(|c| c.daemonize.then_some(&NO_DAEMONIZE)),
+        unsupported: None,
     },
+    // Operations (config/ops_params.rs, docs/operations.md).
+    ops_params::UNIXSOCKET,
+    ops_params::UNIXSOCKETPERM,
+    ops_params::PIDFILE,
+    ops_params::SYSLOG_ENABLED,
+    ops_params::SYSLOG_IDENT,
+    ops_params::SYSLOG_FACILITY,
+    ops_params::SUPERVISED,
+    int_param!("tcp-backlog", None, IMMUTABLE, "511", 0, INT_MAX, false, false, |c| c.ops.tcp_backlog, |c, v| c.ops.tcp_backlog = v as u32),
+    ops_params::DISABLE_THP,
+    ops_params::AOF_USE_RDB_PREAMBLE,
+    inert_bool!("always-show-logo", None, IMMUTABLE, "no"),
+    inert_bool!("set-proc-title", None, IMMUTABLE, "yes"),
+    ops_params::PROC_TITLE_TEMPLATE,
+    inert_bool!("rdb-del-sync-files", None, 0, "no"),
+    inert_int!("acllog-max-len", 0, "128", 0, LONG_MAX),
+    inert_bool!("lazyfree-lazy-eviction", None, 0, "no"),
+    inert_bool!("lazyfree-lazy-expire", None, 0, "no"),
+    inert_bool!("lazyfree-lazy-server-del", None, 0, "no"),
+    inert_bool!("lazyfree-lazy-user-del", None, 0, "no"),
+    inert_bool!("lazyfree-lazy-user-flush", None, 0, "no"),
+    inert_bool!("replica-lazy-flush", Some("slave-lazy-flush"), 0, "no"),
+    ops_params::OOM_SCORE_ADJ,
+    ops_params::OOM_SCORE_ADJ_VALUES,
+    ops_params::APPENDDIRNAME,
+    inert_bool!("aof-timestamp-enabled", None, 0, "no"),
+    inert_int!("list-compress-depth", 0, "0", 0, INT_MAX),
+    inert_bool!("activerehashing", None, 0, "yes"),
+    inert_bool!("dynamic-hz", None, 0, "yes"),
+    inert_bool!("rdb-save-incremental-fsync", None, 0, "yes"),
+    inert_bool!("jemalloc-bg-thread", None, 0, "yes"),
     int_param!("proto-max-bulk-len", None, 0, "536870912", MB, LONG_MAX, true, false, |c| c.proto_max_bulk_len, |c, v| c.proto_max_bulk_len = v as u64),
     int_param!("client-query-buffer-limit", None, 0, "1073741824", MB, LONG_MAX, true, true, |c| c.client_query_buffer_limit, |c, v| c.client_query_buffer_limit = v as u64),
     int_param!("hash-max-listpack-entries", Some("hash-max-ziplist-entries"), 0, "512", 0, LONG_MAX, false, true, |c| c.limits.hash_max_listpack_entries, |c, v| c.limits.hash_max_listpack_entries = v as usize),
@@ -612,33 +681,33 @@ pub static PARAMS: &[Param] = &[
 /// written for Redis gets a precise refusal instead of "bad directive".
 #[rustfmt::skip]
 pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
-    "io-threads-do-reads", "always-show-logo", "rdb-del-sync-files",
-    "activerehashing", "set-proc-title", "dynamic-hz", "lazyfree-lazy-eviction", "lazyfree-lazy-expire",
-    "lazyfree-lazy-server-del", "lazyfree-lazy-user-del", "lazyfree-lazy-user-flush", 
-    "cluster-require-full-coverage", "rdb-save-incremental-fsync", "aof-use-rdb-preamble", "aof-timestamp-enabled",
-    "cluster-replica-no-failover", "cluster-slave-no-failover", "replica-lazy-flush", "slave-lazy-flush",
+    "io-threads-do-reads", 
     
-    "replica-ignore-maxmemory", "slave-ignore-maxmemory", "jemalloc-bg-thread", "activedefrag", "syslog-enabled",
+    
+    "cluster-require-full-coverage", 
+    "cluster-replica-no-failover", "cluster-slave-no-failover", 
+    
+    "replica-ignore-maxmemory", "slave-ignore-maxmemory", "activedefrag", 
     "cluster-enabled", "cluster-allow-reads-when-down", "cluster-allow-pubsubshard-when-down", "crash-log-enabled",
-    "crash-memcheck-enabled", "disable-thp", "cluster-allow-replica-migration", 
-    "latency-tracking", "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", "unixsocket",
-    "pidfile", "cluster-announce-ip",
-    "cluster-config-file", "cluster-announce-hostname", "syslog-ident", "appenddirname", "server_cpulist",
-    "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", "proc-title-template",
-    "bind-source-addr", "supervised", "syslog-facility", "oom-score-adj",
+    "crash-memcheck-enabled", "cluster-allow-replica-migration", 
+    "latency-tracking", "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", 
+    "cluster-announce-ip",
+    "cluster-config-file", "cluster-announce-hostname", "server_cpulist",
+    "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", 
+    "bind-source-addr", 
     "acl-pubsub-default", "sanitize-dump-payload", "enable-protected-configs",     "enable-module-command", "cluster-preferred-endpoint-type", "propagation-error-behavior", "shutdown-on-sigint",
     "shutdown-on-sigterm", "io-threads", "cluster-replica-validity-factor",
     "cluster-slave-validity-factor", "cluster-migration-barrier", "active-defrag-cycle-min",
     "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "lfu-log-factor",
     "lfu-decay-time",  "maxmemory-samples",
-    "maxmemory-eviction-tenacity", "tcp-backlog", "cluster-port",
+    "maxmemory-eviction-tenacity", "cluster-port",
     "cluster-announce-bus-port", "cluster-announce-port", "cluster-announce-tls-port", 
-      "list-compress-depth", "active-expire-effort",
-    "unixsocketperm", "socket-mark-id",
-    "active-defrag-max-scan-fields", "slowlog-max-len", "acllog-max-len", "cluster-node-timeout",
+      "active-expire-effort",
+    "socket-mark-id",
+    "active-defrag-max-scan-fields", "slowlog-max-len", "cluster-node-timeout",
     "slowlog-log-slower-than", "latency-monitor-threshold", 
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes",     "maxmemory-clients", 
-    "oom-score-adj-values",
+    
     "latency-tracking-info-percentiles", "tls-port", "user", "loadmodule",
 ];
 

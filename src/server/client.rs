@@ -1,12 +1,10 @@
 //! A connected client of the server ([`Client`]) and the token queues the
 //! event loop keeps its clients in.
 
-use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 
-use mio::net::TcpStream;
-
 use super::host;
+use super::listener::{PeerAddr, Stream};
 use super::log::{self, Level};
 use super::OUTPUT_PAUSE_BYTES;
 use crate::command::ctx::Connection;
@@ -56,11 +54,11 @@ impl TokenQueue {
 
 /// One connected client.
 pub struct Client {
-    pub(super) stream: TcpStream,
+    pub(super) stream: Stream,
     /// Peer address.
-    pub addr: SocketAddr,
+    pub addr: PeerAddr,
     /// Local address the client connected to.
-    pub local_addr: SocketAddr,
+    pub local_addr: PeerAddr,
     pub(super) inbuf: Vec<u8>,
     pub(super) parser: Parser,
     pub(super) out: Vec<u8>,
@@ -95,13 +93,17 @@ pub struct Client {
 impl Client {
     /// A client for a connection just accepted.
     pub fn new(
-        stream: TcpStream,
-        addr: SocketAddr,
+        stream: impl Into<Stream>,
+        addr: impl Into<PeerAddr>,
         limits: resp::Limits,
         session: Session,
     ) -> Client {
+        let (stream, addr) = (stream.into(), addr.into());
         let _ = stream.set_nodelay(true);
-        let local_addr = stream.local_addr().unwrap_or(addr);
+        let local_addr = match (&stream, addr) {
+            (Stream::Tcp(s), _) => s.local_addr().map_or(addr, PeerAddr::Tcp),
+            (Stream::Unix(_), unix) => unix,
+        };
         Client {
             stream,
             addr,

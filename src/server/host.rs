@@ -46,6 +46,8 @@ pub struct ServerHost<'a> {
     /// Where connections accepted while a script is busy wait for the
     /// server to take them in.
     parking: Option<&'a mut Vec<Client>>,
+    /// The Unix listener, accepted from with the TCP ones while busy.
+    unix: Option<&'a super::listener::UnixSocket>,
 }
 
 impl<'a> ServerHost<'a> {
@@ -74,12 +76,19 @@ impl<'a> ServerHost<'a> {
             unblock_requests: Vec::new(),
             busy_touched: Vec::new(),
             parking: None,
+            unix: None,
         }
     }
 
-    /// Lets a busy script's poll accept connections into `parked`.
-    pub fn busy_parking(&mut self, parked: &'a mut Vec<Client>) {
+    /// Lets a busy script's poll accept connections (TCP, and `unix`'s)
+    /// into `parked`.
+    pub fn busy_parking(
+        &mut self,
+        parked: &'a mut Vec<Client>,
+        unix: Option<&'a super::listener::UnixSocket>,
+    ) {
         self.parking = Some(parked);
+        self.unix = unix;
     }
 
     /// Accepts what the listeners have into the parking (Redis accepts
@@ -90,6 +99,17 @@ impl<'a> ServerHost<'a> {
         };
         for listener in self.listeners.iter() {
             while let Ok((stream, addr)) = listener.accept() {
+                let session = core.new_session();
+                parked.push(Client::new(
+                    stream,
+                    addr,
+                    crate::resp::Limits::default(),
+                    session,
+                ));
+            }
+        }
+        if let Some(unix) = self.unix {
+            while let Ok((stream, addr)) = unix.accept() {
                 let session = core.new_session();
                 parked.push(Client::new(
                     stream,
@@ -395,9 +415,9 @@ fn shutdown_while_busy(argv: &[&[u8]], busy: &BusyScript) -> Result<(), Reply> {
 #[derive(Debug, Clone, Copy)]
 pub struct ConnFacts {
     /// Peer address.
-    pub addr: SocketAddr,
+    pub addr: super::listener::PeerAddr,
     /// Local address the client connected to.
-    pub local_addr: SocketAddr,
+    pub local_addr: super::listener::PeerAddr,
     /// File descriptor.
     pub fd: i64,
     /// Unix ms of the last request received.
@@ -427,6 +447,7 @@ impl ConnFacts {
             output_bytes: self.output_bytes,
             total_bytes: self.total_bytes,
             events: if self.writable_registered { "rw" } else { "r" },
+            unix: matches!(self.addr, super::listener::PeerAddr::Unix(_)),
         }
     }
 }
@@ -477,6 +498,10 @@ pub fn open_listeners(config: &Config) -> Result<Vec<TcpListener>, String> {
         &config.bind
     };
     let mut listeners = Vec::new();
+    if config.port == 0 && !config.ops.unixsocket.is_empty() {
+        // Redis's port 0: no TCP, the Unix socket only.
+        return Ok(listeners);
+    }
     for entry in entries {
         let (optional, addrs) = bind_entry_addrs(entry, config.port);
         let addrs = match addrs {
@@ -492,7 +517,11 @@ pub fn open_listeners(config: &Config) -> Result<Vec<TcpListener>, String> {
         };
         for addr in addrs {
             match TcpListener::bind(addr) {
-                Ok(l) => listeners.push(l),
+                Ok(l) => {
+                    use std::os::fd::AsRawFd;
+                    super::listener::set_backlog(l.as_raw_fd(), config.ops.tcp_backlog);
+                    listeners.push(l)
+                }
                 Err(e) if optional => {
                     log::log(
                         Level::Warning,

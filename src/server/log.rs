@@ -24,6 +24,70 @@ static THRESHOLD: AtomicU8 = AtomicU8::new(Level::Notice as u8);
 static ROLE: AtomicU8 = AtomicU8::new(b'M');
 /// The log file (`logfile`), or standard output when unset.
 static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+/// The log file's path, for [`reopen`].
+static PATH: Mutex<Option<String>> = Mutex::new(None);
+/// Where log lines also go when `syslog-enabled` is on.
+static SYSLOG: Mutex<Option<Syslog>> = Mutex::new(None);
+
+/// The socket syslog listens on. `HOZON_SYSLOG_SOCKET` names another one
+/// (a container's mounted log socket, or a test's).
+pub const SYSLOG_SOCKET: &str = "/dev/log";
+
+/// A syslog destination: RFC 3164 datagrams as glibc's `syslog(3)` sends
+/// them (`<PRI>Mmm dd hh:mm:ss ident[pid]: message`, UTC).
+struct Syslog {
+    socket: Option<std::os::unix::net::UnixDatagram>,
+    path: String,
+    ident: String,
+    facility: u8,
+}
+
+impl Syslog {
+    fn send(&mut self, severity: u8, message: &str) {
+        let ms = crate::engine::now_ms();
+        let stamp = timestamp(ms);
+        // "06 Dec 2026 01:02:03.456" → "Dec  6 01:02:03"
+        let day: u32 = stamp[..2].parse().unwrap_or(1);
+        let line = format!(
+            "<{}>{} {day:>2} {} {}[{}]: {message}",
+            u32::from(self.facility) * 8 + u32::from(severity),
+            &stamp[3..6],
+            &stamp[12..20],
+            self.ident,
+            std::process::id()
+        );
+        for _ in 0..2 {
+            if self.socket.is_none() {
+                self.socket = std::os::unix::net::UnixDatagram::unbound()
+                    .and_then(|s| s.connect(&self.path).map(|()| s))
+                    .ok();
+            }
+            let Some(socket) = &self.socket else { return };
+            if socket.send(line.as_bytes()).is_ok() {
+                return;
+            }
+            // The syslog daemon may have restarted: connect again once.
+            self.socket = None;
+        }
+    }
+}
+
+/// Sends log lines to syslog too (`syslog-enabled`), as `ident` with the
+/// facility code `facility` (`syslog-facility`). Lines are dropped while
+/// the socket is unavailable, as glibc's syslog drops them.
+pub fn set_syslog(ident: &str, facility: u8) {
+    let path = std::env::var("HOZON_SYSLOG_SOCKET").unwrap_or_else(|_| SYSLOG_SOCKET.into());
+    let mut syslog = Syslog {
+        socket: None,
+        path,
+        ident: ident.to_string(),
+        facility,
+    };
+    syslog.socket = std::os::unix::net::UnixDatagram::unbound()
+        .and_then(|s| s.connect(&syslog.path).map(|()| s))
+        .ok();
+    *SYSLOG.lock().unwrap_or_else(|p| p.into_inner()) = Some(syslog);
+}
 
 /// Sets the lowest level written (`loglevel`).
 pub fn set_level(level: Level) {
@@ -45,7 +109,26 @@ pub fn set_file(path: &str) -> Result<(), String> {
         .open(path)
         .map_err(|e| crate::config::os_error_text(&e))?;
     *FILE.lock().unwrap_or_else(|p| p.into_inner()) = Some(file);
+    *PATH.lock().unwrap_or_else(|p| p.into_inner()) = Some(path.to_string());
     Ok(())
+}
+
+/// Opens the log file again by its path (SIGHUP, after logrotate moved
+/// it away), so lines go to a file of that name again. Redis 7.0 keeps
+/// writing to the moved file; hozon reopens. A no-op when logging to
+/// standard output; on failure the old file is kept and the error
+/// returned.
+pub fn reopen() -> Result<bool, String> {
+    let Some(path) = PATH.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+        return Ok(false);
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| crate::config::os_error_text(&e))?;
+    *FILE.lock().unwrap_or_else(|p| p.into_inner()) = Some(file);
+    Ok(true)
 }
 
 /// Writes one log line (if `level` passes `loglevel`) to the log file or
@@ -60,6 +143,16 @@ pub fn log(level: Level, message: &str) {
         Level::Notice => '*',
         Level::Warning => '#',
     };
+    if let Some(syslog) = SYSLOG.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        // Redis's syslogLevelMap: LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING.
+        let severity = match level {
+            Level::Debug => 7,
+            Level::Verbose => 6,
+            Level::Notice => 5,
+            Level::Warning => 4,
+        };
+        syslog.send(severity, message);
+    }
     let role = ROLE.load(Ordering::Relaxed) as char;
     let line = format!(
         "{}:{} {} {} {}\n",

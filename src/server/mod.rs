@@ -17,11 +17,13 @@
 mod busy_poll;
 mod client;
 pub mod host;
+pub mod listener;
 pub mod log;
 mod master_link;
 mod replica;
 mod shutdown;
 mod startup;
+pub mod supervise;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -119,6 +121,8 @@ pub struct Server {
     master_link: Option<master_link::MasterLink>,
     /// The thread loading the files read at startup, until it is done.
     startup: Option<startup::StartupThread>,
+    /// The Unix-domain listener (`unixsocket`).
+    unix: Option<listener::UnixSocket>,
 }
 
 impl Server {
@@ -132,6 +136,11 @@ impl Server {
         let mut listeners = host::open_listeners(engine.config()).map_err(crate::Error::Config)?;
         host::register_listeners(poll.registry(), &mut listeners)
             .map_err(|e| io_error("registering a listener", e))?;
+        let mut unix = listener::open_unix(engine.config()).map_err(crate::Error::Config)?;
+        if let Some(u) = unix.as_mut() {
+            u.register(poll.registry())
+                .map_err(|e| io_error("registering the Unix socket", e))?;
+        }
         Ok(Server {
             engine,
             poll,
@@ -157,6 +166,7 @@ impl Server {
             pause_seen: None,
             master_link: None,
             startup: None,
+            unix,
         })
     }
 
@@ -166,6 +176,11 @@ impl Server {
             .iter()
             .filter_map(|l| l.local_addr().ok())
             .collect()
+    }
+
+    /// The Unix socket's path, when `unixsocket` is set.
+    pub fn unix_socket_path(&self) -> Option<&str> {
+        self.unix.as_ref().map(|u| u.path)
     }
 
     /// Runs until shutdown is requested.
@@ -301,10 +316,14 @@ impl Server {
         loop {
             // CONFIG SET port/bind may have replaced the listeners since
             // the event was reported.
-            let Some(l) = self.listeners.get(listener) else {
-                return;
+            let accepted = match (listener, &self.unix) {
+                (listener::UNIX_TOKEN, Some(unix)) => unix.accept(),
+                _ => match self.listeners.get(listener) {
+                    Some(l) => l.accept().map(|(s, a)| (s.into(), a.into())),
+                    None => return,
+                },
             };
-            let (mut stream, addr) = match l.accept() {
+            let (mut stream, addr): (listener::Stream, listener::PeerAddr) = match accepted {
                 Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -660,7 +679,7 @@ impl Server {
                 &mut self.listeners,
                 self.poll.registry(),
             );
-            host.busy_parking(&mut self.parked);
+            host.busy_parking(&mut self.parked, self.unix.as_ref());
             let reply = self
                 .engine
                 .execute_with_host(&mut client.session, &argv, &mut host);

@@ -239,7 +239,7 @@ impl Server {
 }
 
 /// One write; Ok(None) when the socket takes nothing now.
-fn write_some(stream: &mut mio::net::TcpStream, bytes: &[u8]) -> io::Result<Option<usize>> {
+fn write_some(stream: &mut impl Write, bytes: &[u8]) -> io::Result<Option<usize>> {
     loop {
         match stream.write(bytes) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),

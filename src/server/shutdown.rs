@@ -78,6 +78,7 @@ impl Server {
         match deadline {
             None => {
                 log::log(Level::Warning, "User requested shutdown...");
+                super::supervise::notify("STOPPING=1\n");
                 let timeout_s = self.engine.config().repl.shutdown_timeout_s;
                 if !now_flag && timeout_s > 0 && !self.replicas_caught_up() {
                     let deadline = now.saturating_add((timeout_s as i64).saturating_mul(1000));
@@ -180,6 +181,12 @@ impl Server {
                 Level::Warning,
                 &format!("{held} clients waiting for their writes to reach the AOF are closed without a reply"),
             );
+        }
+        if let Some(path) = self.engine.config().pidfile_path() {
+            super::supervise::remove_pidfile(path);
+        }
+        if let Some(unix) = &self.unix {
+            unix.remove_file();
         }
         log::log(Level::Warning, "Redis is now ready to exit, bye bye...");
         true

@@ -71,7 +71,16 @@ impl Server {
         for notice in self.engine.take_notices() {
             log::log(Level::Warning, &notice);
         }
-        log::log(Level::Notice, "Ready to accept connections");
+        if !self.listeners.is_empty() {
+            log::log(Level::Notice, "Ready to accept connections");
+        }
+        if let Some(path) = self.unix_socket_path() {
+            log::log(
+                Level::Notice,
+                &format!("The server is now ready to accept connections at {path}"),
+            );
+        }
+        super::supervise::notify_ready(self.engine.config().replica.replicaof.is_some());
         Ok(())
     }
 }

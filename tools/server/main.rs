@@ -13,6 +13,7 @@ use hozon::config::{Config, Invocation};
 use hozon::server::host::{self, CountingAlloc};
 use hozon::server::log::{self, log, Level};
 use hozon::server::Server;
+use hozon::server::{listener, supervise};
 use hozon::Engine;
 
 /// Counts allocated bytes for INFO `used_memory` (see [`CountingAlloc`]).
@@ -21,7 +22,7 @@ static ALLOCATOR: CountingAlloc = CountingAlloc;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let config = match Config::from_args(&args) {
+    let mut config = match Config::from_args(&args) {
         Ok(Invocation::Run(config)) => *config,
         Ok(Invocation::Version) => {
             println!(
@@ -58,7 +59,24 @@ fn main() -> ExitCode {
         }
     }
     log::set_level(host::log_level(config.loglevel));
+    if config.ops.syslog_enabled {
+        log::set_syslog(&config.ops.syslog_ident, config.syslog_facility_code());
+    }
     log::set_role(b'C');
+    // Before any thread starts: fork keeps only the calling thread.
+    let supervised = supervise::start_supervision(&config);
+    if let Some(mode) = supervised {
+        config.ops.supervised = mode;
+    }
+    if config.daemonize && supervised.is_none() {
+        if let Err(e) = supervise::daemonize() {
+            eprintln!("hozon-server: cannot daemonize: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    if config.ops.disable_thp {
+        supervise::disable_thp();
+    }
     log(
         Level::Warning,
         "oO0OoO0OoO0Oo hozon is starting oO0OoO0OoO0Oo",
@@ -81,25 +99,23 @@ fn main() -> ExitCode {
     } else {
         log(Level::Warning, "Configuration loaded");
     }
+    for warning in config.inert_warnings() {
+        log(Level::Warning, &warning);
+    }
 
     let shutdown = Arc::new(AtomicBool::new(false));
     if let Err(e) = watch_signals(Arc::clone(&shutdown)) {
-        log(
-            Level::Warning,
-            &format!("Fatal: cannot install signal handlers: {e}"),
-        );
-        return ExitCode::from(1);
+        return fatal(&format!("cannot install signal handlers: {e}"));
     }
     log::set_role(b'M');
     let port = config.port;
+    let pidfile = config.pidfile_path().map(str::to_string);
+    listener::check_backlog_setting(&config);
     // The data directory is locked here; its files load on a thread
     // while the server answers -LOADING (`Server::start_loading`).
     let (mut engine, load) = match Engine::begin_open(config) {
         Ok(e) => e,
-        Err(e) => {
-            log(Level::Warning, &format!("Fatal: {e}"));
-            return ExitCode::from(1);
-        }
+        Err(e) => return fatal(&e.to_string()),
     };
     for notice in engine.take_notices() {
         log(Level::Warning, &notice);
@@ -110,39 +126,61 @@ fn main() -> ExitCode {
     );
     let mut server = match Server::bind(engine, shutdown) {
         Ok(s) => s,
-        Err(e) => {
-            log(Level::Warning, &format!("Fatal: {e}"));
-            return ExitCode::from(1);
-        }
+        Err(e) => return fatal(&e.to_string()),
     };
+    if let Some(path) = &pidfile {
+        supervise::write_pidfile(path);
+    }
     log(Level::Warning, "Server initialized");
     for addr in server.local_addrs() {
         log(Level::Notice, &format!("Listening on tcp {addr}"));
     }
+    if let Some(path) = server.unix_socket_path() {
+        log(Level::Notice, &format!("Listening on unix {path}"));
+    }
     host::record_startup_memory();
     if let Err(e) = server.start_loading(load) {
-        log(Level::Warning, &format!("Fatal: {e}"));
-        return ExitCode::from(1);
+        return fatal(&e.to_string());
     }
+    // Listening, the pid file written: a daemon's parent may exit now.
+    supervise::daemon_ready();
     match server.run() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            log(Level::Warning, &format!("Fatal: {e}"));
-            ExitCode::from(1)
-        }
+        Err(e) => fatal(&e.to_string()),
     }
 }
 
-/// Handles SIGTERM and SIGINT on a thread of their own: the line Redis logs
+/// Logs a fatal startup error (and hands it to a daemon's waiting
+/// parent, which prints it); exit code 1.
+fn fatal(why: &str) -> ExitCode {
+    log(Level::Warning, &format!("Fatal: {why}"));
+    supervise::daemon_failed(&format!("Fatal: {why}"));
+    ExitCode::from(1)
+}
+
+/// Handles SIGTERM, SIGINT and SIGHUP (the log file reopened) on a
+/// thread of their own: the line Redis logs
 /// from its signal handler, then a shutdown request the event loop sees
 /// within one tick. A second SIGINT while shutting down exits at once.
 fn watch_signals(shutdown: Arc<AtomicBool>) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
             for signal in signals.forever() {
+                if signal == SIGHUP {
+                    // logrotate moved the file: write to a new one.
+                    match log::reopen() {
+                        Ok(true) => log(Level::Notice, "Received SIGHUP, log file reopened"),
+                        Ok(false) => {}
+                        Err(e) => log(
+                            Level::Warning,
+                            &format!("Received SIGHUP, can't reopen the log file: {e}"),
+                        ),
+                    }
+                    continue;
+                }
                 let name = if signal == SIGINT {
                     "SIGINT"
                 } else {

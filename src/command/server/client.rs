@@ -202,6 +202,9 @@ fn client_line(
     if session.close_after_reply {
         flags.push('c');
     }
+    if conn.unix {
+        flags.push('U');
+    }
     if session.no_evict {
         flags.push('e');
     }

@@ -132,7 +132,14 @@ fn info_server(ctx: &Ctx, out: &mut String) {
         "atomicvar_api:c11-builtin".to_string(),
         "gcc_version:0.0.0".to_string(),
         format!("process_id:{}", std::process::id()),
-        "process_supervised:no".to_string(),
+        format!(
+            "process_supervised:{}",
+            match config.ops.supervised {
+                crate::config::ops::Supervised::Upstart => "upstart",
+                crate::config::ops::Supervised::Systemd => "systemd",
+                _ => "no",
+            }
+        ),
         format!("run_id:{}", run_id()),
         format!("tcp_port:{}", config.port),
         format!("server_time_usec:{now_us}"),
