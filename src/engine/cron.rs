@@ -63,6 +63,7 @@ impl Engine {
             self.core.repl.log_unit(std::slice::from_ref(effect));
         }
         self.core.repl_cron(now);
+        self.core.migrate_sockets.close_idle(now / 1000);
         if let Some(aof) = self.core.aof.as_mut() {
             for effect in self.core.effects.drain(before..) {
                 aof.push_unit(std::slice::from_ref(&effect));

@@ -140,6 +140,9 @@ impl Engine {
                     // Redis's rejectCommand for EXEC: the transaction is
                     // discarded and the reason given under EXECABORT.
                     command::multi::discard_transaction(&mut self.core, session);
+                    if self.core.monitors.active() {
+                        command::monitor::feed(&mut self.core, argv, session.db, Some(&*host));
+                    }
                     if let Reply::Error(text) = &reply {
                         let reason = text.strip_prefix("ERR ").unwrap_or(text);
                         return Reply::error(format!(
@@ -217,6 +220,9 @@ impl Engine {
         let logged_custom = ctx.logged_custom;
         let block = ctx.block_request.take();
         let db = ctx.session.db;
+        if self.core.monitors.active() {
+            command::monitor::feed_call(&mut self.core, spec, argv, db, Some(&*host));
+        }
         command::server::tracking::remember_read_keys(&mut self.core, session.id, spec, argv);
         self.core.tracking.set_in_call(false);
         if let Some(request) = block {
@@ -348,6 +354,12 @@ impl Engine {
             if !session.is_master && refused_while_loading(asynchronous, top, spec, session) {
                 return Err(Reply::err(LOADING_ERROR));
             }
+        }
+        if session.monitor
+            && spec.flags & (flags::WRITE | flags::READONLY | flags::MAY_REPLICATE) != 0
+        {
+            // Redis marks a monitor a replica, which may not touch keys.
+            return Err(Reply::err("ERR Replica can't interact with the keyspace"));
         }
         Ok((top, spec))
     }
@@ -621,6 +633,7 @@ impl Engine {
         }
         self.core.repl.waiters.remove(&session.id);
         self.core.tracking.forget(session.id);
+        command::monitor::stop(&mut self.core, session);
         command::multi::discard_transaction(&mut self.core, session);
         command::pubsub::unsubscribe_everything(&mut self.core, session);
         if session.is_replica {
