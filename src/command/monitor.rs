@@ -47,10 +47,33 @@ pub(crate) fn stop(core: &mut Core, session: &mut crate::core::Session) {
     }
 }
 
-/// `call()`'s feed after `spec` ran with `argv` in `db`: nothing for
-/// `admin` and `skip_monitor` commands. `host` gives the client's address;
-/// `None` for a script's command (`[db lua]`). Call only when
-/// `core.monitors.active()`.
+/// `call()`'s feed after a command the client `session` sent ran (the
+/// dispatch): `reply` with the monitor line after it when the client is a
+/// monitor itself. Call only when `core.monitors.active()`.
+pub(crate) fn after_call(
+    core: &mut Core,
+    spec: &CommandSpec,
+    argv: &[&[u8]],
+    session: &crate::core::Session,
+    host: &dyn Host,
+    reply: Reply,
+) -> Reply {
+    if spec.flags & (ADMIN | SKIP_MONITOR) != 0 {
+        return reply;
+    }
+    match feed(core, argv, session.db, Some(host), Some(session.id)) {
+        // A client closing after this reply (QUIT) takes no more output.
+        Some(own) if !session.close_after_reply => {
+            Reply::Frames(vec![reply, own.to_reply(session.resp)])
+        }
+        _ => reply,
+    }
+}
+
+/// `call()`'s feed after `spec` ran with `argv` in `db` inside EXEC or a
+/// script: nothing for `admin` and `skip_monitor` commands. `host` gives
+/// the client's address; `None` for a script's command (`[db lua]`).
+/// Call only when `core.monitors.active()`.
 pub(crate) fn feed_call(
     core: &mut Core,
     spec: &CommandSpec,
@@ -61,18 +84,24 @@ pub(crate) fn feed_call(
     if spec.flags & (ADMIN | SKIP_MONITOR) != 0 {
         return;
     }
-    feed(core, argv, db, host);
+    feed(core, argv, db, host, None);
 }
 
 /// Feeds `argv` whatever its flags (EVAL, EVALSHA and FCALL before their
-/// script, an EXEC refused before it ran).
-pub(crate) fn feed(core: &mut Core, argv: &[&[u8]], db: usize, host: Option<&dyn Host>) {
+/// script, an EXEC refused before it ran); returns `current`'s own line.
+pub(crate) fn feed(
+    core: &mut Core,
+    argv: &[&[u8]],
+    db: usize,
+    host: Option<&dyn Host>,
+    current: Option<u64>,
+) -> Option<crate::core::clients::Message> {
     match host {
         Some(host) => {
             let addr = host.connection().map(|c| c.addr).unwrap_or_default();
-            core.feed_monitors(db, Origin::Client(&addr), argv);
+            core.feed_monitors(db, Origin::Client(&addr), argv, current)
         }
-        None => core.feed_monitors(db, Origin::Script, argv),
+        None => core.feed_monitors(db, Origin::Script, argv, current),
     }
 }
 
@@ -84,5 +113,5 @@ pub(crate) fn feed_self(ctx: &mut Ctx, argv: &[&[u8]]) {
     }
     let db = ctx.session.db;
     let host = (!ctx.in_script).then_some(&*ctx.host);
-    feed(ctx.core, argv, db, host);
+    feed(ctx.core, argv, db, host, None);
 }

@@ -55,17 +55,31 @@ impl Monitors {
 
 impl Core {
     /// Sends every monitor the line for `argv`, run in `db` from `origin`
-    /// (nothing while loading, as Redis). The caller has checked
-    /// [`Monitors::active`] and the command's flags.
-    pub(crate) fn feed_monitors(&mut self, db: usize, origin: Origin, argv: &[&[u8]]) {
+    /// (nothing while loading, as Redis). The caller has checked the
+    /// command's flags. The line for `current` (the client that ran the
+    /// command), when it is a monitor itself, is returned instead of
+    /// queued: it goes after the command's reply, where Redis puts it.
+    pub(crate) fn feed_monitors(
+        &mut self,
+        db: usize,
+        origin: Origin,
+        argv: &[&[u8]],
+        current: Option<u64>,
+    ) -> Option<Message> {
         if self.loading || !self.monitors.active() {
-            return;
+            return None;
         }
         let line = monitor_line(now_us(), db, origin, argv);
         let message = Message::status_line(line);
+        let mut own = None;
         for &id in &self.monitors.ids {
-            self.clients.send(id, message.clone());
+            if Some(id) == current {
+                own = Some(message.clone());
+            } else {
+                self.clients.send(id, message.clone());
+            }
         }
+        own
     }
 }
 

@@ -141,7 +141,13 @@ impl Engine {
                     // discarded and the reason given under EXECABORT.
                     command::multi::discard_transaction(&mut self.core, session);
                     if self.core.monitors.active() {
-                        command::monitor::feed(&mut self.core, argv, session.db, Some(&*host));
+                        command::monitor::feed(
+                            &mut self.core,
+                            argv,
+                            session.db,
+                            Some(&*host),
+                            None,
+                        );
                     }
                     if let Reply::Error(text) = &reply {
                         let reason = text.strip_prefix("ERR ").unwrap_or(text);
@@ -213,7 +219,7 @@ impl Engine {
         let effects_before = self.core.effects.len();
         self.core.tracking.set_in_call(true);
         let mut ctx = Ctx::new(&mut self.core, session, host, now);
-        let reply = match (spec.handler)(&mut ctx, argv) {
+        let mut reply = match (spec.handler)(&mut ctx, argv) {
             Ok(r) | Err(r) => r,
         };
         let dirty = ctx.dirty;
@@ -221,7 +227,7 @@ impl Engine {
         let block = ctx.block_request.take();
         let db = ctx.session.db;
         if self.core.monitors.active() {
-            command::monitor::feed_call(&mut self.core, spec, argv, db, Some(&*host));
+            reply = command::monitor::after_call(&mut self.core, spec, argv, session, host, reply);
         }
         command::server::tracking::remember_read_keys(&mut self.core, session.id, spec, argv);
         self.core.tracking.set_in_call(false);
