@@ -68,19 +68,39 @@ fn atoi(s: &[u8]) -> i64 {
     }
 }
 
+/// Why no connection was made.
+enum ConnectFailure {
+    /// The name did not resolve: Redis's "connecting" error.
+    Resolve,
+    /// Every address refused or timed out. Redis's non-blocking connect
+    /// reports success for these, and its first write fails instead.
+    Connect(IoFailure),
+}
+
 /// Connects to `host:port` within `timeout` (Redis's
 /// `connBlockingConnect`: every address the name resolves to is tried).
-fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Option<TcpStream> {
-    let host = std::str::from_utf8(host).ok()?;
-    let port = u16::try_from(atoi(port)).ok()?;
-    let addrs = (host, port).to_socket_addrs().ok()?;
+fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<TcpStream, ConnectFailure> {
+    let host = std::str::from_utf8(host).map_err(|_| ConnectFailure::Resolve)?;
+    // C's atoi, then the 16 bits a port has.
+    let port = atoi(port) as u16;
+    let addrs: Vec<_> = (host, port)
+        .to_socket_addrs()
+        .map_err(|_| ConnectFailure::Resolve)?
+        .collect();
+    if addrs.is_empty() {
+        return Err(ConnectFailure::Resolve);
+    }
+    let mut failure = IoFailure { timed_out: false };
     for addr in addrs {
-        if let Ok(stream) = TcpStream::connect_timeout(&addr, timeout) {
-            let _ = stream.set_nodelay(true);
-            return Some(stream);
+        match TcpStream::connect_timeout(&addr, timeout) {
+            Ok(stream) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Err(e) => failure = io_failure(&e),
         }
     }
-    None
+    Err(ConnectFailure::Connect(failure))
 }
 
 /// One reply line (Redis's `syncReadLine`: up to the newline, CR
@@ -248,10 +268,20 @@ fn attempt(
 ) -> Attempt {
     let now_s = ctx.now_ms / 1000;
     if ctx.core.migrate_sockets.get(name, now_s).is_none() {
-        let Some(stream) = connect(argv[1], argv[2], timeout) else {
-            return Attempt::Done(Err(Reply::error(
-                "IOERR error or timeout connecting to the client",
-            )));
+        let stream = match connect(argv[1], argv[2], timeout) {
+            Ok(stream) => stream,
+            Err(ConnectFailure::Resolve) => {
+                return Attempt::Done(Err(Reply::error(
+                    "IOERR error or timeout connecting to the client",
+                )))
+            }
+            Err(ConnectFailure::Connect(f)) => {
+                return Attempt::SocketError {
+                    write_error: true,
+                    timed_out: f.timed_out,
+                    may_retry,
+                }
+            }
         };
         let socket = CachedSocket {
             stream,
