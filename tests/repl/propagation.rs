@@ -847,6 +847,7 @@ fn migrate_propagates_as_del_of_the_moved_keys() {
                 SET c 3 PX 100000
                 SET busy here
                 SET kept 4
+                SET moved 5
                 MIGRATE 127.0.0.1 {port} a 0 5000
                 MIGRATE 127.0.0.1 {port} \"\" 0 5000 KEYS b missing c
                 MIGRATE 127.0.0.1 {port} kept 0 5000 COPY
@@ -861,7 +862,7 @@ fn migrate_propagates_as_del_of_the_moved_keys() {
             b"0",
             b"5000",
             b"KEYS",
-            b"kept",
+            b"moved",
             b"busy",
         ]);
         assert!(refused.starts_with(b"-ERR Target instance replied with error: BUSYKEY"));
@@ -872,5 +873,5 @@ fn migrate_propagates_as_del_of_the_moved_keys() {
         .filter(|u| u[0].eq_ignore_ascii_case("del"))
         .map(|u| u.join(" "))
         .collect();
-    assert_eq!(dels, ["DEL a", "DEL b c", "DEL kept"], "{units:?}");
+    assert_eq!(dels, ["DEL a", "DEL b c", "DEL moved"], "{units:?}");
 }
