@@ -111,6 +111,8 @@ impl Canvas {
 
     /// `lwDrawSquare`: C's float and double steps kept as they are.
     fn square(&mut self, x: i32, y: i32, size: f32, angle: f32, color: u8) {
+        // Redis's literal, not SQRT_2: the last digits change roundings.
+        #[allow(clippy::approx_constant)]
         let size = (f64::from(size) / 1.4142135623) as f32;
         let size = f64::from(size).round() as f32;
         let mut k = (std::f64::consts::PI / 4.0 + f64::from(angle)) as f32;

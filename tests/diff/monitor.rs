@@ -241,12 +241,10 @@ fn the_monitor_client_itself() {
         p.check(&["SET", "after", "reset"]);
         for m in mons.iter_mut() {
             assert_eq!(m.call(&[b"PING"]), b"+PONG\r\n");
-            assert_eq!(
-                m.call(&[b"CLIENT", b"INFO"])
-                    .windows(8)
-                    .any(|w| w == b"flags=N "),
-                true
-            );
+            assert!(m
+                .call(&[b"CLIENT", b"INFO"])
+                .windows(8)
+                .any(|w| w == b"flags=N "));
         }
         // QUIT from a monitor.
         for port in [p.redis_server.port, p.hozon_server.port] {
