@@ -66,8 +66,9 @@ fn dump(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 
 /// The RDB version of a payload whose version and checksum are good
 /// (Redis's `verifyDumpPayload`, but accepting up to
-/// [`crate::rdb::MAX_READ_VERSION`]).
-pub(crate) fn verify_payload(payload: &[u8]) -> Option<u16> {
+/// [`crate::rdb::MAX_READ_VERSION`]). `skip_crc`: DEBUG
+/// SET-SKIP-CHECKSUM-VALIDATION is on (the version is still checked).
+pub(crate) fn verify_payload(payload: &[u8], skip_crc: bool) -> Option<u16> {
     if payload.len() < FOOTER_BYTES {
         return None;
     }
@@ -75,6 +76,9 @@ pub(crate) fn verify_payload(payload: &[u8]) -> Option<u16> {
     let version = u16::from_le_bytes([footer[0], footer[1]]);
     if version > crate::rdb::MAX_READ_VERSION {
         return None;
+    }
+    if skip_crc {
+        return Some(version);
     }
     let stored: [u8; 8] = footer[2..]
         .try_into()
@@ -141,7 +145,7 @@ fn restore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return Err(Reply::err("ERR Invalid TTL value, must be >= 0"));
     }
     let payload = argv[3];
-    let Some(version) = verify_payload(payload) else {
+    let Some(version) = verify_payload(payload, ctx.core.debug.skip_checksum_validation) else {
         return Err(Reply::err(BAD_PAYLOAD_ERR));
     };
     let value_type = payload[0];

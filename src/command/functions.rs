@@ -85,7 +85,7 @@ pub const BUSY_FUNCTION_ERR: &str =
 
 /// Runs `f` with the function engine (built from the libraries when it
 /// does not reflect them), put back after.
-fn with_engine<R>(
+pub(crate) fn with_engine<R>(
     ctx: &mut Ctx,
     f: impl FnOnce(&mut FunctionEngine, &mut Ctx) -> Result<R, Reply>,
 ) -> Result<R, Reply> {
@@ -377,7 +377,7 @@ fn function_restore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
             )),
         };
-    if super::dump::verify_payload(argv[2]).is_none() {
+    if super::dump::verify_payload(argv[2], ctx.core.debug.skip_checksum_validation).is_none() {
         return Err(Reply::err("ERR DUMP payload version or checksum are wrong"));
     }
     let codes = payload_codes(argv[2]).map_err(err)?;

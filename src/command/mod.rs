@@ -13,6 +13,7 @@
 
 pub mod bitops;
 pub mod ctx;
+pub(crate) mod debug;
 pub mod docs;
 mod docs_data;
 pub mod dump;
@@ -219,8 +220,9 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 24] {
+fn families() -> [&'static [CommandSpec]; 25] {
     [
+        debug::COMMANDS,
         monitor::COMMANDS,
         lolwut::COMMANDS,
         migrate::COMMANDS,

@@ -168,10 +168,13 @@ fn parse_ll(arg: &[u8]) -> Result<i64, Reply> {
     num::parse_i64(arg).ok_or(Reply::err(NOT_INT_ERR))
 }
 
-/// The node limits streams are built with (Redis's defaults: hozon does
-/// not expose `stream-node-max-entries` / `stream-node-max-bytes`).
-fn node_limits() -> NodeLimits {
-    NodeLimits::default()
+/// The node limits XADD builds streams with (`stream-node-max-entries`,
+/// `stream-node-max-bytes`).
+fn node_limits(ctx: &Ctx) -> NodeLimits {
+    NodeLimits {
+        max_entries: ctx.core.config.stream_node_max_entries,
+        max_bytes: ctx.core.config.stream_node_max_bytes,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -289,7 +292,7 @@ fn parse_add_trim_args(ctx: &Ctx, argv: &[&[u8]], xadd: bool) -> Result<AddTrimA
         args.limit = limit as u64;
     } else if args.approx {
         // At most 100 nodes' worth of entries per call, capped both ways.
-        let max_entries = node_limits().max_entries;
+        let max_entries = node_limits(ctx).max_entries;
         args.limit = match max_entries.saturating_mul(100) {
             0 => 10_000,
             n => n.min(1_000_000),
@@ -345,6 +348,7 @@ fn xadd(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     }
     let key = argv[1];
     let now_ms = u64::try_from(ctx.now_ms).unwrap_or(0);
+    let limits = node_limits(ctx);
     match ctx.lookup_write(key) {
         Some(Value::Stream(_)) => {}
         Some(_) => return Err(Reply::err(crate::types::WRONGTYPE)),
@@ -368,7 +372,7 @@ fn xadd(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         None => (None, false),
     };
     let id =
-        match stream.add(explicit, seq_given, now_ms, fields, node_limits()) {
+        match stream.add(explicit, seq_given, now_ms, fields, limits) {
             Ok(id) => id,
             Err(AddError::IdTooSmall) => return Err(Reply::err(
                 "ERR The ID specified in XADD is equal or smaller than the target stream top item",

@@ -41,6 +41,18 @@ pub use params::{
 pub use replica::{DisklessLoad, ReplicaSettings};
 pub use rewrite::{rewrite_content, rewrite_file, SIGNATURE as REWRITE_SIGNATURE};
 
+/// `enable-debug-command` (and Redis's other protected actions): refused.
+pub const PROTECTED_NO: usize = 0;
+/// `enable-debug-command yes`: allowed.
+pub const PROTECTED_YES: usize = 1;
+/// `enable-debug-command local`: allowed from loopback and Unix sockets.
+pub const PROTECTED_LOCAL: usize = 2;
+
+/// Redis's `memtoull` (`1gb`, `64k`, plain bytes); None when malformed.
+pub fn parse_memory(s: &[u8]) -> Option<u64> {
+    params::memtoull(s).and_then(|n| u64::try_from(n).ok())
+}
+
 /// Severity threshold of the log (`loglevel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
@@ -173,6 +185,16 @@ pub struct Config {
     pub maxmemory: u64,
     /// `maxmemory-policy`: eviction policy (no effect while `maxmemory` is 0).
     pub maxmemory_policy: usize,
+    /// `enable-debug-command`: [`PROTECTED_NO`] (the default),
+    /// [`PROTECTED_YES`] or [`PROTECTED_LOCAL`] (loopback and Unix-socket
+    /// clients only).
+    pub enable_debug_command: usize,
+    /// `stream-node-max-entries`: entries per stream node before XADD
+    /// starts a new one (100; 0 = no limit).
+    pub stream_node_max_entries: u64,
+    /// `stream-node-max-bytes`: bytes per stream node before XADD starts a
+    /// new one (4096; 0 = no limit).
+    pub stream_node_max_bytes: u64,
     /// `busy-reply-threshold` (alias `lua-time-limit`): ms before a script
     /// counts as busy (5000).
     pub busy_reply_threshold_ms: u64,
@@ -414,6 +436,9 @@ impl Default for Config {
             daemonize: false,
             maxmemory: 0,
             maxmemory_policy: 0,
+            enable_debug_command: PROTECTED_NO,
+            stream_node_max_entries: 100,
+            stream_node_max_bytes: 4096,
             busy_reply_threshold_ms: 0,
             key_load_delay: 0,
             loading_process_events_interval_bytes: 2 * 1024 * 1024,

@@ -21,7 +21,7 @@ impl Core {
     /// The data directory, locked for this engine, before a file is
     /// written there (SAVE, BGSAVE, a rewrite, the AOF switched on). An
     /// empty `dir` ([`Config::in_memory`](crate::config::Config::in_memory)) means there is none.
-    fn data_dir(&mut self) -> Result<PathBuf, String> {
+    pub(crate) fn data_dir(&mut self) -> Result<PathBuf, String> {
         let dir = self.config.dir.clone();
         if dir.as_os_str().is_empty() {
             return Err("no data directory: set dir (CONFIG SET dir <path>) first".into());

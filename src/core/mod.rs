@@ -133,7 +133,37 @@ pub struct Core {
     pub(crate) monitors: monitor::Monitors,
     /// MIGRATE's cached connections to its targets (`migrate.rs`).
     pub(crate) migrate_sockets: migrate::MigrateSockets,
+    /// The switches DEBUG sets for tests (`DEBUG SET-ACTIVE-EXPIRE` …).
+    pub(crate) debug: DebugSwitches,
 }
+
+/// Test switches set by DEBUG subcommands (Redis keeps them in `server`).
+#[derive(Debug, Clone, Copy)]
+pub struct DebugSwitches {
+    /// `DEBUG SET-ACTIVE-EXPIRE`: the cron expires keys in the background
+    /// (true by default).
+    pub active_expire: bool,
+    /// `DEBUG PAUSE-CRON`: the cron does nothing while set.
+    pub pause_cron: bool,
+    /// `DEBUG SET-DISABLE-DENY-SCRIPTS`: scripts may call commands flagged
+    /// `noscript`.
+    pub allow_noscript_in_scripts: bool,
+    /// `DEBUG SET-SKIP-CHECKSUM-VALIDATION`: RESTORE accepts a payload
+    /// whose CRC does not match.
+    pub skip_checksum_validation: bool,
+}
+
+impl Default for DebugSwitches {
+    fn default() -> DebugSwitches {
+        DebugSwitches {
+            active_expire: true,
+            pause_cron: false,
+            allow_noscript_in_scripts: false,
+            skip_checksum_validation: false,
+        }
+    }
+}
+
 impl Core {
     /// The RDB value encoder the configuration asks for (`rdbcompression`,
     /// `list-max-listpack-size`): SAVE with `snapshot-format rdb`, an RDB

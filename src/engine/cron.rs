@@ -44,16 +44,23 @@ impl Engine {
             // start one for a save point): cron does, a slice at a time.
             let _ = self.background_step(std::time::Duration::from_millis(5), now);
         }
+        // DEBUG PAUSE-CRON stops the periodic work, except what durability
+        // needs (the AOF's flushes and fsyncs below).
+        let paused = self.core.debug.pause_cron;
         // Active rehashing: finish resizes that writes alone would leave
         // half done (at most 1 ms per database and cycle).
-        for db in 0..self.core.keyspace.db_count() {
+        for db in 0..if paused {
+            0
+        } else {
+            self.core.keyspace.db_count()
+        } {
             self.core
                 .keyspace
                 .db_mut(db)
                 .rehash_for(std::time::Duration::from_millis(1));
         }
         let before = self.core.effects.len();
-        if !self.core.expiry_held() {
+        if !self.core.expiry_held() && self.core.debug.active_expire && !paused {
             // A replica's keys expire by its master's DELs only; nothing
             // expires while writes are paused.
             self.core.active_expire_cycle(now);
@@ -62,8 +69,10 @@ impl Engine {
         for effect in &self.core.effects[before..] {
             self.core.repl.log_unit(std::slice::from_ref(effect));
         }
-        self.core.repl_cron(now);
-        self.core.migrate_sockets.close_idle(now / 1000);
+        if !paused {
+            self.core.repl_cron(now);
+            self.core.migrate_sockets.close_idle(now / 1000);
+        }
         if let Some(aof) = self.core.aof.as_mut() {
             for effect in self.core.effects.drain(before..) {
                 aof.push_unit(std::slice::from_ref(&effect));

@@ -308,6 +308,13 @@ impl Engine {
                 session.last_command = "NULL";
             }
         })?;
+        // Redis checks the protected commands right after the arity (the
+        // `local` setting is checked by DEBUG itself, which sees the peer).
+        if top.name == "debug"
+            && self.core.config.enable_debug_command == crate::config::PROTECTED_NO
+        {
+            return Err(Reply::err(command::debug::NOT_ALLOWED_ERR));
+        }
         if !session.authenticated
             && self.core.config.requirepass.is_some()
             && !spec.has(flags::NO_AUTH)

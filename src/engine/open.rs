@@ -240,6 +240,7 @@ impl Engine {
                 tracking: Default::default(),
                 monitors: Default::default(),
                 migrate_sockets: Default::default(),
+                debug: Default::default(),
             },
         }
     }

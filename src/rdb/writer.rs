@@ -235,6 +235,38 @@ impl Encoder {
     /// A quicklist of listpack nodes split the way Redis fills nodes when
     /// elements are appended.
     fn put_list(&self, out: &mut Vec<u8>, l: &List) {
+        with_scratch(|scratch| {
+            let Scratch { bytes, nodes } = scratch;
+            self.build_nodes(l, bytes, nodes);
+            put_len(out, nodes.len() as u64);
+            let mut start = 0;
+            for &(container, end) in nodes.iter() {
+                put_len(out, u64::from(container));
+                self.put_string(out, &bytes[start..end]);
+                start = end;
+            }
+        });
+    }
+
+    /// The quicklist Redis would hold for `l`: each node's container
+    /// (1 plain, 2 packed) and size in bytes (DEBUG OBJECT's `ql_*`).
+    pub fn quicklist_layout(&self, l: &List) -> Vec<(u8, usize)> {
+        let (mut bytes, mut nodes) = (Vec::new(), Vec::new());
+        self.build_nodes(l, &mut bytes, &mut nodes);
+        let mut start = 0;
+        nodes
+            .into_iter()
+            .map(|(container, end)| {
+                let size = end - start;
+                start = end;
+                (container, size)
+            })
+            .collect()
+    }
+
+    /// Builds `l`'s quicklist nodes one after another in `bytes` (cleared
+    /// first), each ending where its entry in `nodes` says.
+    fn build_nodes(&self, l: &List, bytes: &mut Vec<u8>, nodes: &mut Vec<(u8, usize)>) {
         let fill = self.list_max_listpack_size;
         let max_bytes = match fill {
             -1 => 4096,
@@ -245,50 +277,40 @@ impl Encoder {
             _ => SIZE_SAFETY_LIMIT,
         };
         let max_count = if fill > 0 { fill as usize } else { usize::MAX };
-        with_scratch(|scratch| {
-            // The nodes one after another in `bytes`, each ending where
-            // its entry in `nodes` says.
-            let Scratch { bytes, nodes } = scratch;
-            let mut done = std::mem::take(bytes);
-            let mut current: Option<listpack::Builder> = None;
-            for item in l.iter() {
-                if item.len() >= PACKED_THRESHOLD {
-                    if let Some(lp) = current.take() {
-                        done = lp.finish();
-                        nodes.push((2, done.len()));
-                    }
-                    done.extend_from_slice(item);
-                    nodes.push((1, done.len()));
-                    continue;
+        let mut done = std::mem::take(bytes);
+        done.clear();
+        nodes.clear();
+        let mut current: Option<listpack::Builder> = None;
+        for item in l.iter() {
+            if item.len() >= PACKED_THRESHOLD {
+                if let Some(lp) = current.take() {
+                    done = lp.finish();
+                    nodes.push((2, done.len()));
                 }
-                let fits = current.as_ref().is_some_and(|lp| {
-                    lp.bytes() + item.len() + SIZE_ESTIMATE_OVERHEAD <= max_bytes
-                        && lp.len() < max_count
-                });
-                if !fits {
-                    if let Some(lp) = current.take() {
-                        done = lp.finish();
-                        nodes.push((2, done.len()));
-                    }
-                    current = Some(listpack::Builder::append_to(std::mem::take(&mut done)));
+                done.extend_from_slice(item);
+                nodes.push((1, done.len()));
+                continue;
+            }
+            let fits = current.as_ref().is_some_and(|lp| {
+                lp.bytes() + item.len() + SIZE_ESTIMATE_OVERHEAD <= max_bytes
+                    && lp.len() < max_count
+            });
+            if !fits {
+                if let Some(lp) = current.take() {
+                    done = lp.finish();
+                    nodes.push((2, done.len()));
                 }
-                if let Some(lp) = current.as_mut() {
-                    lp.push_str(item);
-                }
+                current = Some(listpack::Builder::append_to(std::mem::take(&mut done)));
             }
-            if let Some(lp) = current.take() {
-                done = lp.finish();
-                nodes.push((2, done.len()));
+            if let Some(lp) = current.as_mut() {
+                lp.push_str(item);
             }
-            *bytes = done;
-            put_len(out, nodes.len() as u64);
-            let mut start = 0;
-            for &(container, end) in nodes.iter() {
-                put_len(out, u64::from(container));
-                self.put_string(out, &bytes[start..end]);
-                start = end;
-            }
-        });
+        }
+        if let Some(lp) = current.take() {
+            done = lp.finish();
+            nodes.push((2, done.len()));
+        }
+        *bytes = done;
     }
 
     /// Appends, as a string, the listpack `fill` builds (in the thread's

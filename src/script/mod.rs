@@ -1071,7 +1071,7 @@ fn call(
             });
         }
     };
-    if spec.has(flags::NOSCRIPT) {
+    if spec.has(flags::NOSCRIPT) && !ctx.core.debug.allow_noscript_in_scripts {
         return Err("ERR This Redis command is not allowed from script".into());
     }
     if state.read_only && (spec.is_write() || spec.has(flags::MAY_REPLICATE)) {

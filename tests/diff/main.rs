@@ -9,6 +9,7 @@ use testkit::harness;
 mod bitops;
 mod blocking;
 mod config_rewrite;
+mod debug;
 mod dump;
 mod functions;
 mod functions_busy;

@@ -1175,3 +1175,46 @@ fn streams_move_between_databases() {
          XRANGE s - +\n",
     );
 }
+
+/// `stream-node-max-entries` and `stream-node-max-bytes` shape the nodes
+/// XADD builds, which approximate trimming (`~`, whole nodes only) and
+/// the LIMIT default (100 nodes' worth) reveal.
+#[test]
+fn stream_node_limits_are_real_parameters() {
+    let mut p = Pair::new();
+    p.script(
+        r#"
+~CONFIG GET stream-node-max-*
+CONFIG SET stream-node-max-entries 3
+CONFIG SET stream-node-max-bytes 1kb
+~CONFIG GET stream-node-max-*
+CONFIG SET stream-node-max-entries -1
+CONFIG SET stream-node-max-bytes abc
+XADD s 1-1 f v
+XADD s 2-1 f v
+XADD s 3-1 f v
+XADD s 4-1 f v
+XADD s 5-1 f v
+XADD s 6-1 f v
+XADD s 7-1 f v
+XTRIM s MAXLEN ~ 2
+XLEN s
+XRANGE s - +
+CONFIG SET stream-node-max-entries 0
+CONFIG SET stream-node-max-bytes 40
+XADD b 1-1 field "a value of some length"
+XADD b 2-1 field "a value of some length"
+XADD b 3-1 field "a value of some length"
+XADD b 4-1 field "a value of some length"
+XTRIM b MAXLEN ~ 1
+XLEN b
+CONFIG SET stream-node-max-entries 1
+CONFIG SET stream-node-max-bytes 0
+XADD c 1-1 f v
+XADD c 2-1 f v
+XADD c 3-1 f v
+XADD c MAXLEN ~ 1 4-1 f v
+XLEN c
+"#,
+    );
+}

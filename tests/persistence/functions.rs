@@ -94,7 +94,7 @@ fn expected_libraries(conn: &mut Conn) -> Vec<String> {
     seen
 }
 
-fn info_field(conn: &mut Conn, name: &str) -> String {
+pub(crate) fn info_field(conn: &mut Conn, name: &str) -> String {
     let info = String::from_utf8_lossy(&call(conn, &["INFO", "persistence"])).into_owned();
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
@@ -103,7 +103,7 @@ fn info_field(conn: &mut Conn, name: &str) -> String {
         .to_string()
 }
 
-fn wait_rewrite_done(conn: &mut Conn) {
+pub(crate) fn wait_rewrite_done(conn: &mut Conn) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while info_field(conn, "aof_rewrite_in_progress") != "0"
         || info_field(conn, "aof_rewrite_scheduled") != "0"
