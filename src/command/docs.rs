@@ -36,6 +36,10 @@ pub const ARG_OPTIONAL: u8 = 1;
 pub const ARG_MULTIPLE: u8 = 2;
 /// `multiple_token` argument flag.
 pub const ARG_MULTIPLE_TOKEN: u8 = 4;
+/// Not a flag COMMAND DOCS prints: the argument's token is the empty
+/// string (MIGRATE's `empty_string`), which `Arg::token` ("" for none)
+/// cannot say by itself.
+pub const ARG_EMPTY_TOKEN: u8 = 8;
 
 /// Names of the argument flags, in the order COMMAND DOCS lists them.
 pub const ARG_FLAG_NAMES: &[(u8, &str)] = &[
@@ -70,6 +74,8 @@ pub const KEY_VARIABLE_FLAGS: u16 = 1 << 10;
 pub const EXTRA_NO_MANDATORY_KEYS: u8 = 1;
 /// Extra command flag `no_async_loading` (no bit in [`super::flags`]).
 pub const EXTRA_NO_ASYNC_LOADING: u8 = 2;
+/// Extra command flag `asking` (RESTORE-ASKING; no bit in [`super::flags`]).
+pub const EXTRA_ASKING: u8 = 4;
 
 /// Doc flag `deprecated`.
 pub const DOC_DEPRECATED: u8 = 1;

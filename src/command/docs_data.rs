@@ -4876,7 +4876,7 @@ Doc {
         a("port", "integer", -1, "", "", "", 0, &[]),
         a("key_or_empty_string", "oneof", -1, "", "", "", 0, &[
             a("key", "key", 0, "", "", "", 0, &[]),
-            a("empty_string", "pure-token", -1, "", "", "", 0, &[]),
+            a("empty_string", "pure-token", -1, "", "", "", 8, &[]),
         ]),
         a("destination-db", "integer", -1, "", "", "", 0, &[]),
         a("timeout", "integer", -1, "", "", "", 0, &[]),
@@ -6091,7 +6091,7 @@ Doc {
     key_specs: &[
         KeySpec { notes: "", flags: 36, begin: BeginSearch::Index(1), find: FindKeys::Range { lastkey: 0, keystep: 1, limit: 0 } },
     ],
-    extra_flags: 0,
+    extra_flags: 4,
     getkeys_proc: false,
 },
 Doc {

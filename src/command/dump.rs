@@ -37,6 +37,9 @@ use crate::reply::Reply;
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::from_docs("dump", "dump", "generic", dump),
     CommandSpec::from_docs("restore", "restore", "generic", restore),
+    // RESTORE-ASKING is RESTORE with Redis's `asking` flag (a cluster's
+    // MIGRATE sends it; without cluster mode the flag changes nothing).
+    CommandSpec::from_docs("restore-asking", "restore-asking", "server", restore),
 ];
 
 const BUSYKEY_ERR: &str = "BUSYKEY Target key name already exists.";

@@ -109,6 +109,7 @@ fn fcall_ro(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 
 /// Redis's `fcallCommandGeneric`.
 fn fcall_generic(ctx: &mut Ctx, argv: &[&[u8]], read_only: bool) -> CmdResult {
+    super::monitor::feed_self(ctx, argv);
     with_engine(ctx, |engine, ctx| {
         let Some(entry) = engine.function(argv[1]) else {
             return Err(Reply::err("ERR Function not found"));

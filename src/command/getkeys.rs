@@ -86,6 +86,9 @@ pub fn keys_of_spec(
     let mut keys = if doc.name == "sort" {
         // Its STORE key can be anywhere: Redis asks `sortGetKeys`.
         sort_keys(doc, argv)
+    } else if doc.name == "migrate" {
+        // Its KEYS spec is incomplete: Redis asks `migrateGetKeys`.
+        migrate_keys(doc, argv)
     } else if doc.name == "sort_ro" {
         // Its BY/GET spec names no key: the sorted key alone.
         vec![(1, doc.key_specs[0].flags)]
@@ -130,6 +133,32 @@ fn sort_keys(doc: &Doc, argv: &[&[u8]]) -> Vec<(usize, u16)> {
     }
     keys.extend(store.map(|at| (at, flags(2))));
     keys
+}
+
+/// MIGRATE's keys as Redis's `migrateGetKeys` finds them: the key
+/// argument, or what follows KEYS (none when the key argument is not
+/// empty then), the options' values skipped on the way.
+fn migrate_keys(doc: &Doc, argv: &[&[u8]]) -> Vec<(usize, u16)> {
+    let flags = doc.key_specs.first().map_or(0, |k| k.flags);
+    let (mut first, mut num) = (3, 1);
+    let mut i = 6;
+    while i < argv.len() {
+        if is(argv[i], "keys") {
+            if argv[3].is_empty() {
+                (first, num) = (i + 1, argv.len() - i - 1);
+            } else {
+                num = 0;
+            }
+            break;
+        }
+        if is(argv[i], "auth") {
+            i += 1;
+        } else if is(argv[i], "auth2") {
+            i += 2;
+        }
+        i += 1;
+    }
+    (first..first + num).map(|pos| (pos, flags)).collect()
 }
 
 /// Finds the keys of a full command through its key specs (Redis's

@@ -24,6 +24,9 @@ pub mod hash;
 pub mod hyperloglog;
 pub mod keys;
 pub mod list;
+pub mod lolwut;
+pub mod migrate;
+pub mod monitor;
 pub mod multi;
 pub mod persistence;
 pub mod pubsub;
@@ -217,9 +220,12 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 22] {
+fn families() -> [&'static [CommandSpec]; 25] {
     [
         debug::COMMANDS,
+        monitor::COMMANDS,
+        lolwut::COMMANDS,
+        migrate::COMMANDS,
         bitops::COMMANDS,
         geo::COMMANDS,
         dump::COMMANDS,

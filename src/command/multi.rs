@@ -144,6 +144,10 @@ pub(crate) fn call_nested(ctx: &mut Ctx, argv: &[&[u8]]) -> Reply {
     };
     let dirty = inner.dirty;
     let logged_custom = inner.logged_custom;
+    if ctx.core.monitors.active() {
+        let host = (!ctx.in_script).then_some(&*ctx.host);
+        super::monitor::feed_call(ctx.core, spec, argv, ctx.session.db, host);
+    }
     super::server::tracking::remember_read_keys(ctx.core, ctx.session.id, spec, argv);
     ctx.session.last_command = last_command;
     let db = ctx.session.db;

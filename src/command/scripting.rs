@@ -93,6 +93,7 @@ fn evalsha_ro(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 
 /// Redis's `evalGenericCommand`.
 fn eval_generic(ctx: &mut Ctx, argv: &[&[u8]], by_sha: bool, read_only: bool) -> CmdResult {
+    super::monitor::feed_self(ctx, argv);
     if by_sha && argv[1].len() != 40 {
         return Err(Reply::err(NOSCRIPT_ERR));
     }

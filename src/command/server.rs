@@ -386,6 +386,7 @@ fn reset(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
     super::multi::discard_transaction(ctx.core, ctx.session);
     super::pubsub::unsubscribe_everything(ctx.core, ctx.session);
     ctx.core.tracking.disable(ctx.session.id);
+    super::monitor::stop(ctx.core, ctx.session);
     let session = &mut *ctx.session;
     session.db = 0;
     session.resp = 2;

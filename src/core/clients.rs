@@ -87,9 +87,16 @@ impl Message {
         Message(frame.into())
     }
 
+    /// A status line (`+line\r\n`, the same in both protocols): MONITOR's.
+    pub fn status_line(mut line: Vec<u8>) -> Message {
+        line.insert(0, b'+');
+        line.extend_from_slice(b"\r\n");
+        Message(line.into())
+    }
+
     /// Appends the message as protocol `resp` (2 or 3) frames it.
     pub fn encode(&self, resp: u8, out: &mut Vec<u8>) {
-        if resp >= 3 {
+        if resp >= 3 && self.0[0] == b'*' {
             out.push(b'>');
             out.extend_from_slice(&self.0[1..]);
         } else {

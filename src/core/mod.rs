@@ -9,6 +9,8 @@ mod background;
 pub mod clients;
 pub(crate) mod failover;
 pub mod functions;
+pub(crate) mod migrate;
+pub(crate) mod monitor;
 pub(crate) mod notify;
 pub(crate) mod pause;
 pub(crate) use pause::{PauseMode, PausePurpose};
@@ -127,6 +129,10 @@ pub struct Core {
     /// Client-side caching: the invalidation table, BCAST prefixes and
     /// every tracking client's mode.
     pub(crate) tracking: tracking::Tracking,
+    /// The clients in MONITOR mode (`monitor.rs`).
+    pub(crate) monitors: monitor::Monitors,
+    /// MIGRATE's cached connections to its targets (`migrate.rs`).
+    pub(crate) migrate_sockets: migrate::MigrateSockets,
     /// The switches DEBUG sets for tests (`DEBUG SET-ACTIVE-EXPIRE` …).
     pub(crate) debug: DebugSwitches,
 }

@@ -58,6 +58,8 @@ pub struct Session {
     /// without replies, allowed on a read-only replica, and see keys past
     /// their TTL (only its DELs remove them).
     pub is_master: bool,
+    /// In MONITOR mode (`core::monitor`).
+    pub monitor: bool,
     /// What the connection said with REPLCONF before its SYNC or PSYNC.
     pub(crate) repl_conf: Option<Box<super::repl::ReplConf>>,
 }
@@ -105,6 +107,7 @@ impl Session {
             aof_woff: 0,
             is_replica: false,
             is_master: false,
+            monitor: false,
             repl_conf: None,
         }
     }

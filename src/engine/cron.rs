@@ -71,6 +71,7 @@ impl Engine {
         }
         if !paused {
             self.core.repl_cron(now);
+            self.core.migrate_sockets.close_idle(now / 1000);
         }
         if let Some(aof) = self.core.aof.as_mut() {
             for effect in self.core.effects.drain(before..) {

@@ -140,6 +140,15 @@ impl Engine {
                     // Redis's rejectCommand for EXEC: the transaction is
                     // discarded and the reason given under EXECABORT.
                     command::multi::discard_transaction(&mut self.core, session);
+                    if self.core.monitors.active() {
+                        command::monitor::feed(
+                            &mut self.core,
+                            argv,
+                            session.db,
+                            Some(&*host),
+                            None,
+                        );
+                    }
                     if let Reply::Error(text) = &reply {
                         let reason = text.strip_prefix("ERR ").unwrap_or(text);
                         return Reply::error(format!(
@@ -210,13 +219,16 @@ impl Engine {
         let effects_before = self.core.effects.len();
         self.core.tracking.set_in_call(true);
         let mut ctx = Ctx::new(&mut self.core, session, host, now);
-        let reply = match (spec.handler)(&mut ctx, argv) {
+        let mut reply = match (spec.handler)(&mut ctx, argv) {
             Ok(r) | Err(r) => r,
         };
         let dirty = ctx.dirty;
         let logged_custom = ctx.logged_custom;
         let block = ctx.block_request.take();
         let db = ctx.session.db;
+        if self.core.monitors.active() {
+            reply = command::monitor::after_call(&mut self.core, spec, argv, session, host, reply);
+        }
         command::server::tracking::remember_read_keys(&mut self.core, session.id, spec, argv);
         self.core.tracking.set_in_call(false);
         if let Some(request) = block {
@@ -355,6 +367,12 @@ impl Engine {
             if !session.is_master && refused_while_loading(asynchronous, top, spec, session) {
                 return Err(Reply::err(LOADING_ERROR));
             }
+        }
+        if session.monitor
+            && spec.flags & (flags::WRITE | flags::READONLY | flags::MAY_REPLICATE) != 0
+        {
+            // Redis marks a monitor a replica, which may not touch keys.
+            return Err(Reply::err("ERR Replica can't interact with the keyspace"));
         }
         Ok((top, spec))
     }
@@ -628,6 +646,7 @@ impl Engine {
         }
         self.core.repl.waiters.remove(&session.id);
         self.core.tracking.forget(session.id);
+        command::monitor::stop(&mut self.core, session);
         command::multi::discard_transaction(&mut self.core, session);
         command::pubsub::unsubscribe_everything(&mut self.core, session);
         if session.is_replica {

@@ -238,6 +238,8 @@ impl Engine {
                 failover: None,
                 shutdown_deadline_ms: None,
                 tracking: Default::default(),
+                monitors: Default::default(),
+                migrate_sockets: Default::default(),
                 debug: Default::default(),
             },
         }

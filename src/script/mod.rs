@@ -1109,6 +1109,9 @@ fn call(
     };
     let dirty = inner.dirty;
     let logged_custom = inner.logged_custom;
+    if ctx.core.monitors.active() {
+        crate::command::monitor::feed_call(ctx.core, spec, refs, session.db, None);
+    }
     if spec.has(flags::READONLY) {
         // Client-side caching: the script's keys are its caller's reads.
         ctx.core.tracking.script_read();

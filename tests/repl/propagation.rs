@@ -828,3 +828,50 @@ fn function_commands_propagate_as_redis_propagates_them() {
         "{names:?}"
     );
 }
+
+/// MIGRATE propagates as `DEL` of the keys the target accepted (none
+/// with COPY, nor for keys the target refused), as Redis rewrites it.
+/// Each master migrates to a redis-server target of its own.
+#[test]
+fn migrate_propagates_as_del_of_the_moved_keys() {
+    let units = assert_same_stream(no_setup, |_, c| {
+        let target = testkit::harness::start_redis(&[]);
+        let mut t = testkit::harness::Conn::connect(target.port);
+        t.call(&[b"SET", b"busy", b"there"]);
+        let port = target.port.to_string();
+        script(
+            c,
+            &format!(
+                "SET a 1
+                SET b 2
+                SET c 3 PX 100000
+                SET busy here
+                SET kept 4
+                SET moved 5
+                MIGRATE 127.0.0.1 {port} a 0 5000
+                MIGRATE 127.0.0.1 {port} \"\" 0 5000 KEYS b missing c
+                MIGRATE 127.0.0.1 {port} kept 0 5000 COPY
+                MIGRATE 127.0.0.1 {port} nothing 0 5000"
+            ),
+        );
+        let refused = c.call(&[
+            b"MIGRATE",
+            b"127.0.0.1",
+            port.as_bytes(),
+            b"",
+            b"0",
+            b"5000",
+            b"KEYS",
+            b"moved",
+            b"busy",
+        ]);
+        assert!(refused.starts_with(b"-ERR Target instance replied with error: BUSYKEY"));
+        script(c, "SET end 1");
+    });
+    let dels: Vec<String> = units
+        .iter()
+        .filter(|u| u[0].eq_ignore_ascii_case("del"))
+        .map(|u| u.join(" "))
+        .collect();
+    assert_eq!(dels, ["DEL a", "DEL b c", "DEL moved"], "{units:?}");
+}

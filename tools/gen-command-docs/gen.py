@@ -46,17 +46,21 @@ FIXTURE = "redis-%s-commands.json" % EXPECTED_VERSION
 # Key-spec flag names as COMMAND INFO prints them; bit `i` is entry `i`.
 KEY_FLAGS = ["RO", "RW", "OW", "RM", "access", "update", "insert", "delete",
              "not_key", "incomplete", "variable_flags"]
-EXTRA_FLAGS = {"no_mandatory_keys": 1, "no_async_loading": 2}
+EXTRA_FLAGS = {"no_mandatory_keys": 1, "no_async_loading": 2, "asking": 4}
 # Command flags with a bit in hozon's `command::flags` (bit values as
-# there); `asking` and the EXTRA_FLAGS have none.
+# there); the EXTRA_FLAGS (`asking` among them) have none.
 CMD_FLAGS = {"write": 1 << 0, "readonly": 1 << 1, "denyoom": 1 << 2, "admin": 1 << 3,
              "pubsub": 1 << 4, "noscript": 1 << 5, "blocking": 1 << 6, "loading": 1 << 7,
              "stale": 1 << 8, "skip_monitor": 1 << 9, "skip_slowlog": 1 << 10,
              "fast": 1 << 11, "no_auth": 1 << 12, "may_replicate": 1 << 13,
              "no_multi": 1 << 14, "allow_busy": 1 << 15, "movablekeys": 1 << 16}
-UNMAPPED_FLAGS = set(EXTRA_FLAGS) | {"asking"}
+UNMAPPED_FLAGS = set(EXTRA_FLAGS)
 DOC_FLAGS = {"deprecated": 1, "syscmd": 2}
 ARG_FLAGS = {"optional": 1, "multiple": 2, "multiple_token": 4}
+# Not a flag COMMAND DOCS prints: marks an argument whose token is the
+# empty string (MIGRATE's `empty_string`), since hozon's `Arg` uses "" for
+# "no token".
+ARG_EMPTY_TOKEN = 8
 # Argument fields COMMAND DOCS may print that hozon's `Arg` carries.
 ARG_FIELDS = {"name", "type", "key_spec_index", "token", "since",
               "deprecated_since", "flags", "arguments"}
@@ -287,12 +291,11 @@ def arg_code(a, indent, where):
     if extra:
         print("warning: %s argument %s: fields %s not kept"
               % (where, a["name"], sorted(extra)), file=sys.stderr)
+    flags = bits(a.get("flags", []), ARG_FLAGS, "argument flag")
     if a.get("token") == "":
         # hozon's `Arg` uses "" for "no token"; Redis prints the empty
-        # token of e.g. MIGRATE's `empty_string` as an empty string.
-        print("warning: %s argument %s: empty token not representable, dropped"
-              % (where, a["name"]), file=sys.stderr)
-    flags = bits(a.get("flags", []), ARG_FLAGS, "argument flag")
+        # token of MIGRATE's `empty_string` as an empty string.
+        flags |= ARG_EMPTY_TOKEN
     subs = args_code(a.get("arguments", []), indent + 1, where)
     return "a(%s, %s, %d, %s, %s, %s, %d, %s)" % (
         lit(a["name"]), lit(a["type"]), a.get("key_spec_index", -1),

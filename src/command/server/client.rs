@@ -177,6 +177,8 @@ fn client_line(
     let mut flags = String::new();
     if session.is_replica {
         flags.push('S');
+    } else if session.monitor {
+        flags.push('O');
     }
     if session.subscribed() {
         flags.push('P');

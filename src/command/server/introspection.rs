@@ -104,7 +104,7 @@ fn full_name(spec: &CommandSpec, parent: Option<&str>) -> String {
 /// COMMAND INFO's flags, in Redis's order.
 fn command_flags_reply(spec: &CommandSpec, doc: Option<&Doc>) -> Reply {
     let extra = doc.map_or(0, |d| d.extra_flags);
-    let names: [(bool, &'static str); 19] = [
+    let names: [(bool, &'static str); 20] = [
         (spec.has(WRITE), "write"),
         (spec.has(READONLY), "readonly"),
         (spec.has(DENYOOM), "denyoom"),
@@ -116,6 +116,7 @@ fn command_flags_reply(spec: &CommandSpec, doc: Option<&Doc>) -> Reply {
         (spec.has(STALE), "stale"),
         (spec.has(SKIP_MONITOR), "skip_monitor"),
         (spec.has(SKIP_SLOWLOG), "skip_slowlog"),
+        (extra & docs::EXTRA_ASKING != 0, "asking"),
         (spec.has(FAST), "fast"),
         (spec.has(NO_AUTH), "no_auth"),
         (
@@ -315,7 +316,7 @@ fn args_reply(args: &[docs::Arg]) -> Reply {
                         Reply::Int(i64::from(a.key_spec_index)),
                     ));
                 }
-                if !a.token.is_empty() {
+                if !a.token.is_empty() || a.flags & docs::ARG_EMPTY_TOKEN != 0 {
                     map.push((bulk_str("token"), bulk_str(a.token)));
                 }
                 if !a.since.is_empty() {
@@ -324,7 +325,7 @@ fn args_reply(args: &[docs::Arg]) -> Reply {
                 if !a.deprecated_since.is_empty() {
                     map.push((bulk_str("deprecated_since"), bulk_str(a.deprecated_since)));
                 }
-                if a.flags != 0 {
+                if a.flags & !docs::ARG_EMPTY_TOKEN != 0 {
                     let flags = docs::ARG_FLAG_NAMES
                         .iter()
                         .filter(|(bit, _)| a.flags & bit != 0)
