@@ -169,10 +169,21 @@ pub struct Config {
     pub logfile: String,
     /// `daemonize`: only `no` is supported (run under a supervisor).
     pub daemonize: bool,
-    /// `maxmemory`: memory limit in bytes; only 0 (no limit) is supported.
+    /// `maxmemory`: memory limit in bytes, 0 for none (docs/memory.md).
     pub maxmemory: u64,
-    /// `maxmemory-policy`: eviction policy (no effect while `maxmemory` is 0).
+    /// `maxmemory-policy`: eviction policy, an index into
+    /// [`MAXMEMORY_POLICIES`] (no effect while `maxmemory` is 0).
     pub maxmemory_policy: usize,
+    /// `maxmemory-samples` (5): keys sampled per eviction pool refill.
+    pub maxmemory_samples: u32,
+    /// `maxmemory-eviction-tenacity` (10): how long one eviction run may take.
+    pub maxmemory_eviction_tenacity: u32,
+    /// `lfu-log-factor` (10).
+    pub lfu_log_factor: u64,
+    /// `lfu-decay-time` (1 minute).
+    pub lfu_decay_time: u64,
+    /// `replica-ignore-maxmemory` (yes): a replica does not evict.
+    pub replica_ignore_maxmemory: bool,
     /// `busy-reply-threshold` (alias `lua-time-limit`): ms before a script
     /// counts as busy (5000).
     pub busy_reply_threshold_ms: u64,
@@ -414,6 +425,11 @@ impl Default for Config {
             daemonize: false,
             maxmemory: 0,
             maxmemory_policy: 0,
+            maxmemory_samples: 0,
+            maxmemory_eviction_tenacity: 0,
+            lfu_log_factor: 0,
+            lfu_decay_time: 0,
+            replica_ignore_maxmemory: true,
             busy_reply_threshold_ms: 0,
             key_load_delay: 0,
             loading_process_events_interval_bytes: 2 * 1024 * 1024,

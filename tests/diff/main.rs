@@ -10,6 +10,7 @@ mod bitops;
 mod blocking;
 mod config_rewrite;
 mod dump;
+mod eviction;
 mod functions;
 mod functions_busy;
 mod functions_dump;

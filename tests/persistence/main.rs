@@ -10,6 +10,7 @@ mod aof_faults;
 mod aof_replay;
 mod chain_durability;
 mod crash;
+mod eviction;
 mod functions;
 mod interop;
 mod loading;

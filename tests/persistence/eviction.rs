@@ -1,0 +1,94 @@
+//! Evictions on disk and on the wire (docs/memory.md): every key
+//! `maxmemory` evicts reaches the AOF and the replicas as `DEL`, so the AOF
+//! replayed (by hozon and by redis-server) and a redis-server replica hold
+//! exactly the keyspace the master kept.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::{start_hozon, start_redis, Conn};
+use crate::interop::{dump, dump_in_redis};
+use testkit::value::info_field;
+
+/// A value of 1000 bytes.
+const VALUE: [u8; 1000] = [b'v'; 1000];
+
+fn info_u64(conn: &mut Conn, section: &str, field: &str) -> u64 {
+    info_field(conn, section, field)
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
+        .parse()
+        .expect("a number")
+}
+
+/// Limits memory to what is in use plus 2 MB under `policy`, then writes
+/// 6000 keys of 1 KB (half of them with a TTL far away) and some reads;
+/// returns how many keys were evicted, the limit lifted again.
+fn evicting_load(conn: &mut Conn, policy: &str) -> u64 {
+    let ok = b"+OK\r\n".to_vec();
+    assert_eq!(conn.call(&[b"CONFIG", b"SET", b"maxmemory-policy", policy.as_bytes()]), ok);
+    let limit = info_u64(conn, "memory", "used_memory") + 2 * 1024 * 1024;
+    assert_eq!(
+        conn.call(&[b"CONFIG", b"SET", b"maxmemory", limit.to_string().as_bytes()]),
+        ok
+    );
+    for i in 0..6000 {
+        let key = format!("key:{i}");
+        let reply = if i % 2 == 0 {
+            conn.call(&[b"SET", key.as_bytes(), &VALUE, b"EX", b"100000"])
+        } else {
+            conn.call(&[b"SET", key.as_bytes(), &VALUE])
+        };
+        assert_eq!(reply, ok, "{}", String::from_utf8_lossy(&reply));
+        if i % 10 == 0 {
+            conn.call(&[b"GET", format!("key:{}", i / 2).as_bytes()]);
+        }
+    }
+    let evicted = info_u64(conn, "stats", "evicted_keys");
+    assert!(evicted > 3000, "only {evicted} keys evicted");
+    // No more evictions while the keyspace is compared.
+    assert_eq!(conn.call(&[b"CONFIG", b"SET", b"maxmemory", b"0"]), ok);
+    evicted
+}
+
+#[test]
+fn evicted_keys_reach_the_aof_as_del_and_replay_gives_the_same_keyspace() {
+    for policy in ["allkeys-lru", "volatile-ttl"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_string_lossy().into_owned();
+        let server = start_hozon(&["--appendonly", "yes", "--dir", &d]);
+        let mut conn = Conn::connect(server.port);
+        let evicted = evicting_load(&mut conn, policy);
+        let before = dump(server.port);
+        assert!(before.len() < 6000 - 3000);
+        drop(server); // SIGKILL
+        let aof = std::fs::read(dir.path().join("appendonly.aof")).unwrap();
+        let dels = aof.windows(9).filter(|w| w == b"$3\r\nDEL\r\n").count() as u64;
+        assert!(dels >= evicted, "{policy}: {dels} DELs for {evicted} evictions");
+        // Replayed without a limit: the log alone says what was evicted.
+        let restarted = start_hozon(&["--appendonly", "yes", "--dir", &d]);
+        assert_eq!(dump(restarted.port), before, "{policy}: hozon's replay");
+        assert_eq!(dump_in_redis(&aof), before, "{policy}: redis-server's replay");
+    }
+}
+
+#[test]
+fn a_redis_replica_follows_the_evictions_of_a_hozon_master() {
+    let master = start_hozon(&["--repl-diskless-sync-delay", "0"]);
+    let replica = start_redis(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let mut probe = Conn::connect(replica.port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&probe.call(&[b"INFO", b"replication"]))
+        .contains("master_link_status:up")
+    {
+        assert!(Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut conn = Conn::connect(master.port);
+    evicting_load(&mut conn, "allkeys-random");
+    let offset = info_u64(&mut conn, "replication", "master_repl_offset");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_u64(&mut probe, "replication", "master_repl_offset") < offset {
+        assert!(Instant::now() < deadline, "the replica never caught up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(dump(replica.port), dump(master.port));
+}
