@@ -20,7 +20,8 @@ fn info_u64(conn: &mut Conn, section: &str, field: &str) -> u64 {
 }
 
 /// Limits memory to what is in use plus 2 MB under `policy`, then writes
-/// 6000 keys of 1 KB (half of them with a TTL far away) and some reads;
+/// 6000 keys of 1 KB (with TTLs far away: all of them under a volatile
+/// policy, else half) and some reads;
 /// returns how many keys were evicted, the limit lifted again.
 fn evicting_load(conn: &mut Conn, policy: &str) -> u64 {
     let ok = b"+OK\r\n".to_vec();
@@ -32,8 +33,11 @@ fn evicting_load(conn: &mut Conn, policy: &str) -> u64 {
     );
     for i in 0..6000 {
         let key = format!("key:{i}");
-        let reply = if i % 2 == 0 {
-            conn.call(&[b"SET", key.as_bytes(), &VALUE, b"EX", b"100000"])
+        // Under a volatile policy every key has a TTL (the others could
+        // not be evicted), else every other one.
+        let reply = if i % 2 == 0 || policy.starts_with("volatile") {
+            let ttl = (100_000 + (i * 7919) % 5000).to_string();
+            conn.call(&[b"SET", key.as_bytes(), &VALUE, b"EX", ttl.as_bytes()])
         } else {
             conn.call(&[b"SET", key.as_bytes(), &VALUE])
         };
@@ -91,4 +95,79 @@ fn a_redis_replica_follows_the_evictions_of_a_hozon_master() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(dump(replica.port), dump(master.port));
+}
+
+/// `OBJECT <sub> key` as an integer.
+fn object_int(conn: &mut Conn, sub: &str, key: &str) -> i64 {
+    let reply = conn.call(&[b"OBJECT", sub.as_bytes(), key.as_bytes()]);
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    text.strip_prefix(':')
+        .and_then(|t| t.trim_end().parse().ok())
+        .unwrap_or_else(|| panic!("OBJECT {sub} {key}: {text}"))
+}
+
+/// Writes `idle` (IDLETIME 5000 under an LRU policy) and `freq` (FREQ 77
+/// under LFU) keys with RESTORE on `conn`, under `policy`.
+fn restore_access_keys(conn: &mut Conn, policy: &str) {
+    let ok = b"+OK\r\n".to_vec();
+    assert_eq!(conn.call(&[b"CONFIG", b"SET", b"maxmemory-policy", policy.as_bytes()]), ok);
+    assert_eq!(conn.call(&[b"SET", b"src", b"value"]), ok);
+    let dump = conn.call(&[b"DUMP", b"src"]);
+    let header_end = dump.windows(2).position(|w| w == b"\r\n").unwrap();
+    let payload = &dump[header_end + 2..dump.len() - 2];
+    let (key, option, amount): (&[u8], &[u8], &[u8]) = if policy.ends_with("lfu") {
+        (b"freq", b"FREQ", b"77")
+    } else {
+        (b"idle", b"IDLETIME", b"5000")
+    };
+    let reply = conn.call(&[b"RESTORE", key, b"0", payload, option, amount]);
+    assert_eq!(reply, ok, "{}", String::from_utf8_lossy(&reply));
+}
+
+#[test]
+fn rdb_idle_and_freq_records_round_trip_with_redis() {
+    // lfu-decay-time 0: no decay, so the counter read back is exact.
+    for policy in ["allkeys-lru", "allkeys-lfu"] {
+        let lfu = policy.ends_with("lfu");
+        let settings = ["--maxmemory-policy", policy, "--lfu-decay-time", "0"];
+        let check = |conn: &mut Conn, who: &str| {
+            if lfu {
+                assert_eq!(object_int(conn, "FREQ", "freq"), 77, "{who}");
+            } else {
+                let idle = object_int(conn, "IDLETIME", "idle");
+                assert!((5000..=5003).contains(&idle), "{who}: idle {idle}");
+            }
+        };
+        // hozon writes, redis-server reads.
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_string_lossy().into_owned();
+        let mut args = vec!["--save", "3600 1", "--snapshot-format", "rdb", "--dir", &d];
+        args.extend(settings);
+        let hozon = start_hozon(&args);
+        let mut conn = Conn::connect(hozon.port);
+        restore_access_keys(&mut conn, policy);
+        assert_eq!(conn.call(&[b"SAVE"]), b"+OK\r\n");
+        let mut args = vec!["--dir", &d, "--dbfilename", "dump.rdb"];
+        args.extend(settings);
+        let redis = start_redis(&args);
+        check(&mut Conn::connect(redis.port), &format!("{policy}: Redis reading hozon's RDB"));
+        drop((hozon, redis));
+
+        // redis-server writes, hozon reads.
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_string_lossy().into_owned();
+        let mut args = vec!["--dir", &d];
+        args.extend(settings);
+        let redis = start_redis(&args);
+        let mut conn = Conn::connect(redis.port);
+        restore_access_keys(&mut conn, policy);
+        assert_eq!(conn.call(&[b"SAVE"]), b"+OK\r\n");
+        drop(redis);
+        let mut args = vec!["--save", "3600 1", "--dir", &d];
+        args.extend(settings);
+        let hozon = start_hozon(&args);
+        let mut conn = Conn::connect(hozon.port);
+        assert_eq!(conn.call(&[b"DBSIZE"]), b":2\r\n", "{policy}: hozon loaded Redis's RDB");
+        check(&mut conn, &format!("{policy}: hozon reading Redis's RDB"));
+    }
 }
