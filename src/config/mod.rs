@@ -9,7 +9,7 @@
 //! never disagree about names, defaults or error messages.
 //!
 //! Values that need a feature hozon does not have yet (snapshots, so save
-//! points; `maxmemory` eviction; daemonizing) are accepted by the parser but
+//! points; daemonizing) are accepted by the parser but
 //! refused by [`Config::check_supported`], which the server runs at startup
 //! and CONFIG SET runs before applying: such settings are refused loudly,
 //! never silently ignored.
