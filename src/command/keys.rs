@@ -633,11 +633,11 @@ fn object_refcount(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let value = object_lookup(ctx, argv[2])?;
     let shared = !no_sharing
         && match value {
-        Value::Str(s) if value.encoding() == "int" => {
-            crate::types::num::parse_i64(s).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n))
-        }
-        _ => false,
-    };
+            Value::Str(s) if value.encoding() == "int" => {
+                crate::types::num::parse_i64(s).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n))
+            }
+            _ => false,
+        };
     Ok(Reply::Int(if shared { i64::from(i32::MAX) } else { 1 }))
 }
 
@@ -674,7 +674,9 @@ fn object_freq(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         ));
     }
     let stored = access_of(ctx, argv[2]);
-    Ok(Reply::Int(i64::from(ctx.core.frequency(stored, ctx.now_ms))))
+    Ok(Reply::Int(i64::from(
+        ctx.core.frequency(stored, ctx.now_ms),
+    )))
 }
 
 const OBJECT_HELP: &[&str] = &[

@@ -65,7 +65,10 @@ impl Policy {
     fn volatile(self) -> bool {
         matches!(
             self,
-            Policy::VolatileLru | Policy::VolatileLfu | Policy::VolatileRandom | Policy::VolatileTtl
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
         )
     }
 }
@@ -165,8 +168,7 @@ impl Core {
     /// policy).
     pub(crate) fn refresh_access_clock(&mut self, now_ms: i64) {
         let lfu = self.policy().is_lfu();
-        self.keyspace
-            .set_new_access(access::initial(lfu, now_ms));
+        self.keyspace.set_new_access(access::initial(lfu, now_ms));
     }
 
     /// The access record RDB files written now give each key (Redis's
@@ -216,10 +218,12 @@ impl Core {
     /// `isSafeToPerformEvictions`): not while loading, not on a replica
     /// that ignores maxmemory, not while writes are paused.
     fn may_evict(&self) -> bool {
-        !self.loading
-            && self.startup_load.is_none()
-            && !(self.replica.is_replica() && self.config.replica_ignore_maxmemory)
-            && !self.pauses.writes_paused()
+        let ignoring_replica = self.replica.is_replica() && self.config.replica_ignore_maxmemory;
+        let held = self.loading
+            || self.startup_load.is_some()
+            || ignoring_replica
+            || self.pauses.writes_paused();
+        !held
     }
 
     /// Redis's `performEvictions`: with `used` the memory in use (None:
@@ -268,7 +272,7 @@ impl Core {
                 argv: vec![b"DEL".to_vec(), key.to_vec()],
             });
             keys_freed += 1;
-            if keys_freed % 16 == 0 && started.elapsed().as_micros() as u64 > time_limit {
+            if keys_freed.is_multiple_of(16) && started.elapsed().as_micros() as u64 > time_limit {
                 return Eviction::Running;
             }
         }
@@ -393,7 +397,9 @@ mod tests {
                 .db_mut(0)
                 .insert_new(key.as_bytes(), Value::Str(Blob::new(b"v")));
             if i % 2 == 0 {
-                core.keyspace.db_mut(0).set_expire(key.as_bytes(), 1_000_000 + i as i64);
+                core.keyspace
+                    .db_mut(0)
+                    .set_expire(key.as_bytes(), 1_000_000 + i as i64);
             }
         }
         engine
@@ -427,7 +433,12 @@ mod tests {
 
     #[test]
     fn volatile_policies_evict_only_keys_with_a_ttl_then_fail() {
-        for policy in ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"] {
+        for policy in [
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+        ] {
             let mut engine = core_with(policy, 10);
             let (result, evicted) = evict_down_to(&mut engine, 100_000);
             assert_eq!(result, Eviction::Fail, "{policy}");

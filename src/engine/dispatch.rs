@@ -376,7 +376,12 @@ impl Engine {
     /// replication stream as one atomic unit, or each as its own with
     /// [`Units::EachEffect`] (and, without group commit, writes them). Err
     /// is the reply a write gets when its effect could not be logged.
-    pub(super) fn log_unit(&mut self, effects_before: usize, now: i64, units: Units) -> Result<(), Reply> {
+    pub(super) fn log_unit(
+        &mut self,
+        effects_before: usize,
+        now: i64,
+        units: Units,
+    ) -> Result<(), Reply> {
         debug_assert!(
             self.core.effects.len() >= effects_before,
             "a command never removes logged effects"
@@ -479,7 +484,11 @@ impl Engine {
     /// `argv`, as Redis's `evalGetCommandFlags` finds them: the cached
     /// script's, else (EVAL) its shebang's. None when they cannot be
     /// known (an unknown sha, a bad shebang): the command's own flags apply.
-    pub(super) fn script_flags(&self, evalsha: bool, argv: &[&[u8]]) -> Option<crate::script::ScriptFlags> {
+    pub(super) fn script_flags(
+        &self,
+        evalsha: bool,
+        argv: &[&[u8]],
+    ) -> Option<crate::script::ScriptFlags> {
         let body = argv.get(1)?;
         let sha = if evalsha {
             crate::script::parse_sha(body)?

@@ -59,5 +59,4 @@ impl Engine {
         }
         Ok(())
     }
-
 }

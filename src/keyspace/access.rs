@@ -58,11 +58,10 @@ fn lfu_elapsed(now: u32, ldt: u32) -> u32 {
 pub fn lfu_decayed(stored: u32, now_minutes: u32, decay_time: u64) -> u32 {
     let ldt = (stored >> 8) & 0xffff;
     let counter = stored & 0xff;
-    let periods = if decay_time == 0 {
-        0
-    } else {
-        u64::from(lfu_elapsed(now_minutes, ldt)) / decay_time
-    };
+    // No decay with a decay time of 0.
+    let periods = u64::from(lfu_elapsed(now_minutes, ldt))
+        .checked_div(decay_time)
+        .unwrap_or(0);
     if periods == 0 {
         counter
     } else if periods > u64::from(counter) {

@@ -274,7 +274,7 @@ mod tests {
             let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
             for mut b in [Blob::new(&data), Blob::raw_from_vec(data.clone())] {
                 assert_eq!(b.access(), 0);
-                b.set_access(0x12_3456_78);
+                b.set_access(0x1234_5678);
                 assert_eq!(b.access(), 0x34_5678);
                 assert_eq!(b.as_bytes(), &data[..]);
                 assert_eq!(b, Blob::new(&data));

@@ -112,8 +112,15 @@ fn noeviction_refuses_deny_oom_commands_and_never_evicts() {
         (errors, evicted_keys(c))
     });
     for (name, (errors, evicted)) in [("redis", r), ("hozon", h)] {
-        assert!(!errors.is_empty(), "{name}: the load never reached the limit");
-        assert!(errors.iter().all(|e| e == OOM), "{name}: {}", show(&errors[0]));
+        assert!(
+            !errors.is_empty(),
+            "{name}: the load never reached the limit"
+        );
+        assert!(
+            errors.iter().all(|e| e == OOM),
+            "{name}: {}",
+            show(&errors[0])
+        );
         assert_eq!(evicted, 0, "{name} evicted under noeviction");
     }
     // Clearly over the limit from now on (the memory near the limit moves
@@ -132,8 +139,16 @@ fn noeviction_refuses_deny_oom_commands_and_never_evicts() {
     p.check(&["EVAL", "return redis.call('set', 'x', 1)", "0"]);
     p.check(&["EVAL", "return redis.call('get', 'x')", "0"]);
     p.check(&["EVAL", "#!lua\nreturn redis.call('set', 'x', 1)", "0"]);
-    p.check(&["EVAL", "#!lua flags=no-writes\nreturn redis.call('get', 'k1')", "0"]);
-    p.check(&["EVAL", "#!lua flags=allow-oom\nreturn redis.call('set', 'x', 1)", "0"]);
+    p.check(&[
+        "EVAL",
+        "#!lua flags=no-writes\nreturn redis.call('get', 'k1')",
+        "0",
+    ]);
+    p.check(&[
+        "EVAL",
+        "#!lua flags=allow-oom\nreturn redis.call('set', 'x', 1)",
+        "0",
+    ]);
     p.check(&["DEL", "x"]);
     p.check(&["INCR", "counter"]);
     // DEL is not deny-oom: freeing keys lets writes in again.
@@ -146,7 +161,12 @@ fn noeviction_refuses_deny_oom_commands_and_never_evicts() {
 
 #[test]
 fn volatile_policies_evict_only_keys_with_a_ttl() {
-    for policy in ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"] {
+    for policy in [
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+    ] {
         let mut p = Pair::new();
         let (r, h) = on_both(&mut p, |c| {
             limit_memory(c, policy);
@@ -198,7 +218,10 @@ fn volatile_ttl_evicts_the_shortest_ttls_first() {
         assert!(errors.is_empty(), "{name}: {}", show(&errors[0]));
         assert!(short + long < 3000, "{name}: the load did not evict");
         // The survivors are mostly those with the longer TTLs.
-        assert!(long > 3 * short, "{name}: {short} short and {long} long TTLs survive");
+        assert!(
+            long > 3 * short,
+            "{name}: {short} short and {long} long TTLs survive"
+        );
     }
 }
 
@@ -236,7 +259,10 @@ fn lru_and_lfu_keep_a_hot_working_set_far_better_than_random() {
         let mut p = Pair::new();
         let (r, h) = on_both(&mut p, |c| hot_and_cold(c, policy));
         for (name, (hot, cold, max_used, limit)) in [("redis", r), ("hozon", h)] {
-            assert!(cold < 0.5, "{policy} {name}: the load did not evict ({cold})");
+            assert!(
+                cold < 0.5,
+                "{policy} {name}: the load did not evict ({cold})"
+            );
             // The memory stays within the limit plus a small margin.
             assert!(
                 max_used <= limit + limit / 20,
@@ -245,7 +271,10 @@ fn lru_and_lfu_keep_a_hot_working_set_far_better_than_random() {
             if policy == "allkeys-random" {
                 assert!(hot < 0.8, "{policy} {name}: hot {hot} cold {cold}");
             } else {
-                assert!(hot > 0.9 && hot > 2.0 * cold, "{policy} {name}: hot {hot} cold {cold}");
+                assert!(
+                    hot > 0.9 && hot > 2.0 * cold,
+                    "{policy} {name}: hot {hot} cold {cold}"
+                );
             }
         }
     }

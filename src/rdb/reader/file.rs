@@ -349,8 +349,12 @@ pub(super) enum MetaStep {
 
 /// Applies a record [`read_meta`] read at `record_at` to a loader's state
 /// (`bound`: the most bytes the rest of the file can hold): the database
-/// selected (refused beyond `options.databases`), the next key's expiry,
+/// selected (refused beyond `options.databases`), the next key's expiry
+/// and access record (IDLE, FREQ),
 /// the summary's AUX fields, functions and skipped modules.
+// The loaders' state is passed piece by piece: each loader keeps it in
+// its own locals.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn apply_meta(
     meta: Meta,
     record_at: usize,
