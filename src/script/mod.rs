@@ -135,7 +135,9 @@ pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
                 String::from_utf8_lossy(part)
             ));
         };
-        for flag in list.split(|&b| b == b',') {
+        // `flags=` alone declares no flag (Redis's sdssplitlen of an empty
+        // string gives no parts).
+        for flag in list.split(|&b| b == b',').filter(|_| !list.is_empty()) {
             match flag {
                 b"no-writes" => flags.no_writes = true,
                 b"allow-oom" => flags.allow_oom = true,

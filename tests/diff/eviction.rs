@@ -139,6 +139,7 @@ fn noeviction_refuses_deny_oom_commands_and_never_evicts() {
     p.check(&["EVAL", "return redis.call('set', 'x', 1)", "0"]);
     p.check(&["EVAL", "return redis.call('get', 'x')", "0"]);
     p.check(&["EVAL", "#!lua\nreturn redis.call('set', 'x', 1)", "0"]);
+    p.check(&["EVAL", "#!lua flags=\nreturn 1", "0"]);
     p.check(&[
         "EVAL",
         "#!lua flags=no-writes\nreturn redis.call('get', 'k1')",
