@@ -76,7 +76,7 @@ fn main() {
                 keyspace
                     .borrow_mut()
                     .db_mut(k.db)
-                    .insert_loaded(k.key, k.value, k.expire_ms)
+                    .insert_loaded(k.key, k.value, k.expire_ms, None)
                     .map_err(|_| "duplicate key".to_string())
             },
             &mut |db, keys, expiring| {

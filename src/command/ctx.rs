@@ -367,7 +367,9 @@ impl<'a> Ctx<'a> {
         let hidden = self
             .core
             .hidden_expired(self.session.is_master, db, key, self.now_ms);
-        let found = !hidden && self.core.keyspace.db(db).get(key).is_some();
+        // Found and touched in one probe (Redis's lookupKey updates the
+        // access clock or LFU counter of every key it finds).
+        let found = !hidden && self.core.touch(db, key, self.now_ms);
         if !found {
             self.core.stats.keyspace_misses += 1;
             if notify_miss {
@@ -382,7 +384,28 @@ impl<'a> Ctx<'a> {
     /// The live value under `key` for writing (no hit/miss statistics).
     pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
         self.expire_if_needed(key);
-        self.db().get_mut(key)
+        let toucher = self.core.toucher(self.now_ms);
+        self.db().get_mut_touching(key, |a| toucher.apply(a))
+    }
+
+    /// [`Ctx::lookup_read`] that leaves the key's access clock as it is
+    /// (Redis's `LOOKUP_NOTOUCH`: EXISTS, TYPE, TTL; OBJECT, which also
+    /// passes `LOOKUP_NONOTIFY`: `notify_miss` false).
+    pub fn lookup_read_notouch(&mut self, key: &[u8], notify_miss: bool) -> Option<&Value> {
+        self.expire_if_needed(key);
+        let db = self.session.db;
+        let hidden = self
+            .core
+            .hidden_expired(self.session.is_master, db, key, self.now_ms);
+        if hidden || !self.core.keyspace.db(db).contains(key) {
+            self.core.stats.keyspace_misses += 1;
+            if notify_miss {
+                self.core.notify(notify::KEY_MISS, "keymiss", db, key);
+            }
+            return None;
+        }
+        self.core.stats.keyspace_hits += 1;
+        self.core.keyspace.db(db).get(key)
     }
 
     /// True when `key` exists and has not expired (no statistics).

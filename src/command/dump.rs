@@ -19,8 +19,6 @@
 //!   with the value types those versions added; Redis 7.0 refuses every
 //!   version above 10. A payload of version 10 or below may hold only the
 //!   types Redis 7.0 knows.
-//! - IDLETIME and FREQ are validated and then ignored: no per-key access
-//!   clock or counter is kept.
 //! - the contents are always checked in depth: duplicate fields or members
 //!   in a listpack (or in a hash of type 4 small enough for one), and
 //!   listpack scores that are not numbers, are refused with `Bad data
@@ -109,6 +107,8 @@ fn restore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     // for LRU, the other for LFU eviction.
     let mut idle_given = false;
     let mut freq_given = false;
+    let mut idle = 0i64;
+    let mut freq = 0i64;
     let mut j = 4;
     while j < argv.len() {
         let has_value = j + 1 < argv.len();
@@ -117,13 +117,15 @@ fn restore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         } else if is_opt(argv[j], "absttl") {
             absttl = true;
         } else if is_opt(argv[j], "idletime") && has_value && !freq_given {
-            if parse_int(argv[j + 1])? < 0 {
+            idle = parse_int(argv[j + 1])?;
+            if idle < 0 {
                 return Err(Reply::err("ERR Invalid IDLETIME value, must be >= 0"));
             }
             idle_given = true;
             j += 1;
         } else if is_opt(argv[j], "freq") && has_value && !idle_given {
-            if !(0..=255).contains(&parse_int(argv[j + 1])?) {
+            freq = parse_int(argv[j + 1])?;
+            if !(0..=255).contains(&freq) {
                 return Err(Reply::err(
                     "ERR Invalid FREQ value, must be >= 0 and <= 255",
                 ));
@@ -186,6 +188,16 @@ fn restore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     }
 
     ctx.db().insert_new(key, value);
+    // Redis's objectSetLRUOrLFU: FREQ under an LFU policy, IDLETIME under
+    // any other; the option of the other kind is ignored.
+    let lfu = ctx.core.policy().is_lfu();
+    if lfu && freq_given {
+        let stored = crate::keyspace::access::lfu_with_freq(freq as u8, ctx.now_ms);
+        ctx.db().set_access(key, stored);
+    } else if !lfu && idle_given {
+        let stored = crate::keyspace::access::lru_with_idle(idle as u64, ctx.now_ms);
+        ctx.db().set_access(key, stored);
+    }
     ctx.notify_new(key);
     if expire_ms != 0 {
         ctx.db().set_expire(key, expire_ms);

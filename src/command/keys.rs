@@ -16,16 +16,10 @@
 //! while loading (Redis's loader does not).
 //!
 //! Known differences from Redis 7.0.15:
-//! - OBJECT IDLETIME always replies 0: no per-key access clock is kept
-//!   (Redis reports whole seconds since the last access). Under an LFU
-//!   policy it is the same error as Redis's.
 //! - OBJECT REFCOUNT reports Redis's shared-integer count (2147483647) for
 //!   every string whose encoding is `int` with a value in 0..=9999, and 1
 //!   otherwise; Redis reports 1 for a COPY of such a string (COPY duplicates
 //!   the shared object), which a value without object identity cannot tell.
-//! - OBJECT FREQ (under an LFU maxmemory policy) always replies 5, Redis's
-//!   counter for a key never read since it was written: no access counter
-//!   is kept. Without an LFU policy it is the same error as Redis's.
 //! - SCAN cursors are those of our hash table, so the keys returned per call
 //!   differ from Redis's; a full iteration returns the same keys.
 
@@ -137,19 +131,24 @@ fn del(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 fn exists(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let count = argv[1..]
         .iter()
-        .filter(|key| ctx.lookup_read(key).is_some())
+        .filter(|key| ctx.lookup_read_notouch(key, true).is_some())
         .count();
     Ok(Reply::Int(count as i64))
 }
 
 fn touch(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    // Redis refreshes the access clock here; we keep none (see the module
-    // documentation), so TOUCH is EXISTS.
-    exists(ctx, argv)
+    // EXISTS that refreshes the access clock (or LFU counter).
+    let count = argv[1..]
+        .iter()
+        .filter(|key| ctx.lookup_read(key).is_some())
+        .count();
+    Ok(Reply::Int(count as i64))
 }
 
 fn type_command(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
-    let name = ctx.lookup_read(argv[1]).map_or("none", Value::type_name);
+    let name = ctx
+        .lookup_read_notouch(argv[1], true)
+        .map_or("none", Value::type_name);
     Ok(Reply::simple(name))
 }
 
@@ -281,7 +280,7 @@ fn pexpireat(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 /// The TTL family: `millis` picks the unit, `absolute` the Unix time
 /// instead of the remaining time. Seconds are rounded to nearest.
 fn ttl_generic(ctx: &mut Ctx, key: &[u8], millis: bool, absolute: bool) -> CmdResult {
-    if ctx.lookup_read(key).is_none() {
+    if ctx.lookup_read_notouch(key, true).is_none() {
         return Ok(Reply::Int(-2));
     }
     let Some(at_ms) = ctx.expire_at(key) else {
@@ -614,12 +613,14 @@ fn swapdb(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 // OBJECT
 
 /// Redis shares the integers 0..=9999 between all string values that hold
-/// them (unless an LRU/LFU maxmemory policy is set, which we do not have).
+/// them, unless `maxmemory` is set with an LRU/LFU policy (each key then
+/// needs its own access clock).
 const SHARED_INTEGERS: i64 = 10_000;
 
-/// OBJECT's key lookup: counts a hit or miss; a missing key is a null bulk.
+/// OBJECT's key lookup: counts a hit or miss, leaves the access clock; a
+/// missing key is a null bulk.
 fn object_lookup<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Result<&'c Value, Reply> {
-    ctx.lookup_read_quiet(key).ok_or(Reply::Null)
+    ctx.lookup_read_notouch(key, false).ok_or(Reply::Null)
 }
 
 fn object_encoding(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
@@ -628,22 +629,28 @@ fn object_encoding(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 }
 
 fn object_refcount(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    let no_sharing = ctx.core.config.maxmemory != 0 && ctx.core.policy().tracks_access();
     let value = object_lookup(ctx, argv[2])?;
-    let shared = match value {
-        Value::Str(s) if value.encoding() == "int" => {
-            crate::types::num::parse_i64(s).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n))
-        }
-        _ => false,
-    };
+    let shared = !no_sharing
+        && match value {
+            Value::Str(s) if value.encoding() == "int" => {
+                crate::types::num::parse_i64(s).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n))
+            }
+            _ => false,
+        };
     Ok(Reply::Int(if shared { i64::from(i32::MAX) } else { 1 }))
 }
 
 /// True when the maxmemory policy is an LFU one (OBJECT FREQ is then
 /// available and OBJECT IDLETIME is not, as in Redis).
 fn lfu_policy_selected(ctx: &Ctx) -> bool {
-    crate::config::MAXMEMORY_POLICIES
-        .get(ctx.core.config.maxmemory_policy)
-        .is_some_and(|name| name.ends_with("-lfu"))
+    ctx.core.policy().is_lfu()
+}
+
+/// The access field of `key` in the selected database (present: OBJECT
+/// looked it up).
+fn access_of(ctx: &mut Ctx, key: &[u8]) -> u32 {
+    ctx.db().access(key).unwrap_or(0)
 }
 
 fn object_idletime(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
@@ -654,12 +661,9 @@ fn object_idletime(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
              between policies at runtime LRU and LFU data will take some time to adjust.",
         ));
     }
-    // No per-key access clock is kept (see the module documentation).
-    Ok(Reply::Int(0))
+    let stored = access_of(ctx, argv[2]);
+    Ok(Reply::Int(ctx.core.idle_seconds(stored, ctx.now_ms) as i64))
 }
-
-/// Redis's initial LFU counter of a new key (`LFU_INIT_VAL`).
-const LFU_INIT_VAL: i64 = 5;
 
 fn object_freq(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     object_lookup(ctx, argv[2])?;
@@ -669,9 +673,10 @@ fn object_freq(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
              switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ));
     }
-    // No access counter is kept (see the module documentation): every key
-    // reports the counter Redis gives a key that was never read.
-    Ok(Reply::Int(LFU_INIT_VAL))
+    let stored = access_of(ctx, argv[2]);
+    Ok(Reply::Int(i64::from(
+        ctx.core.frequency(stored, ctx.now_ms),
+    )))
 }
 
 const OBJECT_HELP: &[&str] = &[

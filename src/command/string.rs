@@ -56,8 +56,13 @@ fn lookup_value<'c>(ctx: &'c mut Ctx, key: &[u8]) -> Option<&'c Value> {
     }
     ctx.expire_if_needed(key);
     let db = ctx.session.db;
+    let toucher = ctx.core.toucher(ctx.now_ms);
     let core = &mut *ctx.core;
-    let found = core.keyspace.db(db).get(key);
+    // Found and its access clock updated in one probe.
+    let found = core
+        .keyspace
+        .db_mut(db)
+        .get_touching(key, |a| toucher.apply(a));
     if found.is_some() {
         core.stats.keyspace_hits += 1;
     } else {

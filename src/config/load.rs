@@ -217,7 +217,7 @@ impl Config {
     }
 
     /// Refuses settings that need what hozon does not have yet
-    /// (persistence, eviction, daemonizing). The error lists each refused
+    /// (persistence, daemonizing). The error lists each refused
     /// setting under its reason, then what to do instead.
     pub fn check_supported(&self) -> Result<(), ConfigError> {
         let mut groups: Vec<(&'static Unsupported, Vec<String>)> = Vec::new();

@@ -8,8 +8,8 @@
 //! way `redis-server` does), CONFIG GET and CONFIG SET, so the four can
 //! never disagree about names, defaults or error messages.
 //!
-//! Values that need a feature hozon does not have yet (`maxmemory`
-//! eviction) are accepted by the parser but
+//! Values that need a feature hozon does not have are accepted by the
+//! parser but
 //! refused by [`Config::check_supported`], which the server runs at startup
 //! and CONFIG SET runs before applying: such settings are refused loudly,
 //! never silently ignored.
@@ -185,9 +185,10 @@ pub struct Config {
     pub logfile: String,
     /// `daemonize`: detach from the terminal (double fork) once started.
     pub daemonize: bool,
-    /// `maxmemory`: memory limit in bytes; only 0 (no limit) is supported.
+    /// `maxmemory`: memory limit in bytes, 0 for none (docs/memory.md).
     pub maxmemory: u64,
-    /// `maxmemory-policy`: eviction policy (no effect while `maxmemory` is 0).
+    /// `maxmemory-policy`: eviction policy, an index into
+    /// [`MAXMEMORY_POLICIES`] (no effect while `maxmemory` is 0).
     pub maxmemory_policy: usize,
     /// `enable-debug-command`: [`PROTECTED_NO`] (the default),
     /// [`PROTECTED_YES`] or [`PROTECTED_LOCAL`] (loopback and Unix-socket
@@ -199,6 +200,16 @@ pub struct Config {
     /// `stream-node-max-bytes`: bytes per stream node before XADD starts a
     /// new one (4096; 0 = no limit).
     pub stream_node_max_bytes: u64,
+    /// `maxmemory-samples` (5): keys sampled per eviction pool refill.
+    pub maxmemory_samples: u32,
+    /// `maxmemory-eviction-tenacity` (10): how long one eviction run may take.
+    pub maxmemory_eviction_tenacity: u32,
+    /// `lfu-log-factor` (10).
+    pub lfu_log_factor: u64,
+    /// `lfu-decay-time` (1 minute).
+    pub lfu_decay_time: u64,
+    /// `replica-ignore-maxmemory` (yes): a replica does not evict.
+    pub replica_ignore_maxmemory: bool,
     /// `busy-reply-threshold` (alias `lua-time-limit`): ms before a script
     /// counts as busy (5000).
     pub busy_reply_threshold_ms: u64,
@@ -446,6 +457,11 @@ impl Default for Config {
             enable_debug_command: PROTECTED_NO,
             stream_node_max_entries: 100,
             stream_node_max_bytes: 4096,
+            maxmemory_samples: 0,
+            maxmemory_eviction_tenacity: 0,
+            lfu_log_factor: 0,
+            lfu_decay_time: 0,
+            replica_ignore_maxmemory: true,
             busy_reply_threshold_ms: 0,
             key_load_delay: 0,
             loading_process_events_interval_bytes: 2 * 1024 * 1024,

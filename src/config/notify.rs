@@ -20,7 +20,7 @@ pub const HASH: u32 = 1 << 6;
 pub const ZSET: u32 = 1 << 7;
 /// `x`: a key expired.
 pub const EXPIRED: u32 = 1 << 8;
-/// `e`: a key was evicted (hozon has no eviction yet).
+/// `e`: a key was evicted (`maxmemory`).
 pub const EVICTED: u32 = 1 << 9;
 /// `t`: stream commands.
 pub const STREAM: u32 = 1 << 10;

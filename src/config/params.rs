@@ -204,11 +204,6 @@ pub struct Unsupported {
     pub remedy: &'static str,
 }
 
-const NO_MAXMEMORY: Unsupported = Unsupported {
-    reason: "maxmemory is not supported yet (hozon does not evict keys)",
-    remedy: "Remove maxmemory or set it to 0.",
-};
-
 /// Every parameter hozon knows, each defined once. Integer parameters read
 /// `int_param!(name, alias, flags, default, min, max, memory units?,
 /// unsigned in Redis?, get, set)`.
@@ -641,7 +636,7 @@ pub static PARAMS: &[Param] = &[
             get: |c| c.maxmemory as i128,
             set: |c, v| c.maxmemory = v as u64,
         },
-        unsupported: Some(|c| (c.maxmemory != 0).then_some(&NO_MAXMEMORY)),
+        unsupported: None,
     },
     Param {
         name: "maxmemory-policy",
@@ -655,6 +650,11 @@ pub static PARAMS: &[Param] = &[
         },
         unsupported: None,
     },
+    int_param!("maxmemory-samples", None, 0, "5", 1, 64, false, false, |c| c.maxmemory_samples, |c, v| c.maxmemory_samples = v as u32),
+    int_param!("maxmemory-eviction-tenacity", None, 0, "10", 0, 100, false, false, |c| c.maxmemory_eviction_tenacity, |c, v| c.maxmemory_eviction_tenacity = v as u32),
+    int_param!("lfu-log-factor", None, 0, "10", 0, INT_MAX, false, false, |c| c.lfu_log_factor, |c, v| c.lfu_log_factor = v as u64),
+    int_param!("lfu-decay-time", None, 0, "1", 0, INT_MAX, false, false, |c| c.lfu_decay_time, |c, v| c.lfu_decay_time = v as u64),
+    bool_param!("replica-ignore-maxmemory", Some("slave-ignore-maxmemory"), 0, "yes", replica_ignore_maxmemory),
     int_param!("loading-process-events-interval-bytes", None, HIDDEN, "2097152", 1024, INT_MAX, false, false, |c| c.loading_process_events_interval_bytes, |c, v| c.loading_process_events_interval_bytes = v as i32),
     int_param!("key-load-delay", None, HIDDEN, "0", INT_MIN, INT_MAX, false, false, |c| c.key_load_delay, |c, v| c.key_load_delay = v as i32),
     int_param!("busy-reply-threshold", Some("lua-time-limit"), 0, "5000", 0, LONG_MAX, false, false, |c| c.busy_reply_threshold_ms, |c, v| c.busy_reply_threshold_ms = v as u64),
@@ -687,7 +687,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "cluster-require-full-coverage", 
     "cluster-replica-no-failover", "cluster-slave-no-failover", 
     
-    "replica-ignore-maxmemory", "slave-ignore-maxmemory", "activedefrag", 
+    "activedefrag", 
     "cluster-enabled", "cluster-allow-reads-when-down", "cluster-allow-pubsubshard-when-down", "crash-log-enabled",
     "crash-memcheck-enabled", "cluster-allow-replica-migration", 
     "latency-tracking", "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", 
@@ -698,9 +698,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "acl-pubsub-default", "sanitize-dump-payload", "enable-protected-configs",     "enable-module-command", "cluster-preferred-endpoint-type", "propagation-error-behavior", "shutdown-on-sigint",
     "shutdown-on-sigterm", "io-threads", "cluster-replica-validity-factor",
     "cluster-slave-validity-factor", "cluster-migration-barrier", "active-defrag-cycle-min",
-    "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "lfu-log-factor",
-    "lfu-decay-time",  "maxmemory-samples",
-    "maxmemory-eviction-tenacity", "cluster-port",
+    "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "cluster-port",
     "cluster-announce-bus-port", "cluster-announce-port", "cluster-announce-tls-port", 
       "active-expire-effort",
     "socket-mark-id",

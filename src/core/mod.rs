@@ -7,6 +7,7 @@
 
 mod background;
 pub mod clients;
+pub(crate) mod evict;
 pub(crate) mod failover;
 pub mod functions;
 pub(crate) mod migrate;
@@ -44,6 +45,8 @@ pub struct Stats {
     pub commands_processed: u64,
     /// Keys removed because their TTL passed.
     pub expired_keys: u64,
+    /// Keys removed by `maxmemory` eviction.
+    pub evicted_keys: u64,
     /// Successful key lookups.
     pub keyspace_hits: u64,
     /// Failed key lookups.
@@ -72,6 +75,8 @@ pub struct Core {
     pub(crate) stats: Stats,
     /// Random source for RANDOMKEY, SPOP, sampling.
     pub(crate) rng: Rng,
+    /// Eviction's pool and out-of-memory state (`evict.rs`).
+    pub(crate) evict: evict::EvictState,
     /// Effects logged and not yet taken by the persistence layer.
     pub(crate) effects: Vec<Effect>,
     /// Changes since the last save (`rdb_changes_since_last_save`).
@@ -172,6 +177,7 @@ impl Core {
         crate::rdb::writer::Encoder {
             compress: self.config.rdbcompression,
             list_max_listpack_size: self.config.limits.list_max_listpack_size,
+            key_access: self.key_access_record(crate::clock::now_ms()),
         }
     }
 

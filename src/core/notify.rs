@@ -84,9 +84,7 @@ impl Core {
 
 impl Core {
     /// The hook eviction calls for each key it removes (the "evicted"
-    /// event, class `e`, as Redis's `performEvictions`). hozon has no
-    /// eviction yet (a `maxmemory` limit is refused), so nothing calls it.
-    #[allow(dead_code)]
+    /// event, class `e`, as Redis's `performEvictions`).
     pub(crate) fn notify_evicted(&mut self, db: usize, key: &[u8]) {
         self.notify(EVICTED, "evicted", db, key);
     }

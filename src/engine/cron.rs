@@ -34,6 +34,7 @@ impl Engine {
 
     pub(super) fn cron_at(&mut self, now: i64) {
         self.core.last_cron_ms = now;
+        self.core.refresh_access_clock(now);
         if self.core.startup_load.is_some() {
             // No data, no AOF and no replication before the files are
             // loaded (Redis runs only `whileBlockedCron` meanwhile).

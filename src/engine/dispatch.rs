@@ -16,7 +16,7 @@ pub(crate) const LOADING_ERROR: &str = "LOADING Redis is loading the dataset in 
 
 /// How a command's effects are grouped for the AOF and the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Units {
+pub(super) enum Units {
     /// One unit: `MULTI`…`EXEC` around it when it holds more than one.
     One,
     /// Each effect its own unit (a command that touches arbitrary keys).
@@ -130,7 +130,7 @@ impl Engine {
                 }
             }
         }
-        let (top, spec) = match self.admit(session, argv) {
+        let (top, spec) = match self.admit(session, argv, host) {
             Ok(specs) => specs,
             Err(reply) => {
                 let is_exec = argv
@@ -294,6 +294,7 @@ impl Engine {
         &mut self,
         session: &mut Session,
         argv: &[&[u8]],
+        host: &mut dyn Host,
     ) -> Result<(&'static CommandSpec, &'static CommandSpec), Reply> {
         let (top, spec) = command::resolve(argv).inspect_err(|_| {
             // Redis's lastcmd is the looked-up command: NULL when unknown.
@@ -320,6 +321,9 @@ impl Engine {
             && !spec.has(flags::NO_AUTH)
         {
             return Err(Reply::err("NOAUTH Authentication required."));
+        }
+        if self.core.config.maxmemory != 0 && !self.core.loading {
+            self.check_memory(session, top, spec, argv, host)?;
         }
         if !self.core.loading && !session.is_master {
             let exec_writes =
@@ -397,7 +401,12 @@ impl Engine {
     /// replication stream as one atomic unit, or each as its own with
     /// [`Units::EachEffect`] (and, without group commit, writes them). Err
     /// is the reply a write gets when its effect could not be logged.
-    fn log_unit(&mut self, effects_before: usize, now: i64, units: Units) -> Result<(), Reply> {
+    pub(super) fn log_unit(
+        &mut self,
+        effects_before: usize,
+        now: i64,
+        units: Units,
+    ) -> Result<(), Reply> {
         debug_assert!(
             self.core.effects.len() >= effects_before,
             "a command never removes logged effects"
@@ -500,7 +509,11 @@ impl Engine {
     /// `argv`, as Redis's `evalGetCommandFlags` finds them: the cached
     /// script's, else (EVAL) its shebang's. None when they cannot be
     /// known (an unknown sha, a bad shebang): the command's own flags apply.
-    fn script_flags(&self, evalsha: bool, argv: &[&[u8]]) -> Option<crate::script::ScriptFlags> {
+    pub(super) fn script_flags(
+        &self,
+        evalsha: bool,
+        argv: &[&[u8]],
+    ) -> Option<crate::script::ScriptFlags> {
         let body = argv.get(1)?;
         let sha = if evalsha {
             crate::script::parse_sha(body)?

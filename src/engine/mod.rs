@@ -19,6 +19,7 @@
 
 mod cron;
 mod dispatch;
+mod evict;
 mod open;
 pub use open::{LoadedFiles, StartupLoad};
 mod payload_feed;

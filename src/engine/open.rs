@@ -208,6 +208,7 @@ impl Engine {
                 config,
                 stats: Stats::default(),
                 rng: Rng::new(),
+                evict: Default::default(),
                 effects: Vec::new(),
                 dirty: 0,
                 start_ms: now,
@@ -470,6 +471,8 @@ impl Engine {
             now_ms: now_ms(),
         };
         let pacer = self.key_pacer();
+        let lfu = self.core.policy().is_lfu();
+        let now = crate::clock::now_ms();
         let keyspace = std::cell::RefCell::new(&mut self.core.keyspace);
         let summary = crate::rdb::reader::load_with_hints(
             data,
@@ -478,7 +481,12 @@ impl Engine {
                 keyspace
                     .borrow_mut()
                     .db_mut(k.db)
-                    .insert_loaded(k.key, k.value, k.expire_ms)
+                    .insert_loaded(
+                        k.key,
+                        k.value,
+                        k.expire_ms,
+                        k.access.and_then(|a| a.field(lfu, now)),
+                    )
                     .map_err(|_| "the key appears twice in the file".to_string())?;
                 pacer.key(0);
                 Ok(())

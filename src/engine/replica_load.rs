@@ -131,6 +131,8 @@ struct Job {
     cancel: Arc<AtomicBool>,
     /// `key-load-delay` (a test setting): µs after each key.
     key_load_delay: i32,
+    /// An LFU policy: which access records of the keys apply.
+    lfu: bool,
 }
 
 impl Engine {
@@ -171,6 +173,7 @@ impl Engine {
             counters: Arc::clone(&progress.counters),
             cancel: Arc::clone(&cancel),
             key_load_delay: self.core.config.key_load_delay,
+            lfu: self.core.policy().is_lfu(),
         };
         let (tx, rx) = mpsc::sync_channel(1);
         let spawned = std::thread::Builder::new()
@@ -396,7 +399,12 @@ fn load_into_keyspace(
             let count = counters.keys_loaded.fetch_add(1, Ordering::Relaxed) + 1;
             cell.borrow_mut()
                 .db_mut(k.db)
-                .insert_loaded(k.key, k.value, k.expire_ms)
+                .insert_loaded(
+                    k.key,
+                    k.value,
+                    k.expire_ms,
+                    k.access.and_then(|a| a.field(job.lfu, job.options.now_ms)),
+                )
                 .map_err(|_| "the key appears twice in the file".to_string())?;
             super::open::key_load_pause(job.key_load_delay, count);
             Ok(())

@@ -48,6 +48,7 @@ fn job(io: &Arc<FaultyIo>, source: PayloadSource, temp: &Path) -> Job {
         counters: Arc::new(LoadCounters::default()),
         cancel: Arc::new(AtomicBool::new(false)),
         key_load_delay: 0,
+        lfu: false,
     }
 }
 

@@ -326,6 +326,7 @@ impl Db {
             main,
             expires,
             capture,
+            ..
         } = self;
         let capture = capture.as_mut().expect("capture_in_progress checked it");
         if let Some((position, stored_key, value)) = main.locate(key) {
@@ -385,6 +386,7 @@ impl Db {
             main,
             expires,
             capture,
+            ..
         } = self;
         let capture = capture.as_mut().expect("called while capturing");
         let mut early = std::mem::take(&mut capture.early);
@@ -556,6 +558,7 @@ impl Keyspace {
                 main,
                 expires,
                 capture,
+                ..
             } = db;
             let Some(part) = capture else {
                 continue;

@@ -97,6 +97,20 @@ fn find_mut<'a, K: Borrow<Q>, Q: Eq + ?Sized, V>(
     None
 }
 
+fn find_entry_mut<'a, K: Borrow<Q>, Q: Eq + ?Sized, V>(
+    mut link: &'a mut Link<K, V>,
+    key: &Q,
+) -> Option<(&'a mut K, &'a mut V)> {
+    while let Some(node) = link {
+        if node.key.borrow() == key {
+            let Node { key, value, .. } = &mut **node;
+            return Some((key, value));
+        }
+        link = &mut node.next;
+    }
+    None
+}
+
 fn unlink<K: Borrow<Q>, Q: Eq + ?Sized, V>(mut link: &mut Link<K, V>, key: &Q) -> Option<(K, V)> {
     loop {
         match link {
@@ -280,6 +294,30 @@ impl<K: Hash + Eq, V> Dict<K, V> {
             }
         }
         i1.and_then(|i| find_mut(&mut t1[i], key))
+    }
+
+    /// The stored key and its value, both mutable. The caller must leave
+    /// the key's hash and equality as they are (a key's access metadata,
+    /// which neither sees, is what this is for).
+    pub(crate) fn get_entry_mut<Q>(&mut self, key: &Q) -> Option<(&mut K, &mut V)>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if self.len == 0 {
+            return None;
+        }
+        let h = self.hash(key);
+        let i0 = (!self.tables[0].is_empty()).then(|| self.index(0, h));
+        let i1 =
+            (self.rehash_index.is_some() && !self.tables[1].is_empty()).then(|| self.index(1, h));
+        let [t0, t1] = &mut self.tables;
+        if let Some(i) = i0 {
+            if let Some(e) = find_entry_mut(&mut t0[i], key) {
+                return Some(e);
+            }
+        }
+        i1.and_then(|i| find_entry_mut(&mut t1[i], key))
     }
 
     /// True when `key` is present.
@@ -848,6 +886,17 @@ mod tests {
     use super::*;
     use crate::rand::fairness;
     use std::collections::{BTreeMap, HashSet};
+
+    #[test]
+    fn keyspace_entry_keeps_its_size_with_the_access_field() {
+        // A key's node: the key (24 bytes, with the 24-bit access field in
+        // its spare bytes), the value (24) and the chain link (8). Adding
+        // the access field must not grow it (docs/memory.md).
+        use crate::types::{Blob, Value};
+        assert_eq!(std::mem::size_of::<Blob>(), 24);
+        assert_eq!(std::mem::size_of::<Value>(), 24);
+        assert_eq!(std::mem::size_of::<Node<Blob, Value>>(), 56);
+    }
 
     #[test]
     fn prefetch_hints_change_nothing_in_any_state() {

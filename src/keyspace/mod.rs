@@ -11,6 +11,7 @@
 //! [`Db`] method starts with one branch on "is a capture running"; only when
 //! it is does the method consult the capture (the `capture_before_*` hooks).
 
+pub mod access;
 pub(crate) mod capture;
 pub mod dict;
 
@@ -30,6 +31,31 @@ pub struct LoadedKey {
     pub value: Value,
     /// Absolute expiry, Unix ms.
     pub expire_ms: Option<i64>,
+    /// The access record read with it (RDB IDLE or FREQ), if any.
+    pub access: Option<KeyAccess>,
+}
+
+/// An access record of a key in a file: RDB's IDLE (seconds) or FREQ (the
+/// LFU counter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyAccess {
+    /// Seconds since the last access.
+    Idle(u64),
+    /// The LFU counter.
+    Freq(u8),
+}
+
+impl KeyAccess {
+    /// The key's access field at `now_ms` when the record applies under
+    /// the policy (`lfu`): FREQ under LFU, IDLE otherwise (Redis's
+    /// `objectSetLRUOrLFU`); None when it does not.
+    pub fn field(self, lfu: bool, now_ms: i64) -> Option<u32> {
+        match self {
+            KeyAccess::Freq(f) if lfu => Some(access::lfu_with_freq(f, now_ms)),
+            KeyAccess::Idle(s) if !lfu => Some(access::lru_with_idle(s, now_ms)),
+            _ => None,
+        }
+    }
 }
 
 /// One numbered database.
@@ -37,12 +63,25 @@ pub struct LoadedKey {
 /// While a capture runs, the capture's state for this database travels
 /// with it (SWAPDB, FLUSHDB's `std::mem::take`), and a capturing `Db` that
 /// is cleared or dropped hands its unsaved records to the capture first.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Db {
     main: Dict<Blob, Value>,
     expires: Dict<Blob, i64>,
     /// The running capture's progress over `main`, if any.
     capture: Option<Box<capture::DbCapture>>,
+    /// The access field new keys start with ([`Keyspace::set_new_access`]).
+    new_access: u32,
+}
+
+impl Default for Db {
+    fn default() -> Db {
+        Db {
+            main: Dict::default(),
+            expires: Dict::default(),
+            capture: None,
+            new_access: access::initial(false, crate::clock::now_ms()),
+        }
+    }
 }
 
 impl Clone for Db {
@@ -53,6 +92,7 @@ impl Clone for Db {
             main: self.main.clone(),
             expires: self.expires.clone(),
             capture: None,
+            new_access: self.new_access,
         }
     }
 }
@@ -129,7 +169,9 @@ impl Db {
         match self.main.get_mut(key) {
             Some(slot) => *slot = value,
             None => {
-                self.main.insert_new(Blob::new(key), value);
+                let mut key = Blob::new(key);
+                key.set_access(self.new_access);
+                self.main.insert_new(key, value);
             }
         }
         if !keep_ttl && !self.expires.is_empty() {
@@ -142,7 +184,9 @@ impl Db {
         if self.capture.is_some() {
             self.capture_before_write(key);
         }
-        self.main.insert_new(Blob::new(key), value)
+        let mut key = Blob::new(key);
+        key.set_access(self.new_access);
+        self.main.insert_new(key, value)
     }
 
     /// Prefetch hints for a bulk load about to insert `key` (see
@@ -156,22 +200,26 @@ impl Db {
         }
     }
 
-    /// Inserts a loaded key with its optional absolute expiry, unless the
+    /// Inserts a loaded key with its optional absolute expiry and access
+    /// field ([`KeyAccess::field`]; None: a new key's), unless the
     /// key is already present: then nothing changes and the key comes back
     /// as the error (a dump holding one key twice is damaged). One probe of
     /// each table, no key copy.
     pub fn insert_loaded(
         &mut self,
-        key: Blob,
+        mut key: Blob,
         value: Value,
         expire_ms: Option<i64>,
+        access: Option<u32>,
     ) -> Result<(), Blob> {
+        key.set_access(access.unwrap_or(self.new_access));
         if self.capture.is_some() {
             // A capture watches every write; the general path tells it.
             if self.main.contains_key(key.as_ref()) {
                 return Err(key);
             }
             self.insert_new(&key, value);
+            self.set_access(&key, key.access());
             if let Some(at) = expire_ms {
                 self.set_expire(&key, at);
             }
@@ -196,6 +244,98 @@ impl Db {
                 Ok(())
             }
         }
+    }
+
+    /// The access field of `key` (docs/memory.md), if present.
+    pub fn access(&self, key: &[u8]) -> Option<u32> {
+        self.main.get_key_value(key).map(|(k, _)| k.access())
+    }
+
+    /// Sets the access field of `key`; false when it is absent.
+    pub fn set_access(&mut self, key: &[u8], value: u32) -> bool {
+        self.update_access(key, |_| value)
+    }
+
+    /// Replaces the access field of `key` by `f` of it, in one probe;
+    /// false when the key is absent. Not a change of the value: a running
+    /// capture is not told.
+    pub fn update_access(&mut self, key: &[u8], f: impl FnOnce(u32) -> u32) -> bool {
+        match self.main.get_entry_mut(key) {
+            Some((k, _)) => {
+                let new = f(k.access());
+                k.set_access(new);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The value under `key` with its access field replaced by `f` of it
+    /// (a read's lookup), in one probe. Not a change of the value.
+    pub fn get_touching(&mut self, key: &[u8], f: impl FnOnce(u32) -> u32) -> Option<&Value> {
+        let (k, v) = self.main.get_entry_mut(key)?;
+        let new = f(k.access());
+        k.set_access(new);
+        Some(v)
+    }
+
+    /// The value under `key` mutably with its access field replaced by `f`
+    /// of it (a write's lookup), in one probe.
+    pub fn get_mut_touching(
+        &mut self,
+        key: &[u8],
+        f: impl FnOnce(u32) -> u32,
+    ) -> Option<&mut Value> {
+        if self.capture.is_some() {
+            self.capture_before_change(key);
+        }
+        let (k, v) = self.main.get_entry_mut(key)?;
+        let new = f(k.access());
+        k.set_access(new);
+        Some(v)
+    }
+
+    /// Up to `count` keys sampled from the main table, or from the keys
+    /// with a TTL when `volatile` (eviction's candidates), each with its
+    /// access field and expiry.
+    pub fn sample_for_eviction(
+        &self,
+        rng: &mut Rng,
+        count: usize,
+        volatile: bool,
+    ) -> Vec<(Blob, u32, Option<i64>)> {
+        let mut out = Vec::with_capacity(count);
+        // A table no larger than the sample: every key (Redis's
+        // dictGetSomeKeys returns them all then).
+        if volatile && count >= self.expires.len() {
+            for (k, &at) in self.expires.iter() {
+                out.push((k.clone(), self.access(k).unwrap_or(0), Some(at)));
+            }
+            return out;
+        }
+        if !volatile && count >= self.main.len() {
+            for (k, _) in self.main.iter() {
+                out.push((k.clone(), k.access(), None));
+            }
+            return out;
+        }
+        if volatile {
+            let n = count.min(self.expires.len());
+            for _ in 0..n {
+                if let Some((k, &at)) = self.expires.random(rng) {
+                    let access = self.access(k).unwrap_or(0);
+                    out.push((k.clone(), access, Some(at)));
+                }
+            }
+        } else {
+            let n = count.min(self.main.len());
+            for _ in 0..n {
+                if let Some((k, _)) = self.main.random(rng) {
+                    out.push((k.clone(), k.access(), None));
+                }
+            }
+        }
+        out
     }
 
     /// Makes room for `keys` more keys, `expiring` of them with a TTL,
@@ -382,5 +522,13 @@ impl Keyspace {
     /// Total number of keys.
     pub fn total_keys(&self) -> usize {
         self.dbs.iter().map(Db::len).sum()
+    }
+
+    /// Sets the access field keys created from now on start with
+    /// ([`access::initial`]; the core refreshes it with its clock).
+    pub fn set_new_access(&mut self, value: u32) {
+        for db in &mut self.dbs {
+            db.new_access = value;
+        }
     }
 }

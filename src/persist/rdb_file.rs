@@ -100,7 +100,7 @@ pub fn save_keyspace(
     let mut records = RecordEncoder::with_header_and_position(encoder, now_ms, 0, false, position);
     records.put_functions(functions);
     for (db_index, db, key, value, expire) in super::live_keys(keyspace, now_ms) {
-        records.push(db_index, key, value, expire, |_| {
+        records.push_key(db_index, key, value, expire, |_| {
             (db.len() as u64, db.expires_len() as u64)
         });
         if let Some(chunk) = records.take_full() {

@@ -388,7 +388,7 @@ impl RewriteState {
                         }
                         Preamble::Rdb(_) => {
                             if let Some((records, sizes)) = rdb.as_mut() {
-                                records.push(db, key, value, expire, |db| {
+                                records.push_key(db, key, value, expire, |db| {
                                     sizes.get(db).copied().unwrap_or((0, 0))
                                 });
                                 if let Some(chunk) = records.take_full() {

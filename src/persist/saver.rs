@@ -244,7 +244,7 @@ impl SaveState {
                         if matches!(expire, Some(at) if at < started_ms) {
                             return;
                         }
-                        records.push(db, key, value, expire, |db| {
+                        records.push_key(db, key, value, expire, |db| {
                             sizes.get(db).copied().unwrap_or((0, 0))
                         });
                         if let Some(chunk) = records.take_full() {

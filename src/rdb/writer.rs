@@ -37,6 +37,9 @@ pub struct Encoder {
     pub compress: bool,
     /// `list-max-listpack-size` decides the quicklist node size.
     pub list_max_listpack_size: i64,
+    /// Which access record each key gets (IDLE under an LRU policy, FREQ
+    /// under an LFU one, as Redis's `rdbSaveKeyValuePair`).
+    pub key_access: KeyAccessRecord,
 }
 
 impl Default for Encoder {
@@ -44,8 +47,30 @@ impl Default for Encoder {
         Encoder {
             compress: true,
             list_max_listpack_size: EncodingLimits::default().list_max_listpack_size,
+            key_access: KeyAccessRecord::None,
         }
     }
+}
+
+/// The access record written before each key, from the key's 24-bit
+/// access field ([`crate::keyspace::access`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyAccessRecord {
+    /// None (no LRU or LFU policy).
+    #[default]
+    None,
+    /// `IDLE` seconds, with the LRU clock at the save.
+    Idle {
+        /// The LRU clock when the save began.
+        clock: u32,
+    },
+    /// `FREQ`, the counter decayed to the save's time.
+    Freq {
+        /// The LFU minutes when the save began.
+        minutes: u32,
+        /// `lfu-decay-time`.
+        decay_time: u64,
+    },
 }
 
 /// Appends an RDB length.
@@ -402,9 +427,40 @@ impl Encoder {
 
     /// Appends a key record: expiry (if any), type, key, value.
     pub fn put_key(&self, out: &mut Vec<u8>, key: &[u8], value: &Value, expire_ms: Option<i64>) {
+        self.put_key_with_access(out, key, value, expire_ms, None);
+    }
+
+    /// [`Encoder::put_key`] with the key's access field, written as an
+    /// IDLE or FREQ record after the expiry as [`Encoder::key_access`] says.
+    pub fn put_key_with_access(
+        &self,
+        out: &mut Vec<u8>,
+        key: &[u8],
+        value: &Value,
+        expire_ms: Option<i64>,
+        access: Option<u32>,
+    ) {
         if let Some(at) = expire_ms {
             out.push(opcode::EXPIRETIME_MS);
             out.extend_from_slice(&at.to_le_bytes());
+        }
+        if let Some(stored) = access {
+            match self.key_access {
+                KeyAccessRecord::None => {}
+                KeyAccessRecord::Idle { clock } => {
+                    out.push(opcode::IDLE);
+                    put_len(out, crate::keyspace::access::idle_ms(clock, stored) / 1000);
+                }
+                KeyAccessRecord::Freq {
+                    minutes,
+                    decay_time,
+                } => {
+                    out.push(opcode::FREQ);
+                    out.push(
+                        crate::keyspace::access::lfu_decayed(stored, minutes, decay_time) as u8,
+                    );
+                }
+            }
         }
         out.push(self.value_type(value));
         self.put_string(out, key);
@@ -661,12 +717,38 @@ impl RecordEncoder {
         expire_ms: Option<i64>,
         sizes: impl FnOnce(usize) -> (u64, u64),
     ) {
+        self.push_with_access(db, key, None, value, expire_ms, sizes);
+    }
+
+    /// [`RecordEncoder::push`] of a key of the keyspace, with its access
+    /// field (an IDLE or FREQ record as [`Encoder::key_access`] says).
+    pub fn push_key(
+        &mut self,
+        db: usize,
+        key: &Blob,
+        value: &Value,
+        expire_ms: Option<i64>,
+        sizes: impl FnOnce(usize) -> (u64, u64),
+    ) {
+        self.push_with_access(db, key, Some(key.access()), value, expire_ms, sizes);
+    }
+
+    fn push_with_access(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        access: Option<u32>,
+        value: &Value,
+        expire_ms: Option<i64>,
+        sizes: impl FnOnce(usize) -> (u64, u64),
+    ) {
         if self.db != Some(db) {
             let (keys, expiring) = sizes(db);
             self.encoder.put_select(&mut self.buf, db, keys, expiring);
             self.db = Some(db);
         }
-        self.encoder.put_key(&mut self.buf, key, value, expire_ms);
+        self.encoder
+            .put_key_with_access(&mut self.buf, key, value, expire_ms, access);
         self.keys += 1;
     }
 

@@ -135,7 +135,9 @@ pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
                 String::from_utf8_lossy(part)
             ));
         };
-        for flag in list.split(|&b| b == b',') {
+        // `flags=` alone declares no flag (Redis's sdssplitlen of an empty
+        // string gives no parts).
+        for flag in list.split(|&b| b == b',').filter(|_| !list.is_empty()) {
             match flag {
                 b"no-writes" => flags.no_writes = true,
                 b"allow-oom" => flags.allow_oom = true,
@@ -250,6 +252,8 @@ enum Stop {
 struct RunState {
     function: bool,
     read_only: bool,
+    /// Declared `allow-oom` (never for a script without a shebang).
+    allow_oom: bool,
     wrote: bool,
     log_effects: bool,
     stop: Option<Stop>,
@@ -729,6 +733,7 @@ impl Scripting {
         let mut state = RunState {
             function: is_function,
             read_only: read_only || (!flags.compat && flags.no_writes),
+            allow_oom: !flags.compat && flags.allow_oom,
             wrote: false,
             log_effects: true,
             stop: None,
@@ -891,6 +896,13 @@ fn prepare(ctx: &mut Ctx, flags: ScriptFlags, read_only: bool) -> Result<(), Rep
     if read_only {
         return Err(Reply::err(
             "ERR Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    // Out of memory when the command started (docs/memory.md): a writing
+    // script must declare `allow-oom` to run.
+    if ctx.core.evict.pre_command_oom && ctx.core.config.maxmemory != 0 && !flags.allow_oom {
+        return Err(Reply::error(
+            "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
         ));
     }
     Ok(())
@@ -1094,6 +1106,17 @@ fn call(
         if let Some(refusal) = ctx.core.noreplicas_refusal() {
             return Err(refusal.into());
         }
+    }
+    // Redis's scriptVerifyOOM: out of memory when the script started, a
+    // deny-oom command is refused until the script's first write.
+    if spec.has(flags::DENYOOM)
+        && !state.allow_oom
+        && !state.wrote
+        && !session.is_master
+        && ctx.core.evict.pre_command_oom
+        && ctx.core.config.maxmemory != 0
+    {
+        return Err(crate::core::evict::OOM_ERROR.into());
     }
     if spec.is_write() {
         state.wrote = true;

@@ -718,7 +718,23 @@ static COUNTING: AtomicBool = AtomicBool::new(false);
 /// `used_memory` and its peak the way Redis's zmalloc does. Install it in
 /// the server binary with `#[global_allocator]`; the cost is one relaxed
 /// atomic add per allocation (and a load for the peak).
+///
+/// Each block counts what glibc's malloc takes for it ([`block_size`]),
+/// not only the bytes asked for, so the figure follows RSS closely enough
+/// for `maxmemory` to mean something (docs/memory.md).
 pub struct CountingAlloc;
+
+/// The memory glibc's malloc uses for a request of `size` bytes: the
+/// chunk (8-byte header, rounded up to 16, 32 at least), or for a large
+/// request served by mmap (128 KiB and up by default) the pages.
+#[inline]
+fn block_size(size: usize) -> usize {
+    if size >= 128 * 1024 {
+        (size + 16 + 4095) & !4095
+    } else {
+        ((size + 8 + 15) & !15).max(32)
+    }
+}
 
 // SAFETY: every method forwards to `System` with the caller's arguments,
 // so `System`'s guarantees carry over; the counters are only statistics.
@@ -727,7 +743,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
-            added(layout.size());
+            added(block_size(layout.size()));
         }
         p
     }
@@ -736,7 +752,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
-            added(layout.size());
+            added(block_size(layout.size()));
         }
         p
     }
@@ -744,15 +760,15 @@ unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: same contract as the caller's.
         unsafe { System.dealloc(ptr, layout) };
-        ALLOCATED_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+        ALLOCATED_BYTES.fetch_sub(block_size(layout.size()), Ordering::Relaxed);
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            ALLOCATED_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
-            added(new_size);
+            ALLOCATED_BYTES.fetch_sub(block_size(layout.size()), Ordering::Relaxed);
+            added(block_size(new_size));
         }
         p
     }

@@ -6,6 +6,13 @@
 //! keeps up to [`INLINE_CAPACITY`] bytes inline, so a small key or value
 //! costs no allocation at all; longer ones live in a boxed slice (16 bytes
 //! plus the heap block, no spare capacity).
+//!
+//! Every blob also carries 24 bits of *access metadata* ([`Blob::access`])
+//! that only the keys of a database's main table use: the LRU clock or the
+//! LFU counter of the key (Redis keeps the same 24 bits in each object).
+//! They live in bytes the layout has anyway (the enum's tag leaves them
+//! free), at the price of three bytes of inline capacity (19 instead of
+//! 22); equality, hashing and order ignore them (docs/memory.md).
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -13,7 +20,7 @@ use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 
 /// How many bytes a [`Blob`] stores without a heap allocation.
-pub const INLINE_CAPACITY: usize = 22;
+pub const INLINE_CAPACITY: usize = 19;
 
 /// An immutable, compact byte string (24 bytes, small-string optimised).
 #[derive(Clone)]
@@ -28,11 +35,17 @@ enum Repr {
     Inline {
         /// The length, with [`RAW_BIT`] set for a raw string.
         len: u8,
+        /// The access metadata ([`Blob::access`]), little-endian.
+        meta: [u8; 3],
         bytes: [u8; INLINE_CAPACITY],
     },
-    Heap(Box<[u8]>),
+    Heap {
+        /// The access metadata, in what would be padding.
+        meta: [u8; 3],
+        bytes: Box<[u8]>,
+    },
     /// A heap string changed in place ([`Blob::is_raw`]).
-    RawHeap(Box<[u8]>),
+    RawHeap { meta: [u8; 3], bytes: Box<[u8]> },
 }
 
 impl Blob {
@@ -40,6 +53,7 @@ impl Blob {
     pub const fn empty() -> Blob {
         Blob(Repr::Inline {
             len: 0,
+            meta: [0; 3],
             bytes: [0; INLINE_CAPACITY],
         })
     }
@@ -51,10 +65,14 @@ impl Blob {
             inline[..bytes.len()].copy_from_slice(bytes);
             Blob(Repr::Inline {
                 len: bytes.len() as u8,
+                meta: [0; 3],
                 bytes: inline,
             })
         } else {
-            Blob(Repr::Heap(bytes.into()))
+            Blob(Repr::Heap {
+                meta: [0; 3],
+                bytes: bytes.into(),
+            })
         }
     }
 
@@ -63,7 +81,10 @@ impl Blob {
         if bytes.len() <= INLINE_CAPACITY {
             Blob::new(&bytes)
         } else {
-            Blob(Repr::Heap(bytes.into_boxed_slice()))
+            Blob(Repr::Heap {
+                meta: [0; 3],
+                bytes: bytes.into_boxed_slice(),
+            })
         }
     }
 
@@ -75,11 +96,14 @@ impl Blob {
     pub fn raw_from_vec(bytes: Vec<u8>) -> Blob {
         let mut blob = Blob::from_vec(bytes);
         blob.0 = match blob.0 {
-            Repr::Inline { len, bytes } => Repr::Inline {
+            Repr::Inline { len, meta, bytes } => Repr::Inline {
                 len: len | RAW_BIT,
+                meta,
                 bytes,
             },
-            Repr::Heap(b) | Repr::RawHeap(b) => Repr::RawHeap(b),
+            Repr::Heap { meta, bytes } | Repr::RawHeap { meta, bytes } => {
+                Repr::RawHeap { meta, bytes }
+            }
         };
         blob
     }
@@ -88,8 +112,8 @@ impl Blob {
     pub fn is_raw(&self) -> bool {
         match &self.0 {
             Repr::Inline { len, .. } => len & RAW_BIT != 0,
-            Repr::Heap(_) => false,
-            Repr::RawHeap(_) => true,
+            Repr::Heap { .. } => false,
+            Repr::RawHeap { .. } => true,
         }
     }
 
@@ -103,8 +127,8 @@ impl Blob {
     /// The bytes.
     pub fn as_bytes(&self) -> &[u8] {
         match &self.0 {
-            Repr::Inline { len, bytes } => &bytes[..(*len & !RAW_BIT) as usize],
-            Repr::Heap(b) | Repr::RawHeap(b) => b,
+            Repr::Inline { len, bytes, .. } => &bytes[..(*len & !RAW_BIT) as usize],
+            Repr::Heap { bytes, .. } | Repr::RawHeap { bytes, .. } => bytes,
         }
     }
 
@@ -116,8 +140,8 @@ impl Blob {
     /// Converts into a `Vec`, reusing the heap allocation when there is one.
     pub fn into_vec(self) -> Vec<u8> {
         match self.0 {
-            Repr::Inline { len, bytes } => bytes[..(len & !RAW_BIT) as usize].to_vec(),
-            Repr::Heap(b) | Repr::RawHeap(b) => b.into_vec(),
+            Repr::Inline { len, bytes, .. } => bytes[..(len & !RAW_BIT) as usize].to_vec(),
+            Repr::Heap { bytes, .. } | Repr::RawHeap { bytes, .. } => bytes.into_vec(),
         }
     }
 
@@ -125,8 +149,31 @@ impl Blob {
     pub fn heap_size(&self) -> usize {
         match &self.0 {
             Repr::Inline { .. } => 0,
-            Repr::Heap(b) | Repr::RawHeap(b) => b.len(),
+            Repr::Heap { bytes, .. } | Repr::RawHeap { bytes, .. } => bytes.len(),
         }
+    }
+
+    /// The 24-bit access metadata: a key's LRU clock, or its LFU counter
+    /// and decrement time (docs/memory.md). 0 for a new blob.
+    pub fn access(&self) -> u32 {
+        let m = match &self.0 {
+            Repr::Inline { meta, .. } | Repr::Heap { meta, .. } | Repr::RawHeap { meta, .. } => {
+                meta
+            }
+        };
+        u32::from_le_bytes([m[0], m[1], m[2], 0])
+    }
+
+    /// Sets the access metadata (the low 24 bits of `value`). Equality,
+    /// hashing and order do not see it, so a key in a table may change it.
+    pub fn set_access(&mut self, value: u32) {
+        let m = match &mut self.0 {
+            Repr::Inline { meta, .. } | Repr::Heap { meta, .. } | Repr::RawHeap { meta, .. } => {
+                meta
+            }
+        };
+        let b = value.to_le_bytes();
+        *m = [b[0], b[1], b[2]];
     }
 }
 
@@ -222,8 +269,23 @@ mod tests {
     }
 
     #[test]
+    fn access_metadata_is_24_bits_in_every_form_and_ignored_by_equality() {
+        for len in [0usize, 19, 20, 100] {
+            let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            for mut b in [Blob::new(&data), Blob::raw_from_vec(data.clone())] {
+                assert_eq!(b.access(), 0);
+                b.set_access(0x1234_5678);
+                assert_eq!(b.access(), 0x34_5678);
+                assert_eq!(b.as_bytes(), &data[..]);
+                assert_eq!(b, Blob::new(&data));
+                assert_eq!(b.clone().access(), 0x34_5678);
+            }
+        }
+    }
+
+    #[test]
     fn raw_strings_keep_their_bytes_and_compare_equal() {
-        for len in [0usize, 5, 22, 23, 44, 100] {
+        for len in [0usize, 5, 19, 20, 22, 23, 44, 100] {
             let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
             let raw = Blob::raw_from_vec(data.clone());
             let plain = Blob::from_vec(data.clone());
@@ -237,7 +299,7 @@ mod tests {
 
     #[test]
     fn inline_and_heap_round_trip() {
-        for len in [0usize, 1, 21, 22, 23, 100, 4096] {
+        for len in [0usize, 1, 18, 19, 20, 22, 23, 100, 4096] {
             let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
             let b = Blob::new(&data);
             assert_eq!(b.as_bytes(), &data[..]);

@@ -11,6 +11,7 @@ mod blocking;
 mod config_rewrite;
 mod debug;
 mod dump;
+mod eviction;
 mod functions;
 mod functions_busy;
 mod functions_dump;

@@ -16,8 +16,8 @@
 //!   commands it implements (compared against Redis's restricted to them);
 //! - CONFIG: `dir` (Redis reports its working directory), `dbfilename`
 //!   (`dump.hoz`), hozon knows fewer parameters (those it has are
-//!   compared), settings that need snapshots or eviction are refused
-//!   (`save <points>`, `maxmemory <n>`);
+//!   compared), settings that need what hozon does not have are refused
+//!   (`daemonize yes`);
 //! - SHUTDOWN SAVE fails (nothing can be saved yet).
 
 use std::io::Read;
@@ -1423,17 +1423,13 @@ fn config_get_patterns_match_redis_for_known_parameters() {
 }
 
 #[test]
-fn config_set_refuses_what_hozon_cannot_do_yet() {
+fn config_set_applies_maxmemory_with_other_parameters() {
+    // maxmemory was refused before eviction existed (docs/memory.md).
     let mut p = config_pair();
-    assert_eq!(
-        show(&p.hozon(&["CONFIG", "SET", "timeout", "7", "maxmemory", "1mb"])),
-        show(b"-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - maxmemory is not supported yet (hozon does not evict keys)\r\n")
-    );
-    // Nothing of a refused CONFIG SET is applied.
-    assert_eq!(
-        config_pairs(&p.hozon(&["CONFIG", "GET", "timeout"])),
-        vec![("timeout".into(), "0".into())]
-    );
+    p.check(&["CONFIG", "SET", "timeout", "7", "maxmemory", "1gb"]);
+    p.check(&["CONFIG", "GET", "timeout"]);
+    p.check(&["CONFIG", "GET", "maxmemory"]);
+    p.check(&["CONFIG", "SET", "maxmemory", "0"]);
 }
 
 #[test]
@@ -1735,11 +1731,6 @@ fn run_hozon(args: &[&str]) -> (Option<i32>, String) {
 
 #[test]
 fn command_line_errors_exit_with_status_1() {
-    // What hozon cannot do is refused with the remedy.
-    let (code, out) = run_hozon(&["--port", "0", "--maxmemory", "1mb"]);
-    assert_eq!(code, Some(1));
-    assert!(out.contains("maxmemory is not supported yet"), "{out}");
-    assert!(out.contains("Remove maxmemory or set it to 0."), "{out}");
     // Redis's wording for bad values and directives, with the line.
     let (code, out) = run_hozon(&["--port", "abc"]);
     assert_eq!(code, Some(1));

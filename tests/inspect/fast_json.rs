@@ -1211,6 +1211,7 @@ fn random_file(rng: &mut Rng, keys: usize, large: bool) -> (Rdb, Vec<String>) {
     let encoder = Encoder {
         compress: rng.chance(70),
         list_max_listpack_size: *rng.pick(&[-2, 3, 128]),
+        ..Encoder::default()
     };
     let ks = engine.keyspace();
     for (key, data, expire) in &written {

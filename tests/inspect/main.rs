@@ -357,7 +357,7 @@ fn info_counts_keys_already_expired() {
     {
         let key = hozon::types::Blob::from(format!("k{i}").as_bytes());
         ks.db_mut(0)
-            .insert_loaded(key, value("v"), expire)
+            .insert_loaded(key, value("v"), expire, None)
             .expect("insert");
     }
     let dir = tempfile::tempdir().expect("tempdir");

@@ -169,7 +169,7 @@ pub fn run_workload(port: u16) {
 }
 
 /// The keyspace redis-server has after loading `aof` as its AOF.
-fn dump_in_redis(aof: &[u8]) -> Dump {
+pub fn dump_in_redis(aof: &[u8]) -> Dump {
     let redis_dir = tempfile::tempdir().unwrap();
     std::fs::write(redis_dir.path().join("appendonly.aof"), aof).unwrap();
     let rd = redis_dir.path().to_string_lossy().into_owned();

@@ -11,6 +11,7 @@ mod aof_replay;
 mod chain_durability;
 mod crash;
 mod debug_reload;
+mod eviction;
 mod functions;
 mod interop;
 mod loading;

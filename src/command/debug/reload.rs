@@ -125,10 +125,17 @@ fn read_snapshot(ctx: &mut Ctx) -> Result<(Keyspace, Vec<Vec<u8>>), String> {
             skip_expired_before_ms: Some(ctx.now_ms),
             now_ms: ctx.now_ms,
         };
+        let lfu = core.policy().is_lfu();
+        let now = ctx.now_ms;
         let summary = crate::rdb::reader::load(&data, &options, &mut |k| {
             keyspace
                 .db_mut(k.db)
-                .insert_loaded(k.key, k.value, k.expire_ms)
+                .insert_loaded(
+                    k.key,
+                    k.value,
+                    k.expire_ms,
+                    k.access.and_then(|a| a.field(lfu, now)),
+                )
                 .map_err(|_| "the key appears twice in the file".to_string())
         })
         .map_err(|e| e.to_string())?;

@@ -161,6 +161,15 @@ pub(super) fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         aof.set_policy(new.appendfsync);
     }
     ctx.core.config = new;
+    if ctx.core.config.maxmemory_policy != old.maxmemory_policy {
+        ctx.core.refresh_access_clock(ctx.now_ms);
+    }
+    if ctx.core.config.maxmemory != 0 && ctx.core.config.maxmemory != old.maxmemory {
+        // Redis's updateMaxmemory evicts at once (docs/memory.md).
+        let host = &mut *ctx.host;
+        ctx.core
+            .perform_evictions(&mut || host.used_memory().map(|m| m.used));
+    }
     // appendonly last: turning it on writes the dataset out under the new
     // settings; on failure the old value stays in force.
     match switch_aof {

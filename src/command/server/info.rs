@@ -441,7 +441,7 @@ fn info_stats(ctx: &Ctx, out: &mut String) {
         "expired_stale_perc:0.00".to_string(),
         "expired_time_cap_reached_count:0".to_string(),
         "expire_cycle_cpu_milliseconds:0".to_string(),
-        "evicted_keys:0".to_string(),
+        format!("evicted_keys:{}", s.evicted_keys),
         "evicted_clients:0".to_string(),
         "total_eviction_exceeded_time:0".to_string(),
         "current_eviction_exceeded_time:0".to_string(),

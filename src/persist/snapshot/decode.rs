@@ -497,6 +497,7 @@ pub(super) fn decode_record(
             key: Blob::new(key),
             value,
             expire_ms,
+            access: None,
         }));
     }
     Ok(Item::Part(PartRecord {

@@ -75,7 +75,7 @@ fn insert_key(keyspace: &mut Keyspace, k: LoadedKey) -> Result<(), SnapshotError
     }
     keyspace
         .db_mut(k.db)
-        .insert_loaded(k.key, k.value, k.expire_ms)
+        .insert_loaded(k.key, k.value, k.expire_ms, None)
         .map_err(|key| SnapshotError::DuplicateKey {
             db: k.db,
             key: display_key(&key),

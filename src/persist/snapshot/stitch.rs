@@ -379,6 +379,7 @@ impl Stitcher {
                         key: o.head.key,
                         value,
                         expire_ms: o.expire_ms,
+                        access: None,
                     });
                 }
             }

@@ -243,6 +243,7 @@ fn parse_from(
     let mut summary = begin_summary(&mut c)?;
     let mut db = 0usize;
     let mut expire: Option<i64> = None;
+    let mut access = None;
     loop {
         let record_at = c.pos;
         let t = c.u8("a record type")?;
@@ -255,6 +256,7 @@ fn parse_from(
                 options,
                 &mut db,
                 &mut expire,
+                &mut access,
                 &mut summary,
             )? {
                 MetaStep::End => break,
@@ -268,6 +270,7 @@ fn parse_from(
         let value_type = t;
         let key = c.blob("a key")?;
         let key_expire = expire.take();
+        let key_access = access.take();
         let attach = |mut e: RdbError| {
             e.key = Some((db, key.clone()));
             e
@@ -295,6 +298,7 @@ fn parse_from(
             key,
             value,
             expire_ms: key_expire,
+            access: key_access,
         };
         emit(Event::Key(record_at, loaded)).map_err(reject)?;
         summary.keys += 1;
@@ -345,8 +349,12 @@ pub(super) enum MetaStep {
 
 /// Applies a record [`read_meta`] read at `record_at` to a loader's state
 /// (`bound`: the most bytes the rest of the file can hold): the database
-/// selected (refused beyond `options.databases`), the next key's expiry,
+/// selected (refused beyond `options.databases`), the next key's expiry
+/// and access record (IDLE, FREQ),
 /// the summary's AUX fields, functions and skipped modules.
+// The loaders' state is passed piece by piece: each loader keeps it in
+// its own locals.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn apply_meta(
     meta: Meta,
     record_at: usize,
@@ -354,6 +362,7 @@ pub(super) fn apply_meta(
     options: &Options,
     db: &mut usize,
     expire: &mut Option<i64>,
+    access: &mut Option<crate::keyspace::KeyAccess>,
     summary: &mut Summary,
 ) -> Result<MetaStep, RdbError> {
     match meta {
@@ -377,6 +386,8 @@ pub(super) fn apply_meta(
             return Ok(MetaStep::Resize(*db, keys.min(cap), expiring.min(cap)));
         }
         Meta::Expire(at) => *expire = Some(at),
+        Meta::Idle(secs) => *access = Some(crate::keyspace::KeyAccess::Idle(secs)),
+        Meta::Freq(freq) => *access = Some(crate::keyspace::KeyAccess::Freq(freq)),
         Meta::Aux(name, value) => summary.aux.push((name, value)),
         Meta::Function(library) => summary.functions.push(library),
         Meta::ModuleAux(name) => summary.modules_skipped.push(name),
@@ -439,7 +450,11 @@ pub(super) enum Meta {
     Function(Blob),
     /// A module's AUX data, skipped; the module's name.
     ModuleAux(String),
-    /// IDLE, FREQ or slot information: read and not kept.
+    /// IDLE: the next key's idle time in seconds.
+    Idle(u64),
+    /// FREQ: the next key's LFU counter.
+    Freq(u8),
+    /// Slot information: read and not kept.
     Ignored,
 }
 
@@ -467,14 +482,8 @@ pub(super) fn read_meta(
             let name = c.blob("an AUX field name")?;
             Meta::Aux(name, c.blob("an AUX field value")?)
         }
-        opcode::IDLE => {
-            c.len("an IDLE time")?;
-            Meta::Ignored
-        }
-        opcode::FREQ => {
-            c.u8("an LFU frequency")?;
-            Meta::Ignored
-        }
+        opcode::IDLE => Meta::Idle(c.len("an IDLE time")?),
+        opcode::FREQ => Meta::Freq(c.u8("an LFU frequency")?),
         opcode::SLOT_INFO => {
             for _ in 0..3 {
                 c.len("slot information")?;

@@ -41,6 +41,7 @@ enum Item {
         end: usize,
         db: usize,
         expire_ms: Option<i64>,
+        access: Option<crate::keyspace::KeyAccess>,
     },
 }
 
@@ -216,6 +217,7 @@ fn build(data: &[u8], options: &Options, items: &[Item]) -> Built {
             end,
             db,
             expire_ms,
+            access,
         } = item
         else {
             if let Item::Resize(db, keys, expiring) = *item {
@@ -258,6 +260,7 @@ fn build(data: &[u8], options: &Options, items: &[Item]) -> Built {
                 key,
                 value,
                 expire_ms,
+                access,
             },
         ));
     }
@@ -327,6 +330,7 @@ fn walk_records(
     let valkey = summary.valkey;
     let mut db = 0usize;
     let mut expire: Option<i64> = None;
+    let mut access = None;
     let mut items: Vec<Item> = Vec::with_capacity(BATCH_RECORDS);
     let mut batch_from = c.pos;
     loop {
@@ -347,6 +351,7 @@ fn walk_records(
                 options,
                 &mut db,
                 &mut expire,
+                &mut access,
                 &mut summary,
             ) {
                 Ok(MetaStep::End) => break,
@@ -364,6 +369,7 @@ fn walk_records(
         }
         let key_at = c.pos;
         let key_expire = expire.take();
+        let key_access = access.take();
         if let Err(e) = c.skip_string("a key") {
             // The loader's reading of the key, for its error.
             send(&mut items, key_at);
@@ -400,6 +406,7 @@ fn walk_records(
             end: c.pos,
             db,
             expire_ms: key_expire,
+            access: key_access,
         });
     }
     if !send(&mut items, c.pos) {

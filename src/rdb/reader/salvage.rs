@@ -98,7 +98,7 @@ fn next_record(
             Meta::Aux(name, value) => summary.aux.push((name, value)),
             Meta::Function(library) => summary.functions.push(library),
             Meta::ModuleAux(name) => summary.modules_skipped.push(name),
-            Meta::ResizeDb { .. } | Meta::Ignored => {}
+            Meta::ResizeDb { .. } | Meta::Idle(_) | Meta::Freq(_) | Meta::Ignored => {}
         }
         return Ok(Record::Other);
     }
@@ -133,6 +133,7 @@ fn next_record(
         key,
         value,
         expire_ms: key_expire,
+        access: None,
     }))
 }
 

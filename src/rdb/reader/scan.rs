@@ -159,7 +159,12 @@ pub(super) fn scan_opcode(
         Meta::Expire(at) => *expire_ms = Some(at),
         Meta::Aux(name, value) => out.aux.push((name, value)),
         Meta::Function(_) => out.functions += 1,
-        Meta::Eof | Meta::ResizeDb { .. } | Meta::ModuleAux(_) | Meta::Ignored => {}
+        Meta::Eof
+        | Meta::ResizeDb { .. }
+        | Meta::ModuleAux(_)
+        | Meta::Idle(_)
+        | Meta::Freq(_)
+        | Meta::Ignored => {}
     }
     Ok(true)
 }

@@ -526,6 +526,7 @@ fn engine_written_file() -> Vec<u8> {
     let encoder = Encoder {
         compress: true,
         list_max_listpack_size: 7,
+        ..Encoder::default()
     };
     let mut f = Rdb::new(10);
     f.aux("redis-ver", b"7.0.15");
