@@ -24,6 +24,7 @@ pub mod hyperloglog;
 pub mod keys;
 pub mod list;
 pub mod multi;
+pub(crate) mod observe;
 pub mod persistence;
 pub mod pubsub;
 mod replicaof;
@@ -216,7 +217,7 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 21] {
+fn families() -> [&'static [CommandSpec]; 22] {
     [
         bitops::COMMANDS,
         geo::COMMANDS,
@@ -239,6 +240,7 @@ fn families() -> [&'static [CommandSpec]; 21] {
         replication::COMMANDS,
         replicaof::COMMANDS,
         sort::COMMANDS,
+        observe::COMMANDS,
     ]
 }
 

@@ -75,5 +75,6 @@ impl Engine {
         } else if !self.capture_effects {
             self.core.effects.clear();
         }
+        crate::command::observe::cron(&mut self.core, now);
     }
 }

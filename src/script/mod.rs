@@ -1104,11 +1104,15 @@ fn call(
     let mut inner = Ctx::new(&mut *ctx.core, session, &mut *ctx.host, now);
     inner.deny_blocking = true;
     inner.in_script = true;
+    let started = std::time::Instant::now();
     let reply = match (spec.handler)(&mut inner, refs) {
         Ok(r) | Err(r) => r,
     };
     let dirty = inner.dirty;
     let logged_custom = inner.logged_custom;
+    command::observe::nested_call(
+        ctx.core, session, &*ctx.host, spec, refs, started, &reply, true,
+    );
     if spec.has(flags::READONLY) {
         // Client-side caching: the script's keys are its caller's reads.
         ctx.core.tracking.script_read();
