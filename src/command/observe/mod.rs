@@ -168,23 +168,51 @@ fn push_slowlog(core: &mut Core, session: &Session, host: &dyn Host, argv: &[&[u
 }
 
 /// The arguments with the secrets Redis redacts from the slowlog
-/// replaced by `(redacted)`: CONFIG SET `masterauth`/`requirepass`
-/// values, MIGRATE's AUTH/AUTH2 passwords (Redis's
-/// `redactClientCommandArgument` callers).
+/// replaced by `(redacted)`: AUTH's, HELLO AUTH's, ACL SETUSER's, CONFIG
+/// SET `masterauth`/`masteruser`/`requirepass` values, MIGRATE's
+/// AUTH/AUTH2 (Redis's `redactClientCommandArgument` callers).
 fn redacted<'a>(argv: &[&'a [u8]]) -> Vec<std::borrow::Cow<'a, [u8]>> {
     use std::borrow::Cow;
     let mut out: Vec<Cow<'a, [u8]>> = argv.iter().map(|a| Cow::Borrowed(*a)).collect();
     let is = |a: &[u8], w: &str| a.eq_ignore_ascii_case(w.as_bytes());
-    if argv.len() >= 4 && is(argv[0], "config") && is(argv[1], "set") {
+    let secret: &'static [u8] = b"(redacted)";
+    let first = argv.first().copied().unwrap_or_default();
+    if argv.len() >= 4 && is(first, "config") && is(argv[1], "set") {
         let mut j = 2;
         while j + 1 < argv.len() {
-            if is(argv[j], "masterauth") || is(argv[j], "requirepass") {
-                out[j + 1] = Cow::Borrowed(b"(redacted)");
+            if ["masterauth", "masteruser", "requirepass"]
+                .iter()
+                .any(|name| is(argv[j], name))
+            {
+                out[j + 1] = Cow::Borrowed(secret);
             }
             j += 2;
         }
     }
-    if is(argv.first().copied().unwrap_or_default(), "migrate") {
+    if is(first, "auth") && (2..=3).contains(&argv.len()) {
+        for arg in out.iter_mut().skip(1) {
+            *arg = Cow::Borrowed(secret);
+        }
+    }
+    if is(first, "hello") {
+        let mut j = 2;
+        while j < argv.len() {
+            if is(argv[j], "auth") && j + 2 < argv.len() {
+                out[j + 1] = Cow::Borrowed(secret);
+                out[j + 2] = Cow::Borrowed(secret);
+                j += 2;
+            } else if is(argv[j], "setname") {
+                j += 1;
+            }
+            j += 1;
+        }
+    }
+    if argv.len() >= 3 && is(first, "acl") && is(argv[1], "setuser") {
+        for arg in out.iter_mut().skip(2) {
+            *arg = Cow::Borrowed(secret);
+        }
+    }
+    if is(first, "migrate") {
         let mut j = 6;
         while j < argv.len() {
             if is(argv[j], "auth") && j + 1 < argv.len() {
