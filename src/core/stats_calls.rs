@@ -110,6 +110,10 @@ pub struct Observe {
     /// raises it again the caller's reply is not counted twice (Redis's
     /// `ignore_error_stats_update`).
     last_script_error: Option<String>,
+    /// `total_error_replies` when the last call began or ended (Redis's
+    /// `prev_err_count`): a call during which errors were counted failed,
+    /// whoever received them (CLIENT UNBLOCK … ERROR fails too).
+    prev_err_count: u64,
     /// The slowlog.
     pub slowlog: Slowlog,
     /// The latency monitor's events.
@@ -163,12 +167,14 @@ impl Observe {
     /// Marks the start of a top-level command: no script error seen yet.
     pub fn call_started(&mut self) {
         self.last_script_error = None;
+        self.prev_err_count = self.total_error_replies;
     }
 
     /// A command refused before it ran (`rejected_calls`); `spec` is
     /// None for an unknown command. The error is counted.
     pub fn rejected(&mut self, spec: Option<(&'static str, &'static str, usize)>, error: &str) {
         self.count_error(error);
+        self.prev_err_count = self.total_error_replies;
         if let Some((top, name, key)) = spec {
             self.entry(top, name, key).rejected_calls += 1;
         }
@@ -191,9 +197,9 @@ impl Observe {
         blocked: bool,
     ) {
         let error = error_of(reply);
-        let failed = error.is_some();
+        let mut reraised = false;
         if let Some(text) = error {
-            let reraised = self
+            reraised = self
                 .last_script_error
                 .as_deref()
                 .is_some_and(|nested| text.contains(nested));
@@ -201,6 +207,8 @@ impl Observe {
                 self.count_error(text);
             }
         }
+        let failed = reraised || self.total_error_replies != self.prev_err_count;
+        self.prev_err_count = self.total_error_replies;
         let stat = self.entry(top, name, key);
         stat.calls += 1;
         stat.usec += nanos / 1000;
@@ -215,8 +223,10 @@ impl Observe {
     }
 
     /// A command run inside EXEC or a script (Redis's nested `call()`):
-    /// counted like a top-level one; an error it replies inside a script
-    /// is remembered so the script re-raising it is not counted again.
+    /// counted like a top-level one. An error a command inside a script
+    /// replies is remembered, so the script raising it again is not
+    /// counted twice; a command EXEC runs (a script itself, maybe) is
+    /// checked against that and then forgets it.
     #[allow(clippy::too_many_arguments)]
     pub fn nested_call(
         &mut self,
@@ -229,13 +239,13 @@ impl Observe {
         in_script: bool,
     ) {
         if in_script {
-            if let Some(text) = error_of(reply) {
-                self.last_script_error = Some(text.to_string());
-            }
+            let saved = self.last_script_error.take();
+            self.after_call(top, name, key, nanos, reply, track, false);
+            self.last_script_error = error_of(reply).map(str::to_string).or(saved);
+        } else {
+            self.after_call(top, name, key, nanos, reply, track, false);
+            self.last_script_error = None;
         }
-        let saved = self.last_script_error.take();
-        self.after_call(top, name, key, nanos, reply, track, false);
-        self.last_script_error = saved;
     }
 
     /// A command refused inside a script (unknown, wrong arity, not
@@ -250,9 +260,11 @@ impl Observe {
         self.last_script_error = Some(error.to_string());
     }
 
-    /// A blocked command served or ended: its serving time, its error
-    /// (UNBLOCKED) if any, and its histogram sample (Redis's
-    /// `updateStatsOnUnblock`).
+    /// A blocked command served or ended: its serving time, its error if
+    /// it replied one, its histogram sample (Redis's
+    /// `updateStatsOnUnblock`). `error` is counted unless `counted`
+    /// (CLIENT UNBLOCK … ERROR counts the UNBLOCKED error itself).
+    #[allow(clippy::too_many_arguments)]
     pub fn after_unblock(
         &mut self,
         top: &'static str,
@@ -260,9 +272,10 @@ impl Observe {
         key: usize,
         nanos: u64,
         error: Option<&str>,
+        counted: bool,
         track: bool,
     ) {
-        if let Some(text) = error {
+        if let (Some(text), false) = (error, counted) {
             self.count_error(text);
         }
         let stat = self.entry(top, name, key);
@@ -348,6 +361,7 @@ impl Observe {
         self.commands.clear();
         self.errors.clear();
         self.total_error_replies = 0;
+        self.prev_err_count = 0;
         for metric in &mut self.metrics {
             *metric = Metric {
                 last_sample_ms: now_ms,

@@ -586,7 +586,14 @@ impl Engine {
         if let Some(state) = session.blocked.take() {
             self.core.clients.remove_blocked(session.id, &state);
         }
-        command::observe::after_unblock(&mut self.core, session, &argv, started, Some(&reply));
+        command::observe::after_unblock(
+            &mut self.core,
+            session,
+            &argv,
+            started,
+            Some(&reply),
+            false,
+        );
         self.core.dirty += dirty;
         if dirty > 0
             && !logged_custom
@@ -623,7 +630,14 @@ impl Engine {
         let argv: Vec<&[u8]> = state.argv.iter().map(Vec::as_slice).collect();
         let error = with_error.then(|| Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
         let started = std::time::Instant::now();
-        command::observe::after_unblock(&mut self.core, session, &argv, started, error.as_ref());
+        command::observe::after_unblock(
+            &mut self.core,
+            session,
+            &argv,
+            started,
+            error.as_ref(),
+            true,
+        );
         Some(if with_error {
             Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
         } else if let Some(waiter) = waiter {

@@ -49,7 +49,10 @@ fn check_stats_after(p: &mut Pair, lines: &str) {
     p.script(lines);
     let (r, h) = (counters(&mut p.r), counters(&mut p.h));
     assert_eq!(r, h, "commandstats after:\n{lines}");
-    let (r, h) = (section(&mut p.r, "errorstats"), section(&mut p.h, "errorstats"));
+    let (r, h) = (
+        section(&mut p.r, "errorstats"),
+        section(&mut p.h, "errorstats"),
+    );
     assert_eq!(r, h, "errorstats after:\n{lines}");
     let (r, h) = (
         field(&mut p.r, "stats", "total_error_replies"),
@@ -72,7 +75,7 @@ NOSUCHCOMMAND x
 CONFIG GET maxmemory
 CONFIG NOSUCH
 CONFIG
-CLIENT ID
+CLIENT GETNAME
 LPUSH a x
 HSET h f v
 HGET h f
@@ -115,7 +118,7 @@ EVALSHA ffffffffffffffffffffffffffffffffffffffff 0
     check_stats_after(
         &mut p,
         r#"
-XADD mystream * f v
+XADD mystream 1-1 f v
 XGROUP CREATECONSUMER mystream mygroup consumer
 SET s x
 SADD s y
@@ -151,7 +154,10 @@ fn errorstats_for_blocked_clients_unblocked_with_an_error() {
         r.get("cmdstat_blpop").map(String::as_str),
         Some("calls=2,rejected_calls=0,failed_calls=1")
     );
-    let (r, h) = (section(&mut p.r, "errorstats"), section(&mut p.h, "errorstats"));
+    let (r, h) = (
+        section(&mut p.r, "errorstats"),
+        section(&mut p.h, "errorstats"),
+    );
     assert_eq!(r, h);
     let names = |s: BTreeMap<String, String>| s.into_keys().collect::<Vec<_>>();
     let (r, h) = (
@@ -159,7 +165,10 @@ fn errorstats_for_blocked_clients_unblocked_with_an_error() {
         names(section(&mut p.h, "latencystats")),
     );
     assert_eq!(r, h, "latencystats entries");
-    assert!(h.contains(&"latency_percentiles_usec_blpop".to_string()), "{h:?}");
+    assert!(
+        h.contains(&"latency_percentiles_usec_blpop".to_string()),
+        "{h:?}"
+    );
 }
 
 #[test]
@@ -179,7 +188,7 @@ CONFIG SET latency-tracking-info-percentiles 99.99
 CONFIG GET latency-tracking-info-percentiles
 SET a b
 GET a
-CLIENT ID
+CLIENT GETNAME
 "#,
     );
     let shape = |s: BTreeMap<String, String>| {
@@ -199,7 +208,8 @@ CLIENT ID
     );
     assert_eq!(r, h);
     assert_eq!(
-        h.get("latency_percentiles_usec_client|id").map(String::as_str),
+        h.get("latency_percentiles_usec_client|getname")
+            .map(String::as_str),
         Some("p99.99")
     );
     p.script(

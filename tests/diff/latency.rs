@@ -29,7 +29,6 @@ LATENCY RESET
 LATENCY LATEST
 LATENCY DOCTOR
 LATENCY HISTOGRAM nosuchcommand
-LATENCY HISTOGRAM
 CONFIG GET latency-monitor-threshold
 CONFIG SET latency-monitor-threshold -1
 CONFIG SET latency-monitor-threshold abc
@@ -71,9 +70,16 @@ fn command_events_match() {
     p.check(&["CONFIG", "SET", "latency-monitor-threshold", "10"]);
     p.check(&["EVAL", SLOW_SCRIPT, "0"]);
     p.check(&["SET", "fast", "x"]);
+    // A fast command (one of the script's TIME calls) may also be
+    // preempted past the threshold on a loaded machine, on either server.
     let (r, h) = (latest_names(&mut p.r), latest_names(&mut p.h));
-    assert_eq!(r, h);
-    assert_eq!(h, vec!["command".to_string()]);
+    for names in [&r, &h] {
+        assert!(names.contains(&"command".to_string()), "{r:?} {h:?}");
+        assert!(
+            names.iter().all(|n| n == "command" || n == "fast-command"),
+            "{names:?}"
+        );
+    }
     for conn in [&mut p.r, &mut p.h] {
         let history = decode(&conn.call(&[b"LATENCY", b"HISTORY", b"command"]));
         assert_eq!(history.items().len(), 1, "{history:?}");
@@ -89,6 +95,7 @@ fn command_events_match() {
         );
         assert!(doctor.contains("1. command: 1 latency spikes"), "{doctor}");
     }
+    p.both(&["LATENCY", "RESET", "fast-command"]);
     p.check(&["LATENCY", "RESET", "COMMAND"]);
     p.check(&["LATENCY", "LATEST"]);
     p.check(&["LATENCY", "DOCTOR"]);
@@ -127,17 +134,20 @@ SET a b
 SET a c
 GET a
 CONFIG GET maxmemory
-CLIENT ID
+CLIENT GETNAME
 "#,
     );
     for args in [
         &["set", "get"][..],
         &["config"],
-        &["config|get", "nosuch", "client|id"],
+        &["config|get", "nosuch", "client|getname"],
         &["SET"],
         &[],
     ] {
-        let (r, h) = (histogram_calls(&mut p.r, args), histogram_calls(&mut p.h, args));
+        let (r, h) = (
+            histogram_calls(&mut p.r, args),
+            histogram_calls(&mut p.h, args),
+        );
         assert_eq!(r, h, "LATENCY HISTOGRAM {args:?}");
     }
     p.check(&["CONFIG", "RESETSTAT"]);

@@ -49,10 +49,36 @@ fn usage_estimates_redis_per_type() {
         vec!["SET".into(), "s_int".into(), "12345".into()],
         vec!["SET".into(), "s_embstr".into(), "x".repeat(40)],
         vec!["SET".into(), "s_raw".into(), big.clone()],
-        vec!["RPUSH".into(), "l_small".into(), "a".into(), "bb".into(), "123".into()],
-        vec!["HSET".into(), "h_small".into(), "f1".into(), "v1".into(), "f2".into(), "22".into()],
-        vec!["SADD".into(), "set_int".into(), "1".into(), "2".into(), "300".into()],
-        vec!["ZADD".into(), "z_small".into(), "1".into(), "a".into(), "2.5".into(), "b".into()],
+        vec![
+            "RPUSH".into(),
+            "l_small".into(),
+            "a".into(),
+            "bb".into(),
+            "123".into(),
+        ],
+        vec![
+            "HSET".into(),
+            "h_small".into(),
+            "f1".into(),
+            "v1".into(),
+            "f2".into(),
+            "22".into(),
+        ],
+        vec![
+            "SADD".into(),
+            "set_int".into(),
+            "1".into(),
+            "2".into(),
+            "300".into(),
+        ],
+        vec![
+            "ZADD".into(),
+            "z_small".into(),
+            "1".into(),
+            "a".into(),
+            "2.5".into(),
+            "b".into(),
+        ],
     ];
     let mut list = vec!["RPUSH".to_string(), "l_big".into()];
     let mut hash = vec!["HSET".to_string(), "h_big".into()];
@@ -97,13 +123,18 @@ fn usage_estimates_redis_per_type() {
         for samples in ["5", "0"] {
             let (r, h) = usage(&mut p, key, samples);
             let off = (h - r).abs() * 100 / r.max(1);
-            report.push(format!("{key} SAMPLES {samples}: redis {r}, hozon {h} ({off}%)"));
+            report.push(format!(
+                "{key} SAMPLES {samples}: redis {r}, hozon {h} ({off}%)"
+            ));
             failed |= off > tolerance;
         }
     }
     let report = report.join("\n");
     eprintln!("{report}");
-    assert!(!failed, "MEMORY USAGE outside the documented tolerance:\n{report}");
+    assert!(
+        !failed,
+        "MEMORY USAGE outside the documented tolerance:\n{report}"
+    );
 }
 
 /// MEMORY STATS's field names (the databases' entries included).
@@ -141,7 +172,10 @@ fn stats_doctor_malloc_stats() {
     assert!(field("total.allocated").int() > 0);
     for conn in [&mut p.r, &mut p.h] {
         let doctor = decode(&conn.call(&[b"MEMORY", b"DOCTOR"])).text();
-        assert!(doctor.starts_with("Hi Sam") || doctor.starts_with("Sam,"), "{doctor}");
+        assert!(
+            doctor.starts_with("Hi Sam") || doctor.starts_with("Sam,"),
+            "{doctor}"
+        );
         let malloc = decode(&conn.call(&[b"MEMORY", b"MALLOC-STATS"])).text();
         assert!(!malloc.is_empty());
     }

@@ -92,7 +92,7 @@ fn latency_graph(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let Some((name, series)) = ctx.core.observe.latency.series(argv[2]) else {
         return Err(Reply::error(format!(
             "ERR No samples available for event '{}'",
-            crate::command::error_text(argv[2])
+            crate::command::error_text(crate::command::c_str(argv[2]))
         )));
     };
     let text = stats_latency::graph(name, series, ctx.now_ms / 1000);

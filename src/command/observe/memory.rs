@@ -49,7 +49,7 @@ const DICT_ENTRY: usize = 24;
 const DICT: usize = 56;
 /// `sizeof(quicklist)`, `sizeof(quicklistNode)`.
 const QUICKLIST: usize = 40;
-const QUICKLIST_NODE: usize = 32;
+const QUICKLIST_NODE: usize = 40;
 
 /// jemalloc's size class for an allocation of `n` bytes (what
 /// `zmalloc_size` returns for it).
@@ -168,12 +168,37 @@ pub fn value_usage(value: &Value, samples: usize) -> usize {
             }
         }
         Value::List(list) => {
-            // quicklist: nodes of at most 8 KiB listpacks (-2).
-            let entries: usize = list.iter().take(samples).map(listpack_entry).sum();
-            let seen = list.len().min(samples).max(1);
-            let total = entries as f64 / seen as f64 * list.len() as f64;
-            let nodes = ((total / 8192.0).ceil() as usize).max(1);
-            ROBJ + QUICKLIST + nodes * (QUICKLIST_NODE + listpack((total as usize) / nodes))
+            // A quicklist of listpacks of at most 8 KiB (`-2`): the first
+            // `samples` nodes laid out as Redis fills them, the rest
+            // extrapolated from their average (Redis's sampling).
+            let mut nodes: Vec<(usize, usize)> = Vec::new(); // (bytes, count)
+            let mut current = (0usize, 0usize);
+            for element in list.iter() {
+                let entry = listpack_entry(element);
+                if current.1 > 0 && 6 + current.0 + entry + 1 > 8192 {
+                    nodes.push(current);
+                    if nodes.len() >= samples {
+                        current = (0, 0);
+                        break;
+                    }
+                    current = (0, 0);
+                }
+                current.0 += entry;
+                current.1 += 1;
+            }
+            if current.1 > 0 {
+                nodes.push(current);
+            }
+            let sampled_elements: usize = nodes.iter().map(|n| n.1).sum();
+            let sampled_bytes: usize = nodes.iter().map(|n| QUICKLIST_NODE + listpack(n.0)).sum();
+            let total_nodes = if sampled_elements >= list.len() || nodes.is_empty() {
+                nodes.len().max(1)
+            } else {
+                let per_node = sampled_elements as f64 / nodes.len() as f64;
+                (list.len() as f64 / per_node).ceil() as usize
+            };
+            let per_node = sampled_bytes as f64 / nodes.len().max(1) as f64;
+            ROBJ + QUICKLIST + (per_node * total_nodes as f64) as usize
         }
         Value::Hash(hash) => {
             if hash.encoding() == "listpack" {
@@ -222,7 +247,9 @@ pub fn value_usage(value: &Value, samples: usize) -> usize {
                 let header = size_class(8 + 8 + 8 + 32 * 16);
                 let per = zset
                     .iter()
-                    .map(|(m, _)| sds_size(m.len()) + DICT_ENTRY + size_class(8 + 8 + 8 + 16 + 5));
+                    // A node has 1 level with p 3/4, 2 with 3/16, …:
+                    // 53 bytes on average with jemalloc's classes.
+                    .map(|(m, _)| sds_size(m.len()) + DICT_ENTRY + 53);
                 ROBJ + 16
                     + 32
                     + DICT
@@ -232,33 +259,34 @@ pub fn value_usage(value: &Value, samples: usize) -> usize {
             }
         }
         Value::Stream(stream) => {
-            // The entries as Redis's listpacks hold them (ID deltas, flags,
-            // field names once per node when every entry repeats them,
-            // values), the radix tree's nodes, and the groups' PELs.
-            let mut entries = 0usize;
-            let mut count = 0usize;
+            // Redis's estimate: the stream struct, the radix tree (30
+            // words per node), the listpacks (each preallocated to 4 KiB,
+            // 100 entries by default), the groups' and consumers' PELs.
+            let rax = |elements: usize| elements * 16 + (elements + 1) * (4 + 8 * 30);
+            let nodes = stream.node_count().max(1);
+            let mut bytes = 0usize;
+            let mut fields_seen = false;
             for (_, fields) in stream.range(
                 crate::types::stream::StreamId::MIN,
                 crate::types::stream::StreamId::MAX,
                 false,
             ) {
-                count += 1;
-                entries += 4 + fields.len();
+                // flags, ms and seq deltas, the back count, the values
+                bytes += 8;
                 for (field, value) in fields.iter() {
-                    entries += listpack_entry(value.as_bytes());
-                    if count == 1 {
-                        entries += listpack_entry(field.as_bytes());
+                    bytes += listpack_entry(value.as_bytes());
+                    if !fields_seen {
+                        bytes += listpack_entry(field.as_bytes());
                     }
                 }
-                entries += 2;
+                fields_seen = true;
             }
-            let nodes = count.div_ceil(100).max(1);
-            let mut usage = ROBJ + 48 + nodes * (listpack(entries / nodes) + 64);
-            for (name, group) in &stream.groups {
-                usage += 64 + sds_size(name.as_bytes().len());
-                usage += group.pel.len() * (40 + 32);
-                for consumer in group.consumers.keys() {
-                    usage += 48 + sds_size(consumer.as_bytes().len());
+            let per_node = listpack((bytes / nodes).max(4096 - 7));
+            let mut usage = ROBJ + 80 + rax(stream.node_count()) + per_node * nodes;
+            for group in stream.groups.values() {
+                usage += 40 + rax(group.pel.len()) + 24 * group.pel.len();
+                for (name, consumer) in &group.consumers {
+                    usage += 24 + name.as_bytes().len() + rax(consumer.pel.len());
                 }
             }
             usage

@@ -235,12 +235,16 @@ fn redacted<'a>(argv: &[&'a [u8]]) -> Vec<std::borrow::Cow<'a, [u8]>> {
 /// `updateStatsOnUnblock`): the serving time added, UNBLOCKED counted as
 /// its failure, the histogram sample, the slowlog entry, and the
 /// `command-unblocking` latency event.
+///
+/// `counted`: the reply's error was counted already (CLIENT UNBLOCK …
+/// ERROR counts it when it runs, as Redis replies it then).
 pub(crate) fn after_unblock(
     core: &mut Core,
     session: &Session,
     argv: &[&[u8]],
     started: Instant,
     reply: Option<&Reply>,
+    counted: bool,
 ) {
     let Ok((top, spec)) = super::resolve(argv) else {
         return;
@@ -251,8 +255,15 @@ pub(crate) fn after_unblock(
         _ => None,
     };
     let track = core.config.latency_tracking;
-    core.observe
-        .after_unblock(top.name, spec.name, key_of(spec), nanos, error, track);
+    core.observe.after_unblock(
+        top.name,
+        spec.name,
+        key_of(spec),
+        nanos,
+        error,
+        counted,
+        track,
+    );
     let threshold = core.config.latency_monitor_threshold;
     let ms = nanos / 1_000_000;
     if threshold != 0 && ms >= threshold {
