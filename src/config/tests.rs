@@ -210,7 +210,7 @@ fn config_file_errors() {
         run(&[main.to_str().unwrap()]).unwrap_err().message,
         "Unbalanced quotes in configuration line"
     );
-    std::fs::write(&main, "slowlog-max-len 10\n").unwrap();
+    std::fs::write(&main, "acllog-max-len 10\n").unwrap();
     assert!(run(&[main.to_str().unwrap()])
         .unwrap_err()
         .message
