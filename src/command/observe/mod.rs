@@ -45,6 +45,11 @@ fn refused_spec(argv: &[&[u8]]) -> Option<(&'static str, &'static str, usize)> {
 /// A command refused before it ran (arity, NOAUTH, MISCONF, LOADING, …):
 /// its error counted, `rejected_calls` of the command if it exists.
 pub(crate) fn rejected(core: &mut Core, argv: &[&[u8]], reply: &Reply) {
+    if core.loading {
+        // Replaying the AOF: nothing is counted (Redis runs loaded
+        // commands outside `call()`).
+        return;
+    }
     if let Reply::Error(text) = reply {
         core.observe.rejected(refused_spec(argv), text);
     }
@@ -71,6 +76,9 @@ pub(crate) fn after_call(
     started: Instant,
     reply: &Reply,
 ) {
+    if core.loading {
+        return;
+    }
     let nanos = started.elapsed().as_nanos() as u64;
     let blocked = session.blocked.is_some();
     let track = core.config.latency_tracking;
@@ -98,6 +106,9 @@ pub(crate) fn nested_call(
     reply: &Reply,
     in_script: bool,
 ) {
+    if core.loading {
+        return;
+    }
     let nanos = started.elapsed().as_nanos() as u64;
     let track = core.config.latency_tracking;
     let top_name = super::lookup(argv[0]).map_or(spec.name, |t| t.name);
@@ -116,6 +127,9 @@ pub(crate) fn nested_call(
 /// A command a script's `redis.call` refused (unknown, arity, not allowed
 /// from scripts, a write refusal): counted once (Redis's `scriptCall`).
 pub(crate) fn script_refusal(ctx: &mut Ctx, argv: &[&[u8]], error: &str) {
+    if ctx.core.loading {
+        return;
+    }
     ctx.core.observe.script_refusal(refused_spec(argv), error);
 }
 
@@ -419,4 +433,49 @@ pub(crate) fn persistence_lines(core: &Core, now_ms: i64) -> Vec<String> {
             writer.always_wait_max_us
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::engine::Engine;
+
+    fn run(engine: &mut Engine, session: &mut crate::command::Session, line: &str) {
+        let argv: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        engine.execute(session, &argv);
+    }
+
+    fn stat(engine: &mut Engine, name: &str) -> Option<(u64, u64, u64)> {
+        engine
+            .core()
+            .observe
+            .command_stats()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| (s.calls, s.rejected_calls, s.failed_calls))
+    }
+
+    /// Calls, rejections and failures are counted; commands replayed from
+    /// the AOF at startup are not (Redis runs them outside `call()`).
+    #[test]
+    fn counted_when_served_not_when_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::in_memory();
+        config.appendonly = true;
+        config.dir = dir.path().to_path_buf();
+        {
+            let mut engine = Engine::open(config.clone()).unwrap();
+            let mut s = engine.new_session();
+            run(&mut engine, &mut s, "SET k v");
+            run(&mut engine, &mut s, "SET k");
+            run(&mut engine, &mut s, "INCR k");
+            run(&mut engine, &mut s, "NOSUCH");
+            assert_eq!(stat(&mut engine, "set"), Some((1, 1, 0)));
+            assert_eq!(stat(&mut engine, "incr"), Some((1, 0, 1)));
+            assert_eq!(engine.core().observe.total_error_replies, 3);
+        }
+        let mut engine = Engine::open(config).unwrap();
+        assert_eq!(stat(&mut engine, "set"), None);
+        assert_eq!(engine.core().observe.total_error_replies, 0);
+    }
 }
