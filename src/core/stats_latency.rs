@@ -267,10 +267,8 @@ pub fn doctor(monitor: &LatencyMonitor, ctx: DoctorContext, now_s: i64) -> Strin
                 add(LARGE_OBJECTS.into());
             }
             "fast-command" => add(SCHEDULER.into()),
-            "aof-fsync-always" | "hozon-aof-fsync-wait" => {
-                if ctx.fsync_always {
-                    add("- Your fsync policy is set to 'always'. It is very hard to get good performances with such a setup, if possible try to relax the fsync policy to 'onesec'.\n".into());
-                }
+            "aof-fsync-always" | "hozon-aof-fsync-wait" if ctx.fsync_always => {
+                add("- Your fsync policy is set to 'always'. It is very hard to get good performances with such a setup, if possible try to relax the fsync policy to 'onesec'.\n".into());
             }
             "aof-write" | "hozon-aof-fsync" | "hozon-aof-fsync-lag" => {
                 add(LOCAL_DISK.into());

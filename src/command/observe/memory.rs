@@ -363,7 +363,7 @@ fn overhead(ctx: &Ctx) -> Overhead {
     let mut tables = 0u64;
     for id in 0..ctx.core.keyspace.db_count() {
         let db = ctx.core.keyspace.db(id);
-        if db.len() == 0 {
+        if db.is_empty() {
             continue;
         }
         keys += db.len() as u64;
@@ -386,7 +386,7 @@ fn overhead(ctx: &Ctx) -> Overhead {
         overhead_total,
         keys,
         rss,
-        scripts: scripts as usize,
+        scripts,
     }
 }
 
@@ -424,7 +424,7 @@ fn memory_stats(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
         (name("keys.count"), int(m.keys)),
         (
             name("keys.bytes-per-key"),
-            int(if m.keys == 0 { 0 } else { net / m.keys }),
+            int(net.checked_div(m.keys).unwrap_or(0)),
         ),
         (name("dataset.bytes"), int(dataset)),
         (
