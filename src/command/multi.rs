@@ -139,7 +139,7 @@ pub(crate) fn call_nested(ctx: &mut Ctx, argv: &[&[u8]]) -> Reply {
     let mut inner = Ctx::new(&mut *ctx.core, &mut *ctx.session, &mut *ctx.host, now);
     inner.deny_blocking = true;
     inner.in_exec = true;
-    let started = std::time::Instant::now();
+    let started = crate::core::stats_clock::now();
     let reply = match (spec.handler)(&mut inner, argv) {
         Ok(r) | Err(r) => r,
     };

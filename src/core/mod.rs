@@ -16,6 +16,7 @@ pub(crate) mod repl;
 mod repl_sync;
 mod session;
 pub(crate) mod stats_calls;
+pub(crate) mod stats_clock;
 pub(crate) mod stats_hist;
 pub(crate) mod stats_latency;
 pub(crate) mod stats_slowlog;

@@ -186,7 +186,7 @@ impl Engine {
         let stream_before = self.core.repl.stream_end();
         let logged_before = self.log_appended();
         command::observe::call_started(&mut self.core);
-        let started = std::time::Instant::now();
+        let started = crate::core::stats_clock::now();
         let reply = self.run_command(session, argv, spec, host, now);
         command::observe::after_call(
             &mut self.core,
@@ -562,7 +562,7 @@ impl Engine {
             self.core.tracking.set_current(Some(session.id));
             self.core.tracking.set_in_call(true);
         }
-        let started = std::time::Instant::now();
+        let started = crate::core::stats_clock::now();
         let mut ctx = Ctx::new(&mut self.core, session, &mut host, now);
         ctx.ready_key = Some(Blob::new(key));
         let reply = match (spec.handler)(&mut ctx, &argv) {
@@ -629,7 +629,7 @@ impl Engine {
         let waiter = self.core.repl.waiters.remove(&session.id);
         let argv: Vec<&[u8]> = state.argv.iter().map(Vec::as_slice).collect();
         let error = with_error.then(|| Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
-        let started = std::time::Instant::now();
+        let started = crate::core::stats_clock::now();
         command::observe::after_unblock(
             &mut self.core,
             session,

@@ -1104,7 +1104,7 @@ fn call(
     let mut inner = Ctx::new(&mut *ctx.core, session, &mut *ctx.host, now);
     inner.deny_blocking = true;
     inner.in_script = true;
-    let started = std::time::Instant::now();
+    let started = crate::core::stats_clock::now();
     let reply = match (spec.handler)(&mut inner, refs) {
         Ok(r) | Err(r) => r,
     };

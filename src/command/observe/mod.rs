@@ -8,9 +8,8 @@ mod latency;
 mod memory;
 mod slowlog;
 
-use std::time::Instant;
-
 use super::{flags, CommandSpec, Ctx, Host, Session};
+use crate::core::stats_clock::{self, Stamp};
 use crate::core::Core;
 use crate::reply::Reply;
 
@@ -73,13 +72,13 @@ pub(crate) fn after_call(
     top: &'static CommandSpec,
     spec: &'static CommandSpec,
     argv: &[&[u8]],
-    started: Instant,
+    started: Stamp,
     reply: &Reply,
 ) {
     if core.loading {
         return;
     }
-    let nanos = started.elapsed().as_nanos() as u64;
+    let nanos = stats_clock::nanos_since(started);
     let blocked = session.blocked.is_some();
     let track = core.config.latency_tracking;
     core.observe.after_call(
@@ -102,14 +101,14 @@ pub(crate) fn nested_call(
     host: &dyn Host,
     spec: &'static CommandSpec,
     argv: &[&[u8]],
-    started: Instant,
+    started: Stamp,
     reply: &Reply,
     in_script: bool,
 ) {
     if core.loading {
         return;
     }
-    let nanos = started.elapsed().as_nanos() as u64;
+    let nanos = stats_clock::nanos_since(started);
     let track = core.config.latency_tracking;
     let top_name = super::lookup(argv[0]).map_or(spec.name, |t| t.name);
     core.observe.nested_call(
@@ -256,14 +255,14 @@ pub(crate) fn after_unblock(
     core: &mut Core,
     session: &Session,
     argv: &[&[u8]],
-    started: Instant,
+    started: Stamp,
     reply: Option<&Reply>,
     counted: bool,
 ) {
     let Ok((top, spec)) = super::resolve(argv) else {
         return;
     };
-    let nanos = started.elapsed().as_nanos() as u64;
+    let nanos = stats_clock::nanos_since(started);
     let error = match reply {
         Some(Reply::Error(text)) => Some(text.as_ref()),
         _ => None,
