@@ -28,6 +28,7 @@ pub mod lolwut;
 pub mod migrate;
 pub mod monitor;
 pub mod multi;
+pub(crate) mod observe;
 pub mod persistence;
 pub mod pubsub;
 mod replicaof;
@@ -220,7 +221,7 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 25] {
+fn families() -> [&'static [CommandSpec]; 26] {
     [
         debug::COMMANDS,
         monitor::COMMANDS,
@@ -247,6 +248,7 @@ fn families() -> [&'static [CommandSpec]; 25] {
         replication::COMMANDS,
         replicaof::COMMANDS,
         sort::COMMANDS,
+        observe::COMMANDS,
     ]
 }
 

@@ -139,6 +139,7 @@ pub(crate) fn call_nested(ctx: &mut Ctx, argv: &[&[u8]]) -> Reply {
     let mut inner = Ctx::new(&mut *ctx.core, &mut *ctx.session, &mut *ctx.host, now);
     inner.deny_blocking = true;
     inner.in_exec = true;
+    let started = crate::core::stats_clock::now();
     let reply = match (spec.handler)(&mut inner, argv) {
         Ok(r) | Err(r) => r,
     };
@@ -148,6 +149,16 @@ pub(crate) fn call_nested(ctx: &mut Ctx, argv: &[&[u8]]) -> Reply {
         let host = (!ctx.in_script).then_some(&*ctx.host);
         super::monitor::feed_call(ctx.core, spec, argv, ctx.session.db, host);
     }
+    super::observe::nested_call(
+        ctx.core,
+        ctx.session,
+        &*ctx.host,
+        spec,
+        argv,
+        started,
+        &reply,
+        false,
+    );
     super::server::tracking::remember_read_keys(ctx.core, ctx.session.id, spec, argv);
     ctx.session.last_command = last_command;
     let db = ctx.session.db;

@@ -250,8 +250,16 @@ fn sort_generic(ctx: &mut Ctx, argv: &[&[u8]], readonly: bool) -> CmdResult {
 /// sorted set, just those of `start..=end` in their order (reversed with
 /// DESC), as Redis loads them.
 fn collect_elements(ctx: &mut Ctx, key: &[u8], o: &Options, start: i64, end: i64) -> Vec<Vec<u8>> {
-    // The key was looked up (and a miss reported) by `sort_generic`.
-    let Some(value) = ctx.lookup_read_quiet(key) else {
+    // The key was looked up (its hit or miss counted, a miss reported)
+    // by `sort_generic`: Redis looks it up once.
+    let found = ctx.lookup_read_quiet(key).is_some();
+    let stats = &mut ctx.core.stats;
+    if found {
+        stats.keyspace_hits -= 1;
+    } else {
+        stats.keyspace_misses -= 1;
+    }
+    let Some(value) = ctx.core.keyspace.db(ctx.session.db).get(key) else {
         return Vec::new();
     };
     let wanted = if end >= start {

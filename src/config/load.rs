@@ -116,17 +116,6 @@ impl Config {
                 self.ops.note_written(param.name);
                 continue;
             }
-            if let Some(entry) = super::ops::PLACEHOLDERS
-                .iter()
-                .find(|p| p.0.as_bytes() == name)
-            {
-                if values.len() != 1 {
-                    return Err(at("wrong number of arguments".into()));
-                }
-                super::ops::check_placeholder(entry, values[0]).map_err(at)?;
-                self.ops.note_written(entry.0);
-                continue;
-            }
             if DEPRECATED.iter().any(|d| d.as_bytes() == name.as_slice()) && args.len() == 2 {
                 continue;
             }

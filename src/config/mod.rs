@@ -39,7 +39,7 @@ use crate::types::EncodingLimits;
 pub use load::{os_error_text, ConfigError, Invocation};
 use params::default_args;
 pub use params::{
-    lookup, Kind, LoadState, Param, SpecialSetter, Unsupported, HIDDEN, IMMUTABLE,
+    lookup, trim_double, Kind, LoadState, Param, SpecialSetter, Unsupported, HIDDEN, IMMUTABLE,
     MAXMEMORY_POLICIES, MULTI_ARG, PARAMS, PROTECTED,
 };
 pub use replica::{DisklessLoad, ReplicaSettings};
@@ -232,6 +232,20 @@ pub struct Config {
     /// `tracking-table-max-keys`: the most keys client-side caching's
     /// invalidation table holds (0: no limit).
     pub tracking_table_max_keys: u64,
+    /// `slowlog-log-slower-than`: microseconds from which a command is
+    /// logged in the slowlog (negative: off; 0: every command).
+    pub slowlog_log_slower_than: i64,
+    /// `slowlog-max-len`: entries the slowlog keeps.
+    pub slowlog_max_len: u64,
+    /// `latency-monitor-threshold`: milliseconds from which an event is
+    /// sampled by the latency monitor (0: off).
+    pub latency_monitor_threshold: u64,
+    /// `latency-tracking`: per-command latency histograms (INFO
+    /// latencystats, LATENCY HISTOGRAM).
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`: the percentiles INFO
+    /// latencystats prints.
+    pub latency_tracking_info_percentiles: Vec<f64>,
     /// The configuration file the server was started with, if any (INFO
     /// `config_file`).
     pub config_file: Option<PathBuf>,
@@ -468,6 +482,11 @@ impl Default for Config {
             busy_poll_us: 0,
             notify_keyspace_events: 0,
             tracking_table_max_keys: 0,
+            slowlog_log_slower_than: 0,
+            slowlog_max_len: 0,
+            latency_monitor_threshold: 0,
+            latency_tracking: false,
+            latency_tracking_info_percentiles: Vec::new(),
             config_file: None,
             normal_output_limit: OutputLimit::default(),
             replica_output_limit: OutputLimit::default(),

@@ -156,18 +156,6 @@ pub const INERT: &[Inert] = &[
     Inert { name: "jemalloc-bg-thread", honored: None, reason: "hozon does not use jemalloc" },
 ];
 
-/// Directives owned by parameters another part of hozon is adding
-/// (SLOWLOG/LATENCY): accepted, validated as Redis
-/// does, with a warning, until the real parameter replaces the entry
-/// (the table is looked at only for names the parameter table lacks).
-/// (name, min, max, memory units?)
-#[rustfmt::skip]
-pub(super) const PLACEHOLDERS: &[(&str, i128, i128, bool)] = &[
-    ("slowlog-log-slower-than", -1, i64::MAX as i128, false),
-    ("slowlog-max-len", 0, i64::MAX as i128, false),
-    ("latency-monitor-threshold", 0, i64::MAX as i128, false),
-];
-
 /// The entry of [`INERT`] named `name`.
 pub fn inert(name: &str) -> Option<&'static Inert> {
     INERT.iter().find(|i| i.name == name)
@@ -191,10 +179,9 @@ impl OpsSettings {
     }
 
     /// Records that the configuration set `name` (a no-op unless it is
-    /// an accepted-without-effect directive or a placeholder).
+    /// an accepted-without-effect directive).
     pub(super) fn note_written(&mut self, name: &'static str) {
-        let known = inert(name).is_some() || PLACEHOLDERS.iter().any(|p| p.0 == name);
-        if known && !self.written.contains(&name) {
+        if inert(name).is_some() && !self.written.contains(&name) {
             self.written.push(name);
         }
     }
@@ -247,32 +234,6 @@ impl Config {
     pub fn syslog_facility_code(&self) -> u8 {
         SYSLOG_FACILITIES[self.ops.syslog_facility.min(SYSLOG_FACILITIES.len() - 1)].1
     }
-}
-
-/// Validates a placeholder's value as Redis would (the error is Redis's).
-pub(super) fn check_placeholder(
-    entry: &(&str, i128, i128, bool),
-    value: &[u8],
-) -> Result<(), String> {
-    let (_, min, max, memory) = *entry;
-    let parsed = if memory {
-        super::params::memtoull(value)
-    } else {
-        crate::types::num::parse_i64(value)
-    };
-    let Some(v) = parsed else {
-        return Err(if memory {
-            "argument must be a memory value".into()
-        } else {
-            "argument couldn't be parsed into an integer".into()
-        });
-    };
-    if i128::from(v) < min || i128::from(v) > max {
-        return Err(format!(
-            "argument must be between {min} and {max} inclusive"
-        ));
-    }
-    Ok(())
 }
 
 /// Redis's `validateProcTitleTemplate`: only known `{variables}`,
@@ -371,7 +332,7 @@ mod tests {
     fn warnings_name_each_directive_once_unless_honored() {
         let c = load(
             "always-show-logo no\nset-proc-title yes\nset-proc-title yes\n\
-             lazyfree-lazy-expire yes\nactiverehashing yes\nslowlog-max-len 64\n\
+             lazyfree-lazy-expire yes\nactiverehashing yes\n\
              jemalloc-bg-thread no\n",
         )
         .unwrap();
@@ -385,7 +346,6 @@ mod tests {
             [
                 "set-proc-title",
                 "lazyfree-lazy-expire",
-                "slowlog-max-len",
                 "jemalloc-bg-thread"
             ]
         );
@@ -396,7 +356,7 @@ mod tests {
     }
 
     #[test]
-    fn placeholders_validate_as_redis() {
+    fn slowlog_and_latency_directives_validate_as_redis() {
         assert!(load("stream-node-max-bytes 4kb\nlatency-monitor-threshold 0\n").is_ok());
         let e = load("slowlog-log-slower-than -2\n").unwrap_err();
         assert_eq!(
@@ -405,7 +365,6 @@ mod tests {
         );
         let e = load("slowlog-max-len 1 2\n").unwrap_err();
         assert_eq!(e.message, "wrong number of arguments");
-        assert!(lookup(b"slowlog-max-len").is_none(), "not a parameter here");
     }
 
     #[test]

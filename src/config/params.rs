@@ -675,7 +675,66 @@ pub static PARAMS: &[Param] = &[
     },
     int_param!("tracking-table-max-keys", None, 0, "1000000", 0, LONG_MAX, false, false, |c| c.tracking_table_max_keys, |c, v| c.tracking_table_max_keys = v as u64),
     int_param!("busy-poll-us", None, 0, "20", 0, 10000, false, false, |c| c.busy_poll_us, |c, v| c.busy_poll_us = v as u64),
+    int_param!("slowlog-log-slower-than", None, 0, "10000", -1, LONG_MAX, false, false, |c| c.slowlog_log_slower_than, |c, v| c.slowlog_log_slower_than = v as i64),
+    int_param!("slowlog-max-len", None, 0, "128", 0, LONG_MAX, false, true, |c| c.slowlog_max_len, |c, v| c.slowlog_max_len = v as u64),
+    int_param!("latency-monitor-threshold", None, 0, "0", 0, LONG_MAX, false, false, |c| c.latency_monitor_threshold, |c, v| c.latency_monitor_threshold = v as u64),
+    bool_param!("latency-tracking", None, 0, "yes", latency_tracking),
+    Param {
+        name: "latency-tracking-info-percentiles",
+        alias: None,
+        flags: MULTI_ARG,
+        default: "50 99 99.9",
+        kind: Kind::Special {
+            get: |c| render_percentiles(&c.latency_tracking_info_percentiles).into_bytes(),
+            set: set_percentiles,
+        },
+        unsupported: None,
+    },
 ];
+
+/// `latency-tracking-info-percentiles` as CONFIG GET shows it (`%f` with
+/// the trailing zeros trimmed, Redis's `trimDoubleString`).
+pub fn render_percentiles(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|p| trim_double(&format!("{p:.6}")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Redis's `trimDoubleString`: trailing zeros (and a trailing dot) of a
+/// number with a decimal point removed.
+pub fn trim_double(text: &str) -> String {
+    if !text.contains('.') {
+        return text.to_string();
+    }
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Redis's `setConfigLatencyTrackingInfoPercentilesOutputOption`: every
+/// word a number within [0, 100]; one empty word means none.
+fn set_percentiles(c: &mut Config, args: &[&[u8]], _: &mut LoadState) -> Result<(), String> {
+    if args.len() == 1 && args[0].is_empty() {
+        c.latency_tracking_info_percentiles = Vec::new();
+        return Ok(());
+    }
+    let mut values = Vec::with_capacity(args.len());
+    for arg in args {
+        let value = std::str::from_utf8(arg)
+            .ok()
+            .and_then(|t| crate::types::num::parse_f64(t.as_bytes()))
+            .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+        if !(0.0..=100.0).contains(&value) {
+            return Err(
+                "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                    .into(),
+            );
+        }
+        values.push(value);
+    }
+    c.latency_tracking_info_percentiles = values;
+    Ok(())
+}
 
 /// Redis 7.0 parameters hozon does not implement, so a configuration
 /// written for Redis gets a precise refusal instead of "bad directive".
@@ -690,7 +749,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "activedefrag", 
     "cluster-enabled", "cluster-allow-reads-when-down", "cluster-allow-pubsubshard-when-down", "crash-log-enabled",
     "crash-memcheck-enabled", "cluster-allow-replica-migration", 
-    "latency-tracking", "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", 
+    "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", 
     "cluster-announce-ip",
     "cluster-config-file", "cluster-announce-hostname", "server_cpulist",
     "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", 
@@ -702,11 +761,11 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "cluster-announce-bus-port", "cluster-announce-port", "cluster-announce-tls-port", 
       "active-expire-effort",
     "socket-mark-id",
-    "active-defrag-max-scan-fields", "slowlog-max-len", "cluster-node-timeout",
-    "slowlog-log-slower-than", "latency-monitor-threshold", 
+    "active-defrag-max-scan-fields", "cluster-node-timeout",
+    
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes",     "maxmemory-clients", 
     
-    "latency-tracking-info-percentiles", "tls-port", "user", "loadmodule",
+    "tls-port", "user", "loadmodule",
 ];
 
 /// Directives Redis still accepts and ignores (with their argument count).

@@ -18,6 +18,11 @@ pub(crate) use pause::{PauseMode, PausePurpose};
 pub(crate) mod repl;
 mod repl_sync;
 mod session;
+pub(crate) mod stats_calls;
+pub(crate) mod stats_clock;
+pub(crate) mod stats_hist;
+pub(crate) mod stats_latency;
+pub(crate) mod stats_slowlog;
 pub(crate) mod sync_load;
 pub(crate) mod tracking;
 pub(crate) mod upstream;
@@ -73,6 +78,9 @@ pub struct Core {
     pub(crate) config: Config,
     /// Statistics.
     pub(crate) stats: Stats,
+    /// Per-command and error statistics, slowlog, latency monitor,
+    /// instantaneous rates (docs/observability.md).
+    pub(crate) observe: stats_calls::Observe,
     /// Random source for RANDOMKEY, SPOP, sampling.
     pub(crate) rng: Rng,
     /// Eviction's pool and out-of-memory state (`evict.rs`).

@@ -64,7 +64,12 @@ impl Engine {
         if !self.core.expiry_held() && self.core.debug.active_expire && !paused {
             // A replica's keys expire by its master's DELs only; nothing
             // expires while writes are paused.
+            let started = std::time::Instant::now();
             self.core.active_expire_cycle(now);
+            let ms = started.elapsed().as_millis() as u64;
+            let threshold = self.core.config.latency_monitor_threshold;
+            let monitor = &mut self.core.observe.latency;
+            monitor.add_if_needed(threshold, "expire-cycle", ms, now / 1000);
         }
         // Each expired key is its own unit (no MULTI wrapping).
         for effect in &self.core.effects[before..] {
@@ -86,5 +91,6 @@ impl Engine {
         } else if !self.capture_effects {
             self.core.effects.clear();
         }
+        crate::command::observe::cron(&mut self.core, now);
     }
 }

@@ -151,15 +151,18 @@ impl Engine {
                     }
                     if let Reply::Error(text) = &reply {
                         let reason = text.strip_prefix("ERR ").unwrap_or(text);
-                        return Reply::error(format!(
+                        let reply = Reply::error(format!(
                             "EXECABORT Transaction discarded because of: {reason}"
                         ));
+                        command::observe::rejected(&mut self.core, argv, &reply);
+                        return reply;
                     }
                 }
                 // An error while queueing aborts the transaction at EXEC.
                 if let Some(multi) = session.multi.as_mut() {
                     multi.failed = true;
                 }
+                command::observe::rejected(&mut self.core, argv, &reply);
                 return reply;
             }
         };
@@ -191,7 +194,19 @@ impl Engine {
         self.core.stats.commands_processed += 1;
         let stream_before = self.core.repl.stream_end();
         let logged_before = self.log_appended();
+        command::observe::call_started(&mut self.core);
+        let started = crate::core::stats_clock::now();
         let reply = self.run_command(session, argv, spec, host, now);
+        command::observe::after_call(
+            &mut self.core,
+            session,
+            host,
+            top,
+            spec,
+            argv,
+            started,
+            &reply,
+        );
         if self.log_appended() != logged_before {
             // WAITAOF's local mark: the AOF's logical end after this unit.
             if let Some(aof) = &self.core.aof {
@@ -585,6 +600,7 @@ impl Engine {
             self.core.tracking.set_current(Some(session.id));
             self.core.tracking.set_in_call(true);
         }
+        let started = crate::core::stats_clock::now();
         let mut ctx = Ctx::new(&mut self.core, session, &mut host, now);
         ctx.ready_key = Some(Blob::new(key));
         let reply = match (spec.handler)(&mut ctx, &argv) {
@@ -608,6 +624,14 @@ impl Engine {
         if let Some(state) = session.blocked.take() {
             self.core.clients.remove_blocked(session.id, &state);
         }
+        command::observe::after_unblock(
+            &mut self.core,
+            session,
+            &argv,
+            started,
+            Some(&reply),
+            false,
+        );
         self.core.dirty += dirty;
         if dirty > 0
             && !logged_custom
@@ -641,6 +665,17 @@ impl Engine {
         let state = session.blocked.take()?;
         self.core.clients.remove_blocked(session.id, &state);
         let waiter = self.core.repl.waiters.remove(&session.id);
+        let argv: Vec<&[u8]> = state.argv.iter().map(Vec::as_slice).collect();
+        let error = with_error.then(|| Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
+        let started = crate::core::stats_clock::now();
+        command::observe::after_unblock(
+            &mut self.core,
+            session,
+            &argv,
+            started,
+            error.as_ref(),
+            true,
+        );
         Some(if with_error {
             Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
         } else if let Some(waiter) = waiter {

@@ -207,6 +207,7 @@ impl Engine {
                 keyspace: Keyspace::new(config.databases),
                 config,
                 stats: Stats::default(),
+                observe: Default::default(),
                 rng: Rng::new(),
                 evict: Default::default(),
                 effects: Vec::new(),

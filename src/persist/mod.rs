@@ -3,6 +3,7 @@
 //! docs/persistence.md and docs/snapshot-format.md.
 
 pub mod aof;
+pub(crate) mod aof_stats;
 pub mod io;
 pub(crate) mod lock;
 pub mod rdb_file;

@@ -24,6 +24,8 @@ struct BgShared {
     /// Bytes of the file known durable.
     synced_len: AtomicI64,
     error: Mutex<Option<String>>,
+    /// Fsync count, latencies and last success (INFO, LATENCY).
+    stats: super::aof_stats::FsyncStats,
 }
 
 struct BgFsync {
@@ -40,10 +42,13 @@ impl BgFsync {
             .name("hozon-aof-fsync".into())
             .spawn(move || {
                 while let Ok((handle, len)) = rx.recv() {
+                    let started = std::time::Instant::now();
                     let result = handle.sync_data();
                     match result {
                         Ok(()) => {
                             worker_shared.synced_len.fetch_max(len, Ordering::SeqCst);
+                            let us = started.elapsed().as_micros() as u64;
+                            worker_shared.stats.record(us, crate::clock::now_ms());
                         }
                         Err(e) => {
                             let mut err = worker_shared
@@ -131,6 +136,8 @@ pub struct AofWriter {
     logical_base: u64,
     /// The file's length at open.
     initial_len: u64,
+    /// Bytes written, waits under `always`, worst durations.
+    stats: super::aof_stats::WriterStats,
 }
 
 impl AofWriter {
@@ -186,6 +193,7 @@ impl AofWriter {
             fsync_suppressed: false,
             logical_base: 0,
             initial_len: len,
+            stats: Default::default(),
         })
     }
 
@@ -195,6 +203,12 @@ impl AofWriter {
     /// switch.
     pub fn continue_offsets_of(&mut self, previous: &AofWriter) {
         self.logical_base = previous.logged_end();
+        self.bg.shared.stats.absorb(&previous.fsync_stats());
+        self.stats.bytes_written += previous.stats.bytes_written;
+        self.stats.always_wait_max_us = self
+            .stats
+            .always_wait_max_us
+            .max(previous.stats.always_wait_max_us);
     }
 
     /// The logical offset just after everything logged so far, written or
@@ -351,6 +365,7 @@ impl AofWriter {
         if self.policy == FsyncPolicy::Everysec {
             self.wait_for_slow_fsync(now_ms);
         }
+        let started = std::time::Instant::now();
         let mut written = 0;
         let mut failure = None;
         while written < batch.len() {
@@ -382,6 +397,9 @@ impl AofWriter {
             return Err(FlushError::Write(cause));
         }
         self.good_len += batch.len() as u64;
+        self.stats.bytes_written += batch.len() as u64;
+        let write_ms = started.elapsed().as_millis() as u64;
+        self.stats.pending_write_ms = self.stats.pending_write_ms.max(write_ms);
         self.write_error = None;
         // Reuse the buffer for the next batch: no regrowth on every turn.
         self.builder.recycle(batch);
@@ -390,11 +408,13 @@ impl AofWriter {
         }
         match self.policy {
             FsyncPolicy::Always => {
+                let fsync_started = std::time::Instant::now();
                 if let Err(e) = self.syncer.sync_data() {
                     let why = error_text(&e);
                     self.poisoned = Some(why.clone());
                     return Err(FlushError::Poisoned(why));
                 }
+                self.record_always_fsync(started, fsync_started, now_ms);
                 self.bg
                     .shared
                     .synced_len
@@ -492,12 +512,15 @@ impl AofWriter {
         if let Some(p) = &self.poisoned {
             return Err(FlushError::Poisoned(p.clone()));
         }
+        let started = std::time::Instant::now();
         match self.syncer.sync_data() {
             Ok(()) => {
                 self.bg
                     .shared
                     .synced_len
                     .store(self.good_len as i64, Ordering::SeqCst);
+                let us = started.elapsed().as_micros() as u64;
+                self.bg.shared.stats.record(us, crate::clock::now_ms());
                 Ok(())
             }
             Err(e) => {
@@ -511,6 +534,51 @@ impl AofWriter {
     /// Length of the file up to its last complete batch.
     pub fn len(&self) -> u64 {
         self.good_len
+    }
+
+    /// An fsync under `always` done: its duration, and the wait of the
+    /// batch's clients (write + fsync).
+    fn record_always_fsync(
+        &mut self,
+        write_started: std::time::Instant,
+        fsync_started: std::time::Instant,
+        now_ms: i64,
+    ) {
+        let fsync_us = fsync_started.elapsed().as_micros() as u64;
+        let wait_us = write_started.elapsed().as_micros() as u64;
+        self.bg.shared.stats.record(fsync_us, now_ms);
+        let stats = &mut self.stats;
+        stats.always_wait_max_us = stats.always_wait_max_us.max(wait_us);
+        stats.pending_always_fsync_ms = stats.pending_always_fsync_ms.max(fsync_us / 1000);
+    }
+
+    /// The fsync figures (count, histogram, last success).
+    pub fn fsync_stats(&self) -> super::aof_stats::FsyncSnapshot {
+        self.bg.shared.stats.snapshot()
+    }
+
+    /// The writer's own figures.
+    pub fn writer_stats(&self) -> &super::aof_stats::WriterStats {
+        &self.stats
+    }
+
+    /// Bytes written and not yet known durable.
+    pub fn unsynced_bytes(&self) -> u64 {
+        (self.good_len as i64 - self.bg.shared.synced_len.load(Ordering::SeqCst)).max(0) as u64
+    }
+
+    /// The worst write, `always` fsync and background fsync durations
+    /// (ms) since the last call, for the latency monitor's `aof-write`,
+    /// `aof-fsync-always` and `hozon-aof-fsync` events.
+    pub fn take_latency_samples(&mut self) -> [(&'static str, u64); 3] {
+        let write = std::mem::take(&mut self.stats.pending_write_ms);
+        let always = std::mem::take(&mut self.stats.pending_always_fsync_ms);
+        let background = self.bg.shared.stats.take_worst_ms();
+        [
+            ("aof-write", write),
+            ("aof-fsync-always", always),
+            ("hozon-aof-fsync", background),
+        ]
     }
 
     /// INFO persistence figures.

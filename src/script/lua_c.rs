@@ -132,6 +132,9 @@ unsafe fn command_outcome(
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         call(running.ctx, running.session, running.state, &argv)
     }));
+    if let Ok(Err(text)) = &result {
+        crate::command::observe::script_refusal(running.ctx, &argv, text);
+    }
     let reply = match result {
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(text)) => Err((text.into(), true)),

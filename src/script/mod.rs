@@ -1127,6 +1127,7 @@ fn call(
     let mut inner = Ctx::new(&mut *ctx.core, session, &mut *ctx.host, now);
     inner.deny_blocking = true;
     inner.in_script = true;
+    let started = crate::core::stats_clock::now();
     let reply = match (spec.handler)(&mut inner, refs) {
         Ok(r) | Err(r) => r,
     };
@@ -1135,6 +1136,9 @@ fn call(
     if ctx.core.monitors.active() {
         crate::command::monitor::feed_call(ctx.core, spec, refs, session.db, None);
     }
+    command::observe::nested_call(
+        ctx.core, session, &*ctx.host, spec, refs, started, &reply, true,
+    );
     if spec.has(flags::READONLY) {
         // Client-side caching: the script's keys are its caller's reads.
         ctx.core.tracking.script_read();

@@ -1089,10 +1089,12 @@ const INFO_VALUE_FIELDS: &[&str] = &[
 
 /// Section titles and field names hozon does not report like Redis.
 fn comparable(section: &str, name: &str) -> bool {
-    // hozon's own fields: its version, and the AOF rewrite's diff backlog
-    // (Redis 6 had `aof_rewrite_buffer_length`; 7.0 dropped it).
+    // hozon's own fields: its version, the `hozon_aof_*` figures
+    // (docs/observability.md), and the AOF rewrite's diff backlog (Redis 6
+    // had `aof_rewrite_buffer_length`; 7.0 dropped it).
     !matches!(section, "Commandstats" | "Errorstats" | "Latencystats")
-        && !matches!(name, "hozon_version" | "aof_rewrite_buffer_length")
+        && !name.starts_with("hozon_")
+        && name != "aof_rewrite_buffer_length"
 }
 
 #[track_caller]

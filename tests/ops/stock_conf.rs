@@ -23,10 +23,6 @@ const WARNED_IN_STOCK: &[&str] = &[
     "oom-score-adj-values",
     "dynamic-hz",
     "jemalloc-bg-thread",
-    // Owned by parameters other work adds (SLOWLOG/LATENCY).
-    "slowlog-log-slower-than",
-    "slowlog-max-len",
-    "latency-monitor-threshold",
 ];
 
 /// Directives CONFIG GET shows differently on purpose: the test gave

@@ -111,6 +111,13 @@ pub(super) fn client_unblock(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     };
     let id = crate::command::parse_int(argv[2])?;
     let unblocked = id >= 0 && ctx.host.unblock_client(id as u64, with_error);
+    if unblocked && with_error {
+        // Redis replies the UNBLOCKED error to the blocked client within
+        // this command: counted now (CLIENT UNBLOCK fails in commandstats).
+        ctx.core
+            .observe
+            .count_error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    }
     Ok(Reply::Int(i64::from(unblocked)))
 }
 

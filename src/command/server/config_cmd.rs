@@ -192,6 +192,8 @@ pub(super) fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 
 pub(super) fn config_resetstat(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
     ctx.core.stats = crate::core::Stats::default();
+    // Commandstats, errorstats, latencystats, the instantaneous metrics.
+    ctx.core.observe.reset(ctx.now_ms);
     // Redis's resetServerStats resets the sync counters and the
     // replication traffic too.
     ctx.core.repl.stats = Default::default();

@@ -5,6 +5,7 @@ use std::sync::OnceLock;
 use super::{now_us, REDIS_VERSION};
 use crate::command::{CmdResult, Ctx};
 use crate::config;
+use crate::core::stats_calls::MetricKind;
 use crate::reply::Reply;
 
 /// The sections `INFO` (no argument) and `INFO default` report.
@@ -411,6 +412,9 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
             format!("aof_pending_bio_fsync:{}", u8::from(aof.pending_bio_fsync)),
             format!("aof_delayed_fsync:{}", aof.delayed_fsync),
         ]);
+        lines.extend(super::super::observe::persistence_lines(
+            ctx.core, ctx.now_ms,
+        ));
     }
     if let Some(load) = startup_load.or(sync_load) {
         lines.extend(load.info_lines(ctx.now_ms));
@@ -421,18 +425,30 @@ fn info_persistence(ctx: &Ctx, out: &mut String) {
 fn info_stats(ctx: &Ctx, out: &mut String) {
     let s = &ctx.core.stats;
     let rs = &ctx.core.repl.stats;
+    let ob = &ctx.core.observe;
+    // Redis's `(float)getInstantaneousMetric(...)/1024` printed `%.2f`.
+    let kbps = |kind| format!("{:.2}", ob.instantaneous(kind) as f32 / 1024.0);
     let lines = [
         format!("total_connections_received:{}", s.connections_received),
         format!("total_commands_processed:{}", s.commands_processed),
-        "instantaneous_ops_per_sec:0".to_string(),
+        format!(
+            "instantaneous_ops_per_sec:{}",
+            ob.instantaneous(MetricKind::Commands)
+        ),
         format!("total_net_input_bytes:{}", s.net_input_bytes),
         format!("total_net_output_bytes:{}", s.net_output_bytes),
         format!("total_net_repl_input_bytes:{}", rs.net_repl_input_bytes),
         format!("total_net_repl_output_bytes:{}", rs.net_repl_output_bytes),
-        "instantaneous_input_kbps:0.00".to_string(),
-        "instantaneous_output_kbps:0.00".to_string(),
-        "instantaneous_input_repl_kbps:0.00".to_string(),
-        "instantaneous_output_repl_kbps:0.00".to_string(),
+        format!("instantaneous_input_kbps:{}", kbps(MetricKind::NetInput)),
+        format!("instantaneous_output_kbps:{}", kbps(MetricKind::NetOutput)),
+        format!(
+            "instantaneous_input_repl_kbps:{}",
+            kbps(MetricKind::ReplInput)
+        ),
+        format!(
+            "instantaneous_output_repl_kbps:{}",
+            kbps(MetricKind::ReplOutput)
+        ),
         format!("rejected_connections:{}", s.rejected_connections),
         format!("sync_full:{}", rs.sync_full),
         format!("sync_partial_ok:{}", rs.sync_partial_ok),
@@ -470,7 +486,7 @@ fn info_stats(ctx: &Ctx, out: &mut String) {
             ctx.core.tracking.prefix_count()
         ),
         "unexpected_error_replies:0".to_string(),
-        "total_error_replies:0".to_string(),
+        format!("total_error_replies:{}", ob.total_error_replies),
         "dump_payload_sanitizations:0".to_string(),
         format!("total_reads_processed:{}", s.reads_processed),
         format!("total_writes_processed:{}", s.writes_processed),
@@ -645,13 +661,25 @@ pub fn info_text(ctx: &Ctx, args: &[&[u8]]) -> String {
         section(&mut out, "Modules", &[]);
     }
     if want("commandstats") {
-        section(&mut out, "Commandstats", &[]);
+        section(
+            &mut out,
+            "Commandstats",
+            &super::super::observe::commandstats_lines(ctx.core),
+        );
     }
     if want("errorstats") {
-        section(&mut out, "Errorstats", &[]);
+        section(
+            &mut out,
+            "Errorstats",
+            &super::super::observe::errorstats_lines(ctx.core),
+        );
     }
     if want("latencystats") {
-        section(&mut out, "Latencystats", &[]);
+        section(
+            &mut out,
+            "Latencystats",
+            &super::super::observe::latencystats_lines(ctx.core),
+        );
     }
     if want("cluster") {
         section(&mut out, "Cluster", &["cluster_enabled:0".to_string()]);
