@@ -353,8 +353,9 @@ pub(super) fn options_text(args: &[String], first: usize) -> (Vec<u8>, bool) {
     (options, from_stdin)
 }
 
-/// Redis's `sdscatrepr`: a double-quoted, escaped copy of `s`.
-pub(super) fn cat_repr(out: &mut Vec<u8>, s: &[u8]) {
+/// Redis's `sdscatrepr`: `s` double-quoted, with `\\`, `\"`, `\n`, `\r`,
+/// `\t`, `\a`, `\b` escaped and other unprintable bytes as `\xhh`.
+pub fn cat_repr(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
     for &b in s {
         match b {

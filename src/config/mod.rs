@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use crate::types::num::parse_i64;
 use crate::types::EncodingLimits;
 
-pub use load::{os_error_text, ConfigError, Invocation};
+pub use load::{cat_repr, os_error_text, ConfigError, Invocation};
 use params::default_args;
 pub use params::{
     lookup, trim_double, Kind, LoadState, Param, SpecialSetter, Unsupported, HIDDEN, IMMUTABLE,

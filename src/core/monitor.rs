@@ -17,6 +17,7 @@
 
 use super::clients::Message;
 use super::Core;
+use crate::config::cat_repr;
 
 /// Where a fed command came from, for the bracket of its line.
 #[derive(Debug, Clone, Copy)]
@@ -163,26 +164,6 @@ fn redacted_args(argv: &[&[u8]]) -> Vec<usize> {
         }
     }
     out
-}
-
-/// Redis's `sdscatrepr`: `s` double-quoted, with `\\`, `\"`, `\n`, `\r`,
-/// `\t`, `\a`, `\b` escaped and other unprintable bytes as `\xhh`.
-fn cat_repr(out: &mut Vec<u8>, s: &[u8]) {
-    out.push(b'"');
-    for &b in s {
-        match b {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            7 => out.extend_from_slice(b"\\a"),
-            8 => out.extend_from_slice(b"\\b"),
-            0x20..=0x7e => out.push(b),
-            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
-        }
-    }
-    out.push(b'"');
 }
 
 #[cfg(test)]

@@ -84,19 +84,6 @@ fn find<'a, K: Borrow<Q>, Q: Eq + ?Sized, V>(
     None
 }
 
-fn find_mut<'a, K: Borrow<Q>, Q: Eq + ?Sized, V>(
-    mut link: &'a mut Link<K, V>,
-    key: &Q,
-) -> Option<&'a mut V> {
-    while let Some(node) = link {
-        if node.key.borrow() == key {
-            return Some(&mut node.value);
-        }
-        link = &mut node.next;
-    }
-    None
-}
-
 fn find_entry_mut<'a, K: Borrow<Q>, Q: Eq + ?Sized, V>(
     mut link: &'a mut Link<K, V>,
     key: &Q,
@@ -275,25 +262,13 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     }
 
     /// A mutable reference to the value stored under `key`.
+    #[inline]
     pub fn get_mut<Q>(&mut self, key: &Q) -> Option<&mut V>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        if self.len == 0 {
-            return None;
-        }
-        let h = self.hash(key);
-        let i0 = (!self.tables[0].is_empty()).then(|| self.index(0, h));
-        let i1 =
-            (self.rehash_index.is_some() && !self.tables[1].is_empty()).then(|| self.index(1, h));
-        let [t0, t1] = &mut self.tables;
-        if let Some(i) = i0 {
-            if let Some(v) = find_mut(&mut t0[i], key) {
-                return Some(v);
-            }
-        }
-        i1.and_then(|i| find_mut(&mut t1[i], key))
+        self.get_entry_mut(key).map(|(_, v)| v)
     }
 
     /// The stored key and its value, both mutable. The caller must leave
