@@ -278,10 +278,14 @@ fn object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
             nodes.iter().map(|&(_, size)| size).sum::<usize>()
         );
     }
+    // The key's 24-bit access field and the idle time it gives (Redis
+    // prints both whatever the policy).
+    let lru = db.access(key).unwrap_or(0);
+    let idle = ctx.core.idle_seconds(lru, ctx.now_ms);
     Ok(Reply::Simple(
         format!(
-            "Value at:{:p} refcount:{refcount} encoding:{} serializedlength:{serialized} lru:0 \
-             lru_seconds_idle:0{extra}",
+            "Value at:{:p} refcount:{refcount} encoding:{} serializedlength:{serialized} lru:{lru} \
+             lru_seconds_idle:{idle}{extra}",
             value as *const Value,
             value.encoding()
         )
