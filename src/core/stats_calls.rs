@@ -394,7 +394,7 @@ mod cost {
     /// `after_call` with a histogram sample. Prints ns per command
     /// (`cargo test --lib stats_calls::cost -- --ignored --nocapture`).
     #[test]
-    #[ignore]
+    #[ignore = "timing report (ns per command), run by hand in release"]
     fn per_command_cost() {
         let mut observe = Observe::default();
         let reply = Reply::ok();
