@@ -317,31 +317,7 @@ impl<'a> Ctx<'a> {
     /// Removes `key` from database `db` if its TTL has passed, logging a DEL
     /// (as Redis propagates lazy expiry). Returns true when it was removed.
     pub fn expire_if_needed_in(&mut self, db: usize, key: &[u8]) -> bool {
-        let now = self.now_ms;
-        if self.core.loading {
-            // While replaying the log nothing expires: the log itself says
-            // when keys were deleted, and replay must not depend on the clock.
-            return false;
-        }
-        if self.core.expiry_held() {
-            // A replica never expires keys itself: the master's DEL comes;
-            // nor does a server whose writes are paused (reads by clients
-            // skip such keys, `lookup_read`).
-            return false;
-        }
-        let database = self.core.keyspace.db_mut(db);
-        if !database.is_expired(key, now) {
-            return false;
-        }
-        database.remove(key);
-        self.core.stats.expired_keys += 1;
-        self.core.effects.push(Effect {
-            db,
-            argv: vec![b"DEL".to_vec(), key.to_vec()],
-        });
-        self.core.notify(notify::EXPIRED, "expired", db, key);
-        self.core.signal_expired(db, key);
-        true
+        self.core.expire_if_needed(db, key, self.now_ms)
     }
 
     /// [`Ctx::expire_if_needed_in`] for the selected database.

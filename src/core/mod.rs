@@ -298,6 +298,32 @@ impl Core {
         }
     }
 
+    /// Removes `key` from database `db` if its TTL has passed at `now_ms`,
+    /// as Redis's expireIfNeeded: the DEL is logged (the caller logs the
+    /// unit), `expired_keys` counted, the `expired` event sent, watchers
+    /// and trackers told. Nothing expires while the log is replayed (the
+    /// log says when keys were deleted), on a replica (its master's DEL
+    /// comes) or while writes are paused (reads skip such keys). Returns
+    /// true when the key was removed.
+    pub(crate) fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        if self.loading || self.expiry_held() {
+            return false;
+        }
+        let database = self.keyspace.db_mut(db);
+        if !database.is_expired(key, now_ms) {
+            return false;
+        }
+        database.remove(key);
+        self.stats.expired_keys += 1;
+        self.effects.push(Effect {
+            db,
+            argv: vec![b"DEL".to_vec(), key.to_vec()],
+        });
+        self.notify(notify::EXPIRED, "expired", db, key);
+        self.signal_expired(db, key);
+        true
+    }
+
     /// Active expiry: samples keys with a TTL in every database and removes
     /// expired ones, like Redis's `activeExpireCycle` (20 keys a sample,
     /// repeated while more than a quarter were expired, bounded by a time

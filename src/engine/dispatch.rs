@@ -554,15 +554,26 @@ impl Engine {
     /// The keys that became ready, in order, each with the ids of the
     /// sessions blocked on it (first come first): call
     /// [`Engine::serve_blocked`] for each, in that order.
+    ///
+    /// A ready key whose TTL has passed is deleted first, its DEL logged as
+    /// its own unit (Redis's handleClientsBlockedOnKeys looks each ready
+    /// key up, which expires it): its waiters then find nothing and keep
+    /// waiting.
     pub fn take_ready_keys(&mut self) -> Vec<(usize, Blob, Vec<u64>)> {
         let ready = self.core.clients.take_ready();
-        ready
-            .into_iter()
-            .map(|(db, key)| {
-                let waiting = self.core.clients.blocked_on(db, &key);
-                (db, key, waiting)
-            })
-            .collect()
+        let now = now_ms();
+        let mut out = Vec::with_capacity(ready.len());
+        for (db, key) in ready {
+            let effects_before = self.core.effects.len();
+            if self.core.expire_if_needed(db, &key, now) {
+                // The key is already gone; a failed log write poisons the
+                // engine as for any other write.
+                let _ = self.log_unit(effects_before, now, Units::One);
+            }
+            let waiting = self.core.clients.blocked_on(db, &key);
+            out.push((db, key, waiting));
+        }
+        out
     }
 
     /// Runs `session`'s blocked command again because `key` in `db`

@@ -10,7 +10,8 @@
 //! after blocking, GETEX as PEXPIREAT/PERSIST/DEL, lazy-expiry DELs (bare
 //! for a single one and for SCAN and RANDOMKEY, in MULTI/EXEC when a
 //! command propagates more than one effect), no PING right after the
-//! attach, `REPLCONF rdb-filter-only` (`redis-cli --replica` and
+//! attach, the DEL of a ready key that expired before its blocked client
+//! was served (SWAPDB, MULTI with DEBUG SLEEP), `REPLCONF rdb-filter-only` (`redis-cli --replica` and
 //! `--functions-rdb`), the HyperLogLog commands (PFCOUNT refreshing its
 //! cached cardinality, PFDEBUG conversions), the bitmap commands (as
 //! received, only when they change something) and the geo commands
@@ -103,13 +104,11 @@ fn normalise(units: Vec<Vec<String>>) -> Vec<Vec<String>> {
     out
 }
 
-/// Starts a master (disk sync; redis-server with DEBUG enabled, for
-/// `DEBUG SET-ACTIVE-EXPIRE`).
+/// Starts a master (disk sync; DEBUG enabled, for `DEBUG
+/// SET-ACTIVE-EXPIRE` and `DEBUG SLEEP`).
 fn start(master: Master) -> Node {
     let mut args = SyncMode::Disk.args();
-    if master == Master::Redis {
-        args.extend(["--enable-debug-command", "yes"]);
-    }
+    args.extend(["--enable-debug-command", "yes"]);
     master.start(&args)
 }
 
@@ -389,6 +388,63 @@ fn lazy_expiry_dels_are_wrapped_as_redis_wraps_them() {
             "del bar2"
         ],
         "the SCAN and RANDOMKEY DELs, bare"
+    );
+}
+
+/// A client blocked on a key that is written but has expired by the time
+/// the blocked clients are served (Redis's "SWAPDB wants to wake blocked
+/// client, but the key already expired" and "MULTI + LPUSH + EXPIRE +
+/// DEBUG SLEEP on blocked client, key already expired"): serving deletes
+/// the key and propagates its DEL after the unit that made it ready, and
+/// the client stays blocked until CLIENT UNBLOCK.
+#[test]
+fn a_ready_key_that_expired_is_deleted_and_its_waiter_keeps_waiting() {
+    let setup = |_: Master, c: &mut Conn| {
+        ok(c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    };
+    let body = |m: &Node, c: &mut Conn| {
+        for scenario in ["swapdb", "multi"] {
+            let mut blocked = m.conn();
+            ok(&mut blocked, &["SELECT", "9"]);
+            let id = match cmd(&mut blocked, &["CLIENT", "ID"]) {
+                Value::Int(id) => id.to_string(),
+                other => panic!("CLIENT ID: {other:?}"),
+            };
+            if scenario == "swapdb" {
+                script(c, "SELECT 1\nRPUSH k hello\nPEXPIRE k 100");
+                blocked.send_raw(&testkit::harness::encode_command(&[b"BRPOP", b"k", b"0"]));
+                wait_blocked(c, 1);
+                std::thread::sleep(Duration::from_millis(110));
+                ok(c, &["SWAPDB", "1", "9"]);
+            } else {
+                blocked.send_raw(&testkit::harness::encode_command(&[b"BRPOP", b"k", b"0"]));
+                wait_blocked(c, 1);
+                script(
+                    c,
+                    "SELECT 9\nMULTI\nRPUSH k hello\nPEXPIRE k 100\nDEBUG SLEEP 0.2\nEXEC",
+                );
+            }
+            match cmd(c, &["CLIENT", "LIST", "ID", &id]) {
+                Value::Bulk(line) => {
+                    let line = String::from_utf8_lossy(&line).to_string();
+                    assert!(line.contains("flags=b"), "{scenario}: not blocked: {line}");
+                }
+                other => panic!("CLIENT LIST: {other:?}"),
+            }
+            assert_eq!(cmd(c, &["CLIENT", "UNBLOCK", &id]), Value::Int(1));
+            let reply = blocked.read_reply();
+            assert!(reply.starts_with(b"*-1"), "{scenario}: {}", show(&reply));
+            assert_eq!(cmd(c, &["EXISTS", "k"]), Value::Int(0), "{scenario}");
+            ok(c, &["FLUSHALL"]);
+        }
+    };
+    let units = assert_same_stream(setup, body);
+    let text: Vec<String> = units.iter().map(|u| u.join(" ").to_lowercase()).collect();
+    assert!(
+        text.windows(2)
+            .any(|w| w[0] == "swapdb 1 9" && w[1] == "select 9")
+            && text.iter().filter(|u| *u == "del k").count() == 2,
+        "the DELs of the expired ready keys: {text:?}"
     );
 }
 
