@@ -11,8 +11,9 @@
 //! for a single one and for SCAN and RANDOMKEY, in MULTI/EXEC when a
 //! command propagates more than one effect), no PING right after the
 //! attach, the DEL of a ready key that expired before its blocked client
-//! was served (SWAPDB, MULTI with DEBUG SLEEP), `REPLCONF rdb-filter-only` (`redis-cli --replica` and
-//! `--functions-rdb`), the HyperLogLog commands (PFCOUNT refreshing its
+//! was served (SWAPDB, MULTI with DEBUG SLEEP), `REPLCONF
+//! rdb-filter-only` (`redis-cli --replica` and `--functions-rdb`), the
+//! HyperLogLog commands (PFCOUNT refreshing its
 //! cached cardinality, PFDEBUG conversions), the bitmap commands (as
 //! received, only when they change something) and the geo commands
 //! (GEOADD as the ZADD it runs, the stores as received) and Redis Functions
