@@ -164,6 +164,9 @@ pub struct DebugSwitches {
     /// `DEBUG SET-SKIP-CHECKSUM-VALIDATION`: RESTORE accepts a payload
     /// whose CRC does not match.
     pub skip_checksum_validation: bool,
+    /// `DEBUG LOADAOF` ran: the engine reloads the dataset from the AOF
+    /// after the command (engine/load_aof.rs).
+    pub load_aof: bool,
 }
 
 impl Default for DebugSwitches {
@@ -173,6 +176,7 @@ impl Default for DebugSwitches {
             pause_cron: false,
             allow_noscript_in_scripts: false,
             skip_checksum_validation: false,
+            load_aof: false,
         }
     }
 }
@@ -322,6 +326,27 @@ impl Core {
         self.notify(notify::EXPIRED, "expired", db, key);
         self.signal_expired(db, key);
         true
+    }
+
+    /// Replaces the whole dataset with `keyspace` (DEBUG RELOAD, DEBUG
+    /// LOADAOF). Captures of the old data are stopped: a BGSAVE and a
+    /// replica sync end, a running AOF rewrite ends and is scheduled again
+    /// (its image would be of the old data). WATCHes and blocked clients
+    /// see the change as after SWAPDB; trackers are told everything
+    /// changed.
+    pub(crate) fn replace_keyspace(&mut self, keyspace: Keyspace, now_ms: i64) {
+        self.save.abort(&mut self.keyspace);
+        self.abort_repl_sync();
+        if self.rewrite.in_progress() {
+            self.rewrite.abort(&mut self.keyspace);
+            self.rewrite.scheduled = true;
+        }
+        let old = std::mem::replace(&mut self.keyspace, keyspace);
+        for db in 0..self.keyspace.db_count() {
+            let before = old.db(db);
+            self.signal_db_replaced(db, |key| before.get(key).is_some(), now_ms);
+        }
+        self.tracking_flush();
     }
 
     /// Active expiry: samples keys with a TTL in every database and removes

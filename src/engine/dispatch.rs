@@ -58,14 +58,20 @@ impl Engine {
         host: &mut dyn Host,
     ) -> Reply {
         if !self.core.tracking.active() {
-            let reply = self.execute_unit(session, argv, host);
+            let mut reply = self.execute_unit(session, argv, host);
+            if self.core.debug.load_aof {
+                reply = self.finish_debug_load_aof(reply, host);
+            }
             if !self.core.tracking.active() {
                 return reply;
             }
             // This command enabled tracking.
             return self.after_tracked_command(session, argv, reply);
         }
-        let reply = self.execute_unit(session, argv, host);
+        let mut reply = self.execute_unit(session, argv, host);
+        if self.core.debug.load_aof {
+            reply = self.finish_debug_load_aof(reply, host);
+        }
         self.after_tracked_command(session, argv, reply)
     }
 

@@ -20,6 +20,7 @@
 mod cron;
 mod dispatch;
 mod evict;
+mod load_aof;
 mod open;
 pub use open::{LoadedFiles, StartupLoad};
 mod payload_feed;

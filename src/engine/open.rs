@@ -196,7 +196,7 @@ impl Engine {
     }
 
     /// An engine with an empty keyspace and no files open.
-    fn bare(config: Config, io: Arc<dyn Io>) -> Engine {
+    pub(super) fn bare(config: Config, io: Arc<dyn Io>) -> Engine {
         let now = now_ms();
         Engine {
             group_commit: false,

@@ -482,6 +482,37 @@ pub fn split_line(line: &str) -> Vec<Vec<u8>> {
         .unwrap_or_else(|| panic!("unbalanced quotes in script line: {line}"))
 }
 
+/// The payload of a bulk string reply (`$<len>\r\n<bytes>\r\n`): panics,
+/// showing the reply, when it is anything else.
+#[track_caller]
+pub fn bulk_payload(reply: &[u8]) -> Vec<u8> {
+    assert_eq!(reply.first(), Some(&b'$'), "not a bulk: {}", show(reply));
+    let header_end = reply
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .unwrap_or_else(|| panic!("no bulk header line: {}", show(reply)));
+    let len: usize = std::str::from_utf8(&reply[1..header_end])
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a bulk with contents: {}", show(reply)));
+    let body = header_end + 2;
+    assert!(
+        reply.len() >= body + len + 2 && &reply[body + len..body + len + 2] == b"\r\n",
+        "a truncated bulk: {}",
+        show(reply)
+    );
+    reply[body..body + len].to_vec()
+}
+
+/// The payloads of the bulk strings in a flat aggregate reply.
+#[track_caller]
+pub fn bulk_payloads(reply: &[u8]) -> Vec<Vec<u8>> {
+    array_elements(reply)
+        .iter()
+        .map(|e| bulk_payload(e))
+        .collect()
+}
+
 /// Splits a flat RESP array reply into its elements' raw encodings.
 pub fn array_elements(reply: &[u8]) -> Vec<Vec<u8>> {
     assert!(

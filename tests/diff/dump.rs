@@ -10,7 +10,7 @@
 //! instead each server's payload is restored on the other one and the
 //! contents are compared.
 
-use super::harness::{array_elements, show, Conn, Pair};
+use super::harness::{array_elements, bulk_payload, show, Conn, Pair};
 
 // ---------------------------------------------------------------------------
 // Helpers.
@@ -25,25 +25,10 @@ fn payload(body: &[u8], version: u16) -> Vec<u8> {
     out
 }
 
-/// The contents of a bulk reply.
-#[track_caller]
-fn bulk(reply: &[u8]) -> Vec<u8> {
-    assert_eq!(reply.first(), Some(&b'$'), "not a bulk: {}", show(reply));
-    let header_end = reply
-        .windows(2)
-        .position(|w| w == b"\r\n")
-        .expect("a bulk header line");
-    let len: usize = std::str::from_utf8(&reply[1..header_end])
-        .expect("ASCII length")
-        .parse()
-        .unwrap_or_else(|_| panic!("not a bulk with contents: {}", show(reply)));
-    reply[header_end + 2..header_end + 2 + len].to_vec()
-}
-
 /// The DUMP payload of `key` on one server.
 #[track_caller]
 fn dump_of(conn: &mut Conn, key: &str) -> Vec<u8> {
-    bulk(&conn.call(&[b"DUMP", key.as_bytes()]))
+    bulk_payload(&conn.call(&[b"DUMP", key.as_bytes()]))
 }
 
 /// `RESTORE key ttl payload extra...` on one server; the raw reply.

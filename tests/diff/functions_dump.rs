@@ -3,7 +3,7 @@
 //! REPLACE / FLUSH policies and their collision errors, bad payloads.
 
 use crate::functions::{both_protocols, err_has, is, lib, load, one};
-use crate::harness::{show, Pair};
+use crate::harness::{bulk_payload, show, Pair};
 
 /// FUNCTION DUMP on `from` (Redis when true), as raw bytes.
 fn dump_of(p: &mut Pair, redis: bool) -> Vec<u8> {
@@ -12,18 +12,7 @@ fn dump_of(p: &mut Pair, redis: bool) -> Vec<u8> {
     } else {
         p.h.call(&[b"FUNCTION", b"DUMP"])
     };
-    bulk(&reply)
-}
-
-/// The contents of a bulk string reply.
-fn bulk(reply: &[u8]) -> Vec<u8> {
-    assert!(
-        reply.starts_with(b"$"),
-        "not a bulk string: {}",
-        show(reply)
-    );
-    let start = reply.iter().position(|&b| b == b'\n').expect("header") + 1;
-    reply[start..reply.len() - 2].to_vec()
+    bulk_payload(&reply)
 }
 
 #[test]
@@ -97,7 +86,7 @@ fn dump_and_restore_both_ways() {
         p.check_bytes(&[b"FUNCTION", b"RESTORE", &rd[..rd.len() - 1]]);
         // A key's DUMP is not a function payload.
         p.check(&["SET", "k", "v"]);
-        let key_dump = bulk(&p.check(&["DUMP", "k"]));
+        let key_dump = bulk_payload(&p.check(&["DUMP", "k"]));
         p.check_bytes(&[b"FUNCTION", b"RESTORE", &key_dump]);
         p.check(&["FUNCTION", "LIST"]);
 

@@ -9,20 +9,9 @@ use std::collections::BTreeSet;
 use quickcheck::{Arbitrary, Gen, TestResult};
 
 use crate::harness::{
-    array_elements, check_both_protocols, compare_sequence, del_command, quickcheck_ops,
-    same_elements, show, with_thread_pair, Conn, Pair,
+    array_elements, bulk_payload, check_both_protocols, compare_sequence, del_command,
+    quickcheck_ops, same_elements, show, with_thread_pair, Conn, Pair,
 };
-
-/// The bulk payload of a raw `$<len>\r\n<bytes>\r\n` reply.
-fn bulk_payload(raw: &[u8]) -> Vec<u8> {
-    assert_eq!(raw.first(), Some(&b'$'), "not a bulk: {}", show(raw));
-    let start = raw
-        .windows(2)
-        .position(|w| w == b"\r\n")
-        .expect("bulk header")
-        + 2;
-    raw[start..raw.len() - 2].to_vec()
-}
 
 /// The elements of a (field, value) reply (flat array or RESP3 map) as a
 /// set of pairs, for hash-table replies whose order is not defined.

@@ -5,21 +5,7 @@
 //! sparse and the dense representation, the cached cardinality and its
 //! stale bit must be Redis's bytes exactly.
 
-use crate::harness::{check_both_protocols, show, Pair};
-
-/// The payload of a bulk reply (`$<len>\r\n<bytes>\r\n`).
-fn bulk(reply: &[u8]) -> Vec<u8> {
-    assert_eq!(reply.first(), Some(&b'$'), "not a bulk: {}", show(reply));
-    let header_end = reply
-        .windows(2)
-        .position(|w| w == b"\r\n")
-        .expect("header line");
-    let len: usize = std::str::from_utf8(&reply[1..header_end])
-        .unwrap()
-        .parse()
-        .unwrap();
-    reply[header_end + 2..header_end + 2 + len].to_vec()
-}
+use crate::harness::{bulk_payload, check_both_protocols, show, Pair};
 
 /// Sets `key` to `value` on both servers.
 fn set_both(p: &mut Pair, key: &str, value: &[u8]) {
@@ -265,9 +251,9 @@ fn corrupted_hyperloglogs() {
     let mut p = Pair::new();
     add_range(&mut p, "good", "x", 1, 20);
     p.check(&["PFADD", "good", "y"]);
-    let sparse = bulk(&p.check(&["GET", "good"]));
+    let sparse = bulk_payload(&p.check(&["GET", "good"]));
     add_range(&mut p, "gooddense", "x", 1, 5000);
-    let dense = bulk(&p.check(&["GET", "gooddense"]));
+    let dense = bulk_payload(&p.check(&["GET", "gooddense"]));
     assert_eq!(dense.len(), 16 + 12288);
 
     let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
@@ -350,8 +336,8 @@ fn dump_restore_between_servers() {
     add_range(&mut p, "dense", "x", 1, 30_000);
     p.check(&["PFCOUNT", "dense"]);
     for key in ["sparse", "dense"] {
-        let from_redis = bulk(&p.redis(&["DUMP", key]));
-        let from_hozon = bulk(&p.hozon(&["DUMP", key]));
+        let from_redis = bulk_payload(&p.redis(&["DUMP", key]));
+        let from_hozon = bulk_payload(&p.hozon(&["DUMP", key]));
         let copy = format!("{key}-copy");
         let r =
             p.r.call(&[b"RESTORE", copy.as_bytes(), b"0", from_hozon.as_slice()]);
@@ -382,7 +368,7 @@ fn watch_and_changes_counted() {
     let mut p = Pair::new();
     let changes = |p: &mut Pair| {
         let field = |reply: Vec<u8>| {
-            String::from_utf8(bulk(&reply))
+            String::from_utf8(bulk_payload(&reply))
                 .unwrap()
                 .lines()
                 .find_map(|l| {
@@ -469,7 +455,7 @@ fn keyspace_hits_and_misses_are_counted_as_redis_counts_them() {
          PFDEBUG ENCODING missing",
     );
     let stats = |reply: Vec<u8>| {
-        String::from_utf8(bulk(&reply))
+        String::from_utf8(bulk_payload(&reply))
             .unwrap()
             .lines()
             .filter(|l| l.starts_with("keyspace_hits:") || l.starts_with("keyspace_misses:"))

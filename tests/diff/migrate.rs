@@ -12,7 +12,8 @@
 //! is the same too.
 
 use crate::harness::{
-    show, split_line, start_hozon, start_redis, unused_port, Conn, Pair, ServerProcess,
+    bulk_payload, show, split_line, start_hozon, start_redis, unused_port, Conn, Pair,
+    ServerProcess,
 };
 
 /// The four servers and a connection to each.
@@ -312,17 +313,6 @@ fn migrate_errors_match() {
     }
 }
 
-/// The payload of a bulk reply.
-fn bulk(reply: &[u8]) -> Vec<u8> {
-    assert_eq!(reply.first(), Some(&b'$'), "not a bulk: {}", show(reply));
-    let end = reply.windows(2).position(|w| w == b"\r\n").expect("header");
-    let len: usize = std::str::from_utf8(&reply[1..end])
-        .unwrap()
-        .parse()
-        .unwrap();
-    reply[end + 2..end + 2 + len].to_vec()
-}
-
 #[test]
 fn restore_asking_is_restore_with_the_asking_flag() {
     let mut p = Pair::new();
@@ -342,7 +332,7 @@ fn restore_asking_is_restore_with_the_asking_flag() {
         "#,
     );
     for key in ["l", "s", "z"] {
-        let payload = bulk(&p.check(&["DUMP", key]));
+        let payload = bulk_payload(&p.check(&["DUMP", key]));
         let copy = format!("{key}-copy");
         for extra in [
             &[][..],

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use hozon::rand::Rng;
 
 use crate::harness::{
-    encode_command, show, split_line, start_hozon, start_redis, test_seed, Conn, Pair,
+    bulk_payload, encode_command, show, split_line, start_hozon, start_redis, test_seed, Conn, Pair,
 };
 
 /// How long a message may take to arrive before a test gives up on it.
@@ -167,7 +167,7 @@ fn every_event_as_redis_emits_it() {
         // RESTORE, with a payload from DUMP.
         p.check(&["RPUSH", "src", "a", "b"]);
         let payload = p.redis(&["DUMP", "src"]);
-        let payload = bulk_body(&payload);
+        let payload = bulk_payload(&payload);
         for args in [
             vec![&b"RESTORE"[..], b"rs", b"0", &payload],
             vec![b"RESTORE", b"rs", b"0", &payload, b"REPLACE"],
@@ -186,12 +186,6 @@ fn every_event_as_redis_emits_it() {
         }
         assert!(got.len() > 300, "only {} notifications", got.len());
     });
-}
-
-/// The body of a bulk reply.
-fn bulk_body(reply: &[u8]) -> Vec<u8> {
-    let header_end = reply.iter().position(|&b| b == b'\n').expect("a bulk") + 1;
-    reply[header_end..reply.len() - 2].to_vec()
 }
 
 #[test]

@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use quickcheck::{Arbitrary, Gen, TestResult};
 
 use crate::harness::{
-    array_elements, check_both_protocols, check_owned, compare_sequence, del_command, identical,
-    quickcheck_ops, show, with_thread_pair, Pair,
+    array_elements, bulk_payloads, check_both_protocols, check_owned, compare_sequence,
+    del_command, identical, quickcheck_ops, show, with_thread_pair, Pair,
 };
 
 /// `ZADD key score member …` for members `prefix0..prefixN` with scores
@@ -24,18 +24,6 @@ fn zadd_many(key: &str, n: usize, prefix: &str, score: impl Fn(usize) -> String)
         args.push(format!("{prefix}{i}"));
     }
     args
-}
-
-/// The payloads of the bulk strings in a flat aggregate reply.
-fn bulk_payloads(reply: &[u8]) -> Vec<Vec<u8>> {
-    array_elements(reply)
-        .into_iter()
-        .map(|e| {
-            assert_eq!(e[0], b'$', "expected bulk strings: {}", show(&e));
-            let start = e.iter().position(|&b| b == b'\n').expect("bulk header") + 1;
-            e[start..e.len() - 2].to_vec()
-        })
-        .collect()
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::harness::{show, start_hozon, start_redis, Conn};
+use crate::harness::{bulk_payload, show, start_hozon, start_redis, Conn};
 
 const LIB_A: &str = "#!lua name=liba\n\
     local function incr(key, by) return redis.call('INCRBY', key, by) end\n\
@@ -188,7 +188,7 @@ fn a_flush_and_a_restore_replay_too() {
     let mut conn = Conn::connect(server.port);
     build_libraries(&mut conn);
     let expected = expected_libraries(&mut conn);
-    let dumped = bulk(&conn.call(&[b"FUNCTION", b"DUMP"]));
+    let dumped = bulk_payload(&conn.call(&[b"FUNCTION", b"DUMP"]));
     ok(&mut conn, &["FUNCTION", "FLUSH"]);
     assert_eq!(
         call(&mut conn, &["FCALL", "version", "0"]),
@@ -205,17 +205,6 @@ fn a_flush_and_a_restore_replay_too() {
         expected,
         "after replaying FLUSH and RESTORE"
     );
-}
-
-/// The payload of a bulk reply.
-fn bulk(reply: &[u8]) -> Vec<u8> {
-    assert_eq!(reply.first(), Some(&b'$'), "not a bulk: {}", show(reply));
-    let end = reply.windows(2).position(|w| w == b"\r\n").unwrap();
-    let len: usize = std::str::from_utf8(&reply[1..end])
-        .unwrap()
-        .parse()
-        .unwrap();
-    reply[end + 2..end + 2 + len].to_vec()
 }
 
 #[test]
@@ -259,7 +248,7 @@ fn function_dump_payloads_restore_in_both_directions() {
     let (mut h, mut r) = (Conn::connect(hozon.port), Conn::connect(redis.port));
     build_libraries(&mut h);
     let expected = expected_libraries(&mut h);
-    let from_hozon = bulk(&h.call(&[b"FUNCTION", b"DUMP"]));
+    let from_hozon = bulk_payload(&h.call(&[b"FUNCTION", b"DUMP"]));
     assert_eq!(r.call(&[b"FUNCTION", b"RESTORE", &from_hozon]), b"+OK\r\n");
     ok(&mut r, &["SET", "counter", "5"]);
     assert_eq!(
@@ -267,7 +256,7 @@ fn function_dump_payloads_restore_in_both_directions() {
         expected,
         "Redis restoring hozon's payload"
     );
-    let from_redis = bulk(&r.call(&[b"FUNCTION", b"DUMP"]));
+    let from_redis = bulk_payload(&r.call(&[b"FUNCTION", b"DUMP"]));
     assert_eq!(
         h.call(&[b"FUNCTION", b"RESTORE", &from_redis, b"REPLACE"]),
         b"+OK\r\n"

@@ -27,6 +27,8 @@ const HELP: &[&str] = &[
     "ERROR <string>",
     "    Return a Redis protocol error with <string> as message. Useful for clients",
     "    unit tests to simulate Redis errors.",
+    "LOADAOF",
+    "    Write the AOF's pending batch to disk and reload the dataset from the AOF.",
     "LOG <message>",
     "    Write <message> to the server log.",
     "OBJECT <key>",
@@ -87,7 +89,6 @@ const REFUSED: &[(&str, &str)] = &[
     ("client-eviction", "maxmemory-clients is not implemented"),
     ("replicate", "it would make replicas diverge on purpose"),
     ("aof-flush-sleep", "not implemented"),
-    ("loadaof", "not implemented"),
     (
         "replybuffer",
         "hozon's reply buffers are not resized by a cron",
@@ -142,6 +143,12 @@ fn debug(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                 let micros = (seconds * 1e6) as u64;
                 std::thread::sleep(std::time::Duration::from_micros(micros));
             }
+            Ok(Reply::ok())
+        }
+        () if is(sub, "loadaof") && n == 2 => {
+            // The engine reloads after the command (engine/load_aof.rs).
+            ctx.core.debug.load_aof = true;
+            ctx.log_nothing();
             Ok(Reply::ok())
         }
         () if is(sub, "set-active-expire") && n == 3 => {

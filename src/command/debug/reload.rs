@@ -67,17 +67,13 @@ pub(super) fn reload(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
     }
     let core = &mut *ctx.core;
-    // A capture in progress is of the old data.
-    core.save.abort(&mut core.keyspace);
-    core.abort_repl_sync();
     let now = ctx.now_ms;
     if flush {
-        let old = std::mem::replace(&mut core.keyspace, loaded);
-        for db in 0..core.keyspace.db_count() {
-            let before = old.db(db);
-            core.signal_db_replaced(db, |key| before.get(key).is_some(), now);
-        }
+        core.replace_keyspace(loaded, now);
     } else {
+        // A capture in progress is of the old data.
+        core.save.abort(&mut core.keyspace);
+        core.abort_repl_sync();
         for (index, db) in loaded.iter().enumerate() {
             for (key, value) in db.iter() {
                 let target = core.keyspace.db_mut(index);
@@ -93,8 +89,8 @@ pub(super) fn reload(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                 core.signal_modified(index, key);
             }
         }
+        core.tracking_flush();
     }
-    core.tracking_flush();
     core.functions.replace_all(libraries);
     crate::script::functions::FunctionEngine::sync(&mut core.function_engine, &mut core.functions)
         .map_err(|e| Reply::error(format!("ERR {e}")))?;
