@@ -1256,6 +1256,12 @@ CONFIG GET stop-writes-on-bgsave-error
 CONFIG GET daemonize
 CONFIG GET logfile
 CONFIG GET bind
+CONFIG GET replicaof
+CONFIG GET SLAVEOF
+CONFIG GET replicaof REPLICAOF
+CONFIG SET replicaof \"127.0.0.1 1\"
+CONFIG SET slaveof x
+CONFIG SET nosuch 1 replicaof x
 CONFIG SET
 CONFIG SET timeout
 CONFIG SET timeout 1 hz
@@ -1357,6 +1363,23 @@ fn config_get_set_and_their_errors() {
     p.script(CONFIG_SCRIPT);
 }
 
+/// `replicaof` (`slaveof`) reports the master followed now, as Redis's
+/// special parameter does: empty on a master, "host port" after REPLICAOF.
+#[test]
+fn config_get_replicaof_is_the_current_master() {
+    let mut p = config_pair();
+    p.script(
+        "CONFIG GET replicaof
+        REPLICAOF 127.0.0.1 1
+        CONFIG GET replicaof
+        CONFIG GET slaveof
+        REPLICAOF NO ONE
+        CONFIG GET slaveof",
+    );
+    let (r, h) = p.both(&["CONFIG", "GET", "*of"]);
+    assert_eq!(config_pairs(&r), config_pairs(&h));
+}
+
 /// CONFIG GET pairs as a sorted list (Redis's order is its hash table's).
 fn config_pairs(reply: &[u8]) -> Vec<(String, String)> {
     let mut all: Vec<(String, String)> = pairs(&parse(reply))
@@ -1401,6 +1424,8 @@ fn config_get_patterns_match_redis_for_known_parameters() {
             &["timeout", "tcp-keepalive", "TIMEOUT"],
             &["*ziplist*"],
             &["nosuch*"],
+            &["*of"],
+            &["slave*", "replica*"],
         ] {
             let mut args = vec!["CONFIG", "GET"];
             args.extend(patterns);

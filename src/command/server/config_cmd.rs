@@ -20,12 +20,29 @@ pub(super) fn config_help(_ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     Ok(help_reply(argv, CONFIG_HELP))
 }
 
+/// The names of Redis's `replicaof` parameter (REPLICAOF changes it; CONFIG
+/// SET cannot).
+const REPLICAOF_NAMES: [&str; 2] = ["replicaof", "slaveof"];
+
+fn is_replicaof(name: &[u8]) -> bool {
+    REPLICAOF_NAMES
+        .iter()
+        .any(|n| n.as_bytes().eq_ignore_ascii_case(name))
+}
+
 pub(super) fn config_get(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     // Names are reported as asked for (an exact name keeps the client's
     // spelling and case, an alias stays an alias); each at most once.
     let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let seen = |found: &Vec<(Vec<u8>, Vec<u8>)>, name: &[u8]| {
         found.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    // `replicaof` (alias `slaveof`) is Redis's special, immutable
+    // parameter: its value is the master followed now ("host port"), or
+    // empty on a master.
+    let master = match &ctx.core.replica.master {
+        Some(m) => format!("{} {}", m.host, m.port).into_bytes(),
+        None => Vec::new(),
     };
     for &pattern in &argv[2..] {
         if !pattern.iter().any(|b| matches!(b, b'[' | b'*' | b'?')) {
@@ -34,6 +51,8 @@ pub(super) fn config_get(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             }
             if let Some(param) = config::lookup(pattern) {
                 found.push((pattern.to_vec(), param.get(&ctx.core.config)));
+            } else if is_replicaof(pattern) {
+                found.push((pattern.to_vec(), master.clone()));
             }
             continue;
         }
@@ -47,6 +66,12 @@ pub(super) fn config_get(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                 {
                     found.push((name.as_bytes().to_vec(), param.get(&ctx.core.config)));
                 }
+            }
+        }
+        for name in REPLICAOF_NAMES {
+            if !seen(&found, name.as_bytes()) && crate::glob::matches(pattern, name.as_bytes(), true)
+            {
+                found.push((name.as_bytes().to_vec(), master.clone()));
             }
         }
     }
@@ -70,6 +95,12 @@ pub(super) fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     let mut chosen: Vec<(&'static config::Param, &'static str, &[u8])> = Vec::new();
     for pair in argv[2..].chunks(2) {
         let (name, value) = (pair[0], pair[1]);
+        if is_replicaof(name) {
+            if unknown.is_none() && refused.is_none() {
+                refused = Some((name, "can't set immutable config"));
+            }
+            continue;
+        }
         let Some(param) = config::lookup(name) else {
             // Only the first error is reported, whichever kind it is.
             if unknown.is_none() && refused.is_none() {
