@@ -628,6 +628,9 @@ impl Server {
         client.compact_output();
         let pause_bytes = output_pause_bytes(self.engine.config());
         client.postponed = false;
+        // Redis trims the query buffer after the whole batch: a command
+        // sees the batch's bytes, its own included, as `qbuf=`.
+        let batch_start = client.parser.consumed();
         while !client.closing
             && !client.overflowed
             && !client.shutdown_caller
@@ -671,10 +674,12 @@ impl Server {
             }
             let logged_before = self.engine.log_appended();
             let shutdown_in_progress = self.shutdown_in_progress();
+            let mut facts = client.facts();
+            facts.query_buffer_bytes = client.inbuf.len() - batch_start;
             let mut host = host::ServerHost::new(
                 &mut self.clients,
                 shutdown_in_progress,
-                client.facts(),
+                facts,
                 &mut self.killed,
                 &mut self.listeners,
                 self.poll.registry(),

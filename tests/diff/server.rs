@@ -478,6 +478,36 @@ fn reset_restores_a_fresh_connection() {
     }
 }
 
+/// `qbuf=` of the client running CLIENT INFO: Redis trims its query buffer
+/// after the batch, so the command sees its own bytes and those of the
+/// commands sent with it in one write.
+#[test]
+fn qbuf_counts_the_batch_the_command_came_in() {
+    let mut p = Pair::new();
+    let info = b"*2\r\n$6\r\nCLIENT\r\n$4\r\nINFO\r\n";
+    let ping = b"*1\r\n$4\r\nPING\r\n";
+    for batch in [
+        info.to_vec(),
+        [&ping[..], &info[..]].concat(),
+        [&info[..], &ping[..]].concat(),
+    ] {
+        let mut qbufs = Vec::new();
+        for conn in [&mut p.r, &mut p.h] {
+            conn.send_raw(&batch);
+            let mut qbuf = None;
+            for _ in 0..2 - usize::from(batch.len() == info.len()) {
+                let reply = conn.read_reply();
+                if reply.starts_with(b"$") {
+                    let line = client_lines(&reply);
+                    qbuf = Some(field(&line[0], "qbuf").to_string());
+                }
+            }
+            qbufs.push(qbuf.expect("CLIENT INFO's reply"));
+        }
+        assert_eq!(qbufs[0], qbufs[1], "{}", show(&batch));
+    }
+}
+
 // ---------------------------------------------------------------------------
 // CLIENT
 

@@ -69,7 +69,8 @@ pub(super) fn config_get(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             }
         }
         for name in REPLICAOF_NAMES {
-            if !seen(&found, name.as_bytes()) && crate::glob::matches(pattern, name.as_bytes(), true)
+            if !seen(&found, name.as_bytes())
+                && crate::glob::matches(pattern, name.as_bytes(), true)
             {
                 found.push((name.as_bytes().to_vec(), master.clone()));
             }
