@@ -91,7 +91,10 @@ pub(crate) unsafe fn push_reply(state: *mut mlua::lua_State, reply: &Reply, resp
             if !resp3 {
                 return push_sequence(state, items, resp);
             }
-            ffi::lua_createtable(state, 0, items.len() as i32);
+            // Grown from empty as Redis's lua_newtable: the table's layout,
+            // and so the order a script's pairs() or the reply sees, is
+            // the same.
+            ffi::lua_createtable(state, 0, 0);
             for item in items {
                 push_reply(state, item, resp);
                 if ffi::lua_type(state, -1) == ffi::LUA_TNIL {
@@ -114,7 +117,7 @@ pub(crate) unsafe fn push_reply(state: *mut mlua::lua_State, reply: &Reply, resp
                 }
                 return;
             }
-            ffi::lua_createtable(state, 0, pairs.len() as i32);
+            ffi::lua_createtable(state, 0, 0);
             for (k, v) in pairs {
                 push_reply(state, k, resp);
                 if ffi::lua_type(state, -1) == ffi::LUA_TNIL {
@@ -170,9 +173,14 @@ pub(crate) unsafe fn push_reply(state: *mut mlua::lua_State, reply: &Reply, resp
                 wrap_top(c"big_number");
             }
         }
-        // Several frames (subscription confirmations) come only from
-        // commands scripts may not call; Redis would read the first.
-        Reply::Frames(items) => match items.first() {
+        // Several frames: an attribute (`|`, DEBUG PROTOCOL ATTRIB) is
+        // skipped as Redis's parser skips it, the reply after it read;
+        // others (subscription confirmations) come only from commands
+        // scripts may not call, and Redis would read the first.
+        Reply::Frames(items) => match items
+            .iter()
+            .find(|f| !matches!(f, Reply::Raw(bytes) if bytes.first() == Some(&b'|')))
+        {
             Some(first) => push_reply(state, first, resp),
             None => ffi::lua_pushnil(state),
         },

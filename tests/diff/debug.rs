@@ -178,6 +178,25 @@ DEBUG POPULATE 1 a b c
     );
 }
 
+/// A script reading DEBUG PROTOCOL's replies under RESP3 gets what Redis's
+/// Lua conversion gives (the attribute skipped, the reply after it read).
+#[test]
+fn protocol_replies_seen_by_scripts_match_redis() {
+    let mut p = pair();
+    // DEBUG is `noscript`: allowed in scripts only with this switch.
+    p.check(&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"]);
+    for t in [
+        "attrib", "string", "integer", "double", "bignum", "null", "array", "set", "map",
+        "verbatim", "true", "false",
+    ] {
+        for resp in ["2", "3"] {
+            let script =
+                format!("redis.setresp({resp}); return redis.call('debug', 'protocol', '{t}')");
+            p.check(&["EVAL", &script, "0"]);
+        }
+    }
+}
+
 #[test]
 fn protocol_replies_match_redis_in_both_protocols() {
     let mut p = pair();
