@@ -29,6 +29,7 @@ mod memory;
 mod migrate;
 mod monitor;
 mod multi;
+mod multi_replica;
 mod notify;
 mod pause;
 mod protocol;
