@@ -43,6 +43,7 @@ mod slowlog;
 mod sort;
 mod stream;
 mod stream_group;
+mod stream_group_swapdb;
 mod strings;
 mod tracking;
 mod usecases;
