@@ -603,6 +603,20 @@ fn swapdb(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                 .map(|key| key.to_vec())
                 .collect();
             core.signal_db_replaced(db, |key| before.iter().any(|k| k == key), now);
+            // Redis's scanDatabaseForDeletedStreams: a key that was a
+            // stream and is none now wakes its blocked XREADGROUPs (they
+            // answer that the key no longer exists).
+            let is_stream = |d: usize, key: &[u8]| {
+                matches!(
+                    core.keyspace.db(d).get(key),
+                    Some(crate::types::Value::Stream(_))
+                )
+            };
+            for key in core.clients.blocked_keys_in(db) {
+                if is_stream(other, &key) && !is_stream(db, &key) {
+                    core.clients.mark_ready(db, &key);
+                }
+            }
         }
     }
     ctx.dirty(1);

@@ -240,7 +240,7 @@ fn spublish(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 fn propagate(ctx: &mut Ctx, argv: &[&[u8]]) {
     if ctx.core.repl.streaming() {
         ctx.log_in(
-            crate::persist::aof::STREAM_ONLY_DB,
+            crate::persist::aof::STREAM_ONLY_DB | ctx.session.db,
             argv.iter().map(|a| a.to_vec()).collect(),
         );
     }

@@ -360,7 +360,15 @@ impl Engine {
                     return Err(Reply::err(refusal));
                 }
             }
-            let stale = spec.has(flags::STALE);
+            // Redis's is_denystale_command: EXEC is refused on a stale
+            // replica when a queued command lacks the `stale` flag.
+            let stale = spec.has(flags::STALE)
+                && !(top.name == "exec"
+                    && self.core.replica.master.is_some()
+                    && session
+                        .multi
+                        .as_ref()
+                        .is_some_and(|m| m.commands.iter().any(|c| !queued_allows_stale(c))));
             if let Some(refusal) = self.core.replica_refusal(writes, stale, session.is_master) {
                 return Err(Reply::err(refusal));
             }
@@ -789,6 +797,14 @@ fn refused_while_loading(
         });
     }
     no_async(&command::full_name(top, spec))
+}
+
+/// Whether the queued command `argv` may run on a stale replica (Redis's
+/// `stale` flag; a name that no longer resolves counts as allowed, as it
+/// was checked when queued).
+fn queued_allows_stale(argv: &[Vec<u8>]) -> bool {
+    let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    command::resolve(&argv).map_or(true, |(_, spec)| spec.has(flags::STALE))
 }
 
 #[cfg(test)]

@@ -5,10 +5,11 @@
 //!
 //! The framing is the AOF batch's (`persist::aof::BatchBuilder`) and
 //! Redis's `propagatePendingCommands`: a `SELECT <n>` before a command
-//! whose database is not the one last selected; `MULTI` … `EXEC` around a
-//! unit of more than one effect, the `SELECT` for its first effect before
-//! the `MULTI`; commands encoded by `aof::encode_command`. Given the same
-//! selected database, a unit's stream bytes are exactly its AOF bytes.
+//! whose database is not the one last selected (PUBLISH's too: the
+//! publisher's); `MULTI` … `EXEC` around a unit of more than one effect,
+//! the `SELECT` for its first effect before the `MULTI`; commands encoded
+//! by `aof::encode_command`. Given the same selected database, a unit's
+//! stream bytes are exactly its AOF bytes (PUBLISH aside).
 //!
 //! The two trackings are separate states and differ by design in when they
 //! are forgotten: the AOF's at the start of a rewrite
@@ -59,16 +60,12 @@ impl StreamEncoder {
         let wrap = effects.len() > 1;
         if wrap {
             // SELECT before MULTI, so the transaction starts in its db.
-            if let Some(first) = effects.iter().find(|e| !e.is_stream_only()) {
-                self.select(first.db, out);
-            }
+            self.select(effects[0].stream_db(), out);
             encode_command(out, &[&b"MULTI"[..]]);
         }
         for effect in effects {
-            // PUBLISH has no database: no SELECT before it.
-            if !effect.is_stream_only() {
-                self.select(effect.db, out);
-            }
+            // PUBLISH too: in the database of the client that published.
+            self.select(effect.stream_db(), out);
             encode_command(out, &effect.argv);
         }
         if wrap {
@@ -340,22 +337,25 @@ mod tests {
     }
 
     #[test]
-    fn publish_goes_to_the_stream_without_select_and_never_to_the_aof() {
+    fn publish_goes_to_the_stream_in_its_database_and_never_to_the_aof() {
         use crate::persist::aof::STREAM_ONLY_DB;
-        let publish = Effect {
-            db: STREAM_ONLY_DB,
+        let publish = |db: usize| Effect {
+            db: STREAM_ONLY_DB | db,
             argv: vec![b"PUBLISH".to_vec(), b"ch".to_vec(), b"hi".to_vec()],
         };
         const PUBLISH: &str = "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n$2\r\nhi\r\n";
         let mut enc = StreamEncoder::new();
+        // Like Redis's: SELECT the publisher's database first.
         assert_eq!(
-            text(encode(&mut enc, std::slice::from_ref(&publish))),
-            PUBLISH
+            text(encode(&mut enc, &[publish(12)])),
+            format!("{SELECT12}{PUBLISH}")
         );
-        assert_eq!(enc.selected_db(), None);
+        assert_eq!(enc.selected_db(), Some(12));
+        assert_eq!(text(encode(&mut enc, &[publish(12)])), PUBLISH);
         // In a transaction: wrapped with the writes, SELECT for the first
-        // write before MULTI; the AOF gets the writes alone.
-        let unit = [publish.clone(), effect(3, &["DEL", "b"]), publish.clone()];
+        // effect (here a PUBLISH) before MULTI; the AOF gets the writes
+        // alone.
+        let unit = [publish(3), effect(3, &["DEL", "b"]), publish(3)];
         assert_eq!(
             text(encode(&mut enc, &unit)),
             format!("{SELECT3}{MULTI}{PUBLISH}{DEL_B}{PUBLISH}{EXEC}")
@@ -363,11 +363,11 @@ mod tests {
         let mut batch = BatchBuilder::new();
         let mut aof_db = None;
         batch.push_unit(&unit, &mut aof_db);
-        batch.push_unit(std::slice::from_ref(&publish), &mut aof_db);
+        batch.push_unit(&[publish(0)], &mut aof_db);
         let body = text(batch.finish(0));
         assert!(body.contains(&format!("{SELECT3}{DEL_B}")), "{body}");
         assert!(
-            !body.contains("PUBLISH") && !body.contains("MULTI"),
+            !body.contains("PUBLISH") && !body.contains("MULTI") && !body.contains(SELECT0),
             "{body}"
         );
     }

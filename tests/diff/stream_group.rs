@@ -793,13 +793,13 @@ fn command_info_matches() {
 // Blocking XREADGROUP
 
 /// A client of both servers: (Redis connection, hozon connection).
-struct Client {
+pub(super) struct Client {
     r: Conn,
     h: Conn,
 }
 
 impl Client {
-    fn new(p: &Pair, resp3: bool) -> Client {
+    pub(super) fn new(p: &Pair, resp3: bool) -> Client {
         let (r, h) = p.connect_more();
         let mut c = Client { r, h };
         if resp3 {
@@ -809,7 +809,7 @@ impl Client {
         c
     }
 
-    fn send(&mut self, line: &str) {
+    pub(super) fn send(&mut self, line: &str) {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
         let bytes = super::harness::encode_command(&args);
         self.r.send_raw(&bytes);
@@ -817,7 +817,7 @@ impl Client {
     }
 
     #[track_caller]
-    fn reply(&mut self) -> Vec<u8> {
+    pub(super) fn reply(&mut self) -> Vec<u8> {
         let r = self.r.read_reply();
         let h = self.h.read_reply();
         assert_eq!(show(&r), show(&h), "replies differ (redis, hozon)");
@@ -825,13 +825,13 @@ impl Client {
     }
 
     #[track_caller]
-    fn call(&mut self, line: &str) -> Vec<u8> {
+    pub(super) fn call(&mut self, line: &str) -> Vec<u8> {
         self.send(line);
         self.reply()
     }
 
     #[track_caller]
-    fn assert_waiting(&mut self) {
+    pub(super) fn assert_waiting(&mut self) {
         let wait = Duration::from_millis(150);
         if let Some(r) = self.r.try_read_reply(wait) {
             panic!("redis answered a waiting client: {}", show(&r));
@@ -852,7 +852,7 @@ fn blocked_clients(conn: &mut Conn) -> Option<usize> {
 
 /// Waits until both servers report `n` blocked clients, for at most 5 s.
 #[track_caller]
-fn wait_blocked(p: &mut Pair, n: usize) {
+pub(super) fn wait_blocked(p: &mut Pair, n: usize) {
     let start = Instant::now();
     loop {
         let r = blocked_clients(&mut p.r);

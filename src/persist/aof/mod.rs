@@ -17,17 +17,23 @@ pub struct Effect {
     pub argv: Vec<Vec<u8>>,
 }
 
-/// The database of an effect that goes to the replication stream only,
+/// The flag marking an effect that goes to the replication stream only,
 /// never to the AOF: PUBLISH and SPUBLISH, which Redis propagates to
-/// replicas and not to its AOF (docs/replication.md §3.1). The stream
-/// encodes it without a `SELECT` (channels have no database).
-pub const STREAM_ONLY_DB: usize = usize::MAX;
+/// replicas and not to its AOF (docs/replication.md §3.1). It is or-ed
+/// into the effect's `db`, the database of the client that published:
+/// the stream selects it first, as Redis's does.
+pub const STREAM_ONLY_DB: usize = 1 << (usize::BITS - 1);
 
 impl Effect {
     /// True for an effect that goes to the replication stream only
     /// ([`STREAM_ONLY_DB`]).
     pub fn is_stream_only(&self) -> bool {
-        self.db == STREAM_ONLY_DB
+        self.db & STREAM_ONLY_DB != 0
+    }
+
+    /// The database the replication stream selects for this effect.
+    pub fn stream_db(&self) -> usize {
+        self.db & !STREAM_ONLY_DB
     }
 }
 
