@@ -4,7 +4,8 @@
 //! The command only asks for it (`Core::debug.load_aof`); the engine does
 //! it after the command (or the EXEC that queued it), because reading the
 //! AOF replays commands through a second engine. The pending batch is
-//! written and fsynced first, so the file holds everything executed. The
+//! written and fsynced first, so the file holds everything executed (with
+//! `appendonly no`, the file is the last BGREWRITEAOF's, as in Redis). The
 //! file is replayed into a scratch engine; only a complete load replaces
 //! the dataset: a damaged or torn file is an error that leaves memory as
 //! it was (Redis exits in that case). Nothing is logged or propagated: the
@@ -39,11 +40,15 @@ impl Engine {
     }
 
     fn load_aof_now(&mut self) -> Result<(), String> {
-        if self.core.aof.is_none() {
-            return Err("the AOF is off (appendonly no)".into());
+        if self.core.config.dir.as_os_str().is_empty() {
+            return Err("there is no data directory (dir is empty)".into());
         }
-        self.sync()
-            .map_err(|e| format!("writing the AOF before loading it: {e:?}"))?;
+        // With the AOF off, the file is the last BGREWRITEAOF's, as Redis
+        // loads the last rewrite's files then.
+        if self.core.aof.is_some() {
+            self.sync()
+                .map_err(|e| format!("writing the AOF before loading it: {e:?}"))?;
+        }
         let io = Arc::clone(&self.core.io);
         let path = self.core.config.dir.join(&self.core.config.appendfilename);
         let data = io
@@ -138,22 +143,59 @@ mod tests {
         );
     }
 
-    /// Without the AOF there is nothing to load: an error, and the data
-    /// stays.
+    /// Without a data directory there is nothing to load: an error, and the
+    /// data stays. With `appendonly no`, the file is the last
+    /// BGREWRITEAOF's; none yet is an error that keeps the data.
     #[test]
-    fn loadaof_without_the_aof_is_an_error_that_keeps_the_data() {
+    fn loadaof_without_an_aof_file_is_an_error_that_keeps_the_data() {
         let mut config = Config::in_memory();
         config.enable_debug_command = crate::config::PROTECTED_YES;
-        let mut engine = Engine::open(config).unwrap();
+        let mut engine = Engine::open(config.clone()).unwrap();
         let mut s = engine.new_session();
         run(&mut engine, &mut s, "SET a 1");
         match run(&mut engine, &mut s, "DEBUG LOADAOF") {
-            Reply::Error(e) => assert!(e.contains("appendonly no"), "{e}"),
+            Reply::Error(e) => assert!(e.contains("no data directory"), "{e}"),
             other => panic!("{other:?}"),
         }
         assert_eq!(
             run(&mut engine, &mut s, "GET a"),
             Reply::Bulk(b"1".to_vec())
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        config.dir = dir.path().to_path_buf();
+        let mut engine = Engine::open(config).unwrap();
+        let mut s = engine.new_session();
+        run(&mut engine, &mut s, "SET a 1");
+        match run(&mut engine, &mut s, "DEBUG LOADAOF") {
+            Reply::Error(e) => assert!(e.contains("appendonly.aof"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            run(&mut engine, &mut s, "GET a"),
+            Reply::Bulk(b"1".to_vec())
+        );
+        // The rewrite's file is what LOADAOF reads.
+        run(&mut engine, &mut s, "BGREWRITEAOF");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while engine.rewrite_in_progress() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the rewrite did not end"
+            );
+            engine.cron();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        run(&mut engine, &mut s, "SET b 2");
+        assert_eq!(run(&mut engine, &mut s, "DEBUG LOADAOF"), Reply::ok());
+        assert_eq!(
+            run(&mut engine, &mut s, "GET a"),
+            Reply::Bulk(b"1".to_vec())
+        );
+        assert_eq!(
+            run(&mut engine, &mut s, "GET b"),
+            Reply::Null,
+            "b came after"
         );
     }
 }
