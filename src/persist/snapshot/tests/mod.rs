@@ -30,6 +30,7 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 
+mod access;
 mod damage;
 mod position;
 mod round_trips;
