@@ -612,6 +612,7 @@ fn split_parts_follow_one_rule() {
         db: 0,
         key: Blob::new(key),
         expire_ms: None,
+        access: None,
         builder: Builder::Str(vec![1]),
     };
     let at = |seq, index, records| Place {
