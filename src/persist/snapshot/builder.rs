@@ -52,8 +52,6 @@ pub struct BlockBuilder {
     spare: Vec<Vec<u8>>,
     /// The access record [`BlockBuilder::push_key`] gives each key.
     key_access: KeyAccessRecord,
-    /// The access record of the value being pushed (its first record).
-    pending_access: Option<KeyAccess>,
 }
 
 impl Default for BlockBuilder {
@@ -80,7 +78,6 @@ impl BlockBuilder {
             ready: Vec::new(),
             spare: Vec::new(),
             key_access: KeyAccessRecord::None,
-            pending_access: None,
         }
     }
 
@@ -102,7 +99,7 @@ impl BlockBuilder {
         expire_ms: Option<i64>,
     ) -> Vec<RawBlock> {
         let stored = key.access();
-        self.pending_access = match self.key_access {
+        let access = match self.key_access {
             KeyAccessRecord::None => None,
             KeyAccessRecord::Idle { clock } => Some(KeyAccess::Idle(
                 crate::keyspace::access::idle_ms(clock, stored) / 1000,
@@ -114,9 +111,7 @@ impl BlockBuilder {
                 stored, minutes, decay_time,
             ) as u8)),
         };
-        let blocks = self.push(db, key, value, expire_ms);
-        self.pending_access = None;
-        blocks
+        self.push_with(db, key, value, expire_ms, access)
     }
 
     /// The statistics of everything pushed so far (pass them to
@@ -146,6 +141,18 @@ impl BlockBuilder {
         value: &Value,
         expire_ms: Option<i64>,
     ) -> Vec<RawBlock> {
+        self.push_with(db, key, value, expire_ms, None)
+    }
+
+    /// [`BlockBuilder::push`] with the value's access record, if any.
+    fn push_with(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: &Value,
+        expire_ms: Option<i64>,
+        access: Option<KeyAccess>,
+    ) -> Vec<RawBlock> {
         let (tag, elements) = match value {
             Value::Str(s) => (TAG_STRING, s.len() as u64),
             Value::List(l) => (TAG_LIST, l.len() as u64),
@@ -157,7 +164,7 @@ impl BlockBuilder {
             Value::ZSet(z) => (TAG_ZSET, z.len() as u64),
             Value::Stream(s) => (TAG_STREAM, s.len() as u64),
         };
-        let mut open = self.begin(db, key, tag, Part::Whole, expire_ms);
+        let mut open = self.begin(db, key, tag, Part::Whole, expire_ms, access);
         match value {
             Value::Str(s) => self.write_string(&mut open, key, s),
             Value::List(l) => {
@@ -210,18 +217,15 @@ impl BlockBuilder {
         tag: u8,
         part: Part,
         expire_ms: Option<i64>,
+        access: Option<KeyAccess>,
     ) -> OpenRecord {
         let mark = self.buf.len();
         let mut kind = tag | ((part as u8) << KIND_PART_SHIFT);
         if expire_ms.is_some() {
             kind |= KIND_EXPIRE;
         }
-        // Only a value's first record carries its access record.
-        let access = if part == Part::Whole {
-            self.pending_access.take()
-        } else {
-            None
-        };
+        // Only a value's first record carries its access record (the
+        // caller passes none for the others).
         if access.is_some() {
             kind |= KIND_ACCESS;
         }
@@ -294,7 +298,7 @@ impl BlockBuilder {
         }
         self.close_block();
         let bytes = open.bytes;
-        *open = self.begin(open.db, key, open.tag, Part::Middle, None);
+        *open = self.begin(open.db, key, open.tag, Part::Middle, None, None);
         open.bytes = bytes;
     }
 
