@@ -163,6 +163,17 @@ fn main() {
         "every_type.blocks",
         &[&[records][..], &block.data].concat(),
     );
+    // Two records with access records (format 1.4): an LRU idle time and
+    // an LFU counter on a key with an expiry.
+    write(
+        "snapshot_read",
+        "access_records.blocks",
+        &[
+            &[2u8, 0x80, 0, 1, b'k', 1, 0x64, 1, b'v'][..],
+            &[0x90, 0, 1, b'f', 0, 2, 7, 1, b'w'][..],
+        ]
+        .concat(),
+    );
     let empty = Engine::open(Config::in_memory()).expect("an in-memory engine");
     snapshot::save_keyspace(empty.keyspace(), 0, io.clone(), dir, "empty.hoz")
         .expect("save a dump.hoz");

@@ -61,6 +61,13 @@ pub(crate) fn after_call(
     if spec.flags & (ADMIN | SKIP_MONITOR) != 0 {
         return reply;
     }
+    if session.reply_skip && session.reply_skip_next {
+        // CLIENT REPLY SKIP just ran: its reply is not sent, but its own
+        // line is (Redis skips from the next command on). Through the
+        // outbox, which lets it pass in this state.
+        feed(core, argv, session.db, Some(host), None);
+        return reply;
+    }
     match feed(core, argv, session.db, Some(host), Some(session.id)) {
         // A client closing after this reply (QUIT) takes no more output.
         Some(own) if !session.close_after_reply => {

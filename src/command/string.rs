@@ -247,7 +247,7 @@ fn set_generic(ctx: &mut Ctx, argv: &[&[u8]], req: SetRequest) -> CmdResult {
         None
     };
     if flags & (opt::NX | opt::XX) != 0 {
-        let found = ctx.exists(key);
+        let found = exists_touching(ctx, key);
         if (flags & opt::NX != 0 && found) || (flags & opt::XX != 0 && !found) {
             return Ok(get_reply.unwrap_or(aborted));
         }
@@ -438,12 +438,27 @@ fn mget(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     Ok(Reply::Array(items))
 }
 
+/// [`Ctx::exists`] that touches the key found (its access clock or LFU
+/// counter), as the `lookupKeyWrite` of Redis's SET NX/XX and MSETNX does.
+fn exists_touching(ctx: &mut Ctx, key: &[u8]) -> bool {
+    let found = ctx.exists(key);
+    if found {
+        let db = ctx.db_index();
+        ctx.core.touch(db, key, ctx.now_ms);
+    }
+    found
+}
+
 /// MSET and MSETNX (`nx`).
 fn mset_generic(ctx: &mut Ctx, argv: &[&[u8]], nx: bool) -> CmdResult {
     if argv.len().is_multiple_of(2) {
         return Err(super::arity_error(if nx { "msetnx" } else { "mset" }));
     }
-    if nx && argv[1..].chunks_exact(2).any(|pair| ctx.exists(pair[0])) {
+    if nx
+        && argv[1..]
+            .chunks_exact(2)
+            .any(|pair| exists_touching(ctx, pair[0]))
+    {
         return Ok(Reply::Int(0));
     }
     for pair in argv[1..].chunks_exact(2) {

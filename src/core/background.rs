@@ -117,6 +117,7 @@ impl Core {
                 now_ms,
                 position,
                 functions,
+                self.key_access_record(now_ms),
                 Arc::clone(&self.io),
                 &dir,
                 &file_name,
@@ -171,6 +172,7 @@ impl Core {
             format,
             position: self.repl.position_now(),
             functions: self.functions.codes(),
+            key_access: self.key_access_record(now_ms),
         };
         self.save
             .start(&mut self.keyspace, target, self.dirty, now_ms);
@@ -213,6 +215,7 @@ impl Core {
             crate::config::AofPreamble::Rdb => Preamble::Rdb(self.rdb_encoder()),
         };
         self.rewrite.scheduled = false;
+        let key_access = self.key_access_record(now_ms);
         let files = RewriteFiles {
             io: Arc::clone(&self.io),
             old_path: &old_path,
@@ -224,6 +227,7 @@ impl Core {
             files,
             preamble,
             self.functions.codes(),
+            key_access,
             self.config.aof_rewrite_incremental_fsync,
             now_ms,
         )

@@ -78,8 +78,9 @@ impl Policy {
 pub(crate) enum Eviction {
     /// Within the limit (or evicting is not allowed now).
     Ok,
-    /// Still over the limit when the time limit ended the run: commands
-    /// run; the next command evicts more.
+    /// Still over the limit when the time limit ended the run (or a run
+    /// continues from the timer): commands run, and the server's timer
+    /// ([`EvictState::timer`]) evicts more.
     Running,
     /// Over the limit with nothing (more) to evict: deny-oom commands are
     /// refused.
@@ -105,6 +106,10 @@ pub(crate) struct EvictState {
     next_db: usize,
     /// `pre_command_oom_state`.
     pub(crate) pre_command_oom: bool,
+    /// A run ended by `maxmemory-eviction-tenacity` with memory still to
+    /// free: the host continues it between event-loop turns until it ends
+    /// (Redis's `isEvictionProcRunning` and `evictionTimeProc`).
+    pub(crate) timer: bool,
 }
 
 /// How a lookup updates a key's access field, computed once per lookup
@@ -168,7 +173,7 @@ impl Core {
     /// policy).
     pub(crate) fn refresh_access_clock(&mut self, now_ms: i64) {
         let lfu = self.policy().is_lfu();
-        self.keyspace.set_new_access(access::initial(lfu, now_ms));
+        self.keyspace.set_access_mode(lfu, now_ms);
     }
 
     /// The access record RDB files written now give each key (Redis's
@@ -273,10 +278,25 @@ impl Core {
             });
             keys_freed += 1;
             if keys_freed.is_multiple_of(16) && started.elapsed().as_micros() as u64 > time_limit {
-                return Eviction::Running;
+                // Redis's startEvictionTimeProc: continue from the timer.
+                self.evict.timer = true;
+                break;
             }
         }
-        Eviction::Ok
+        if self.evict.timer {
+            Eviction::Running
+        } else {
+            Eviction::Ok
+        }
+    }
+
+    /// Redis's `evictionTimeProc`: continues an eviction run that
+    /// `maxmemory-eviction-tenacity` cut short, and stops the timer once a
+    /// run ends within the limit or with nothing left to evict.
+    pub(crate) fn eviction_timer(&mut self, used: &mut dyn FnMut() -> Option<u64>) {
+        if self.perform_evictions(used) != Eviction::Running {
+            self.evict.timer = false;
+        }
     }
 
     /// The next key to evict under `policy`, if any.

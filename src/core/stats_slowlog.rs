@@ -32,6 +32,11 @@ pub struct SlowlogEntry {
 pub struct Slowlog {
     entries: VecDeque<SlowlogEntry>,
     next_id: u64,
+    /// The address of each blocked client, noted when its command blocked
+    /// (with the host's connection at hand), for the entry of the command
+    /// when it is served, times out or is unblocked later, outside any
+    /// connection (Redis logs the blocked client's own address).
+    blocked_peers: std::collections::HashMap<u64, String>,
 }
 
 /// The arguments as the slowlog keeps them: at most [`MAX_ARGC`] (the
@@ -57,6 +62,17 @@ pub fn trimmed_argv(argv: &[&[u8]]) -> Vec<Vec<u8>> {
 }
 
 impl Slowlog {
+    /// Notes the address of `session`, whose command just blocked.
+    pub fn note_blocked(&mut self, session: u64, peer: String) {
+        self.blocked_peers.insert(session, peer);
+    }
+
+    /// The address noted for `session` when its command blocked (the
+    /// note is consumed: the wait ended, or the client went away).
+    pub fn take_blocked(&mut self, session: u64) -> Option<String> {
+        self.blocked_peers.remove(&session)
+    }
+
     /// Adds an entry when `duration_us` reaches `slower_than` (negative:
     /// the slowlog is off), then trims to `max_len` (Redis's
     /// `slowlogPushEntryIfNeeded`). `who` gives the client's address and

@@ -716,6 +716,7 @@ impl Engine {
     pub fn end_session(&mut self, session: &mut Session) {
         if let Some(state) = session.blocked.take() {
             self.core.clients.remove_blocked(session.id, &state);
+            self.core.observe.slowlog.take_blocked(session.id);
         }
         self.core.repl.waiters.remove(&session.id);
         self.core.tracking.forget(session.id);

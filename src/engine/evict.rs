@@ -59,4 +59,21 @@ impl Engine {
         }
         Ok(())
     }
+
+    /// True while an eviction run cut short by
+    /// `maxmemory-eviction-tenacity` waits to continue: the host calls
+    /// [`Engine::eviction_timer`] on its next loop turn without sleeping
+    /// (Redis's zero-delay `evictionTimeProc`).
+    pub(crate) fn eviction_pending(&self) -> bool {
+        self.core.evict.timer
+    }
+
+    /// Redis's `evictionTimeProc`: evicts more (each DEL its own logged
+    /// unit) with `used` the memory in use; the timer stops once memory is
+    /// within the limit or nothing is left to evict.
+    pub(crate) fn eviction_timer(&mut self, used: &mut dyn FnMut() -> Option<u64>) {
+        let before = self.core.effects.len();
+        self.core.eviction_timer(used);
+        let _ = self.log_unit(before, now_ms(), Units::EachEffect);
+    }
 }

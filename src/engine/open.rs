@@ -204,7 +204,10 @@ impl Engine {
             capture_effects: true,
             load_counters: None,
             core: Core {
-                keyspace: Keyspace::new(config.databases),
+                keyspace: Keyspace::new(config.databases).with_access_mode(
+                    crate::core::evict::Policy::from_index(config.maxmemory_policy).is_lfu(),
+                    now,
+                ),
                 config,
                 stats: Stats::default(),
                 observe: Default::default(),

@@ -511,7 +511,7 @@ impl Keyspace {
     /// Never true while a captured database taken out of the keyspace is
     /// still alive elsewhere (its records could not be emitted yet).
     pub fn capture_step(&mut self, max_records: usize, sink: &mut CaptureSink<'_>) -> bool {
-        let Keyspace { dbs, capture } = self;
+        let Keyspace { dbs, capture, .. } = self;
         let Some(state) = capture else {
             return true;
         };

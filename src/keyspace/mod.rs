@@ -450,6 +450,8 @@ pub struct Keyspace {
     dbs: Vec<Db>,
     /// The running point-in-time capture, if any.
     capture: Option<capture::KeyspaceCapture>,
+    /// The access fields follow an LFU policy ([`Keyspace::set_access_mode`]).
+    lfu: bool,
 }
 
 impl Drop for Keyspace {
@@ -467,6 +469,7 @@ impl Clone for Keyspace {
         Keyspace {
             dbs: self.dbs.clone(),
             capture: None,
+            lfu: self.lfu,
         }
     }
 }
@@ -477,7 +480,30 @@ impl Keyspace {
         Keyspace {
             dbs: (0..count).map(|_| Db::new()).collect(),
             capture: None,
+            lfu: false,
         }
+    }
+
+    /// The same keyspace with its access fields in the mode
+    /// [`Keyspace::set_access_mode`] sets.
+    pub fn with_access_mode(mut self, lfu: bool, now_ms: i64) -> Keyspace {
+        self.set_access_mode(lfu, now_ms);
+        self
+    }
+
+    /// Whether the access fields follow an LFU policy (else LRU), and the
+    /// field new keys start with at `now_ms` ([`access::initial`]; the
+    /// core refreshes it with its clock and on a change of policy).
+    pub fn set_access_mode(&mut self, lfu: bool, now_ms: i64) {
+        self.lfu = lfu;
+        self.set_new_access(access::initial(lfu, now_ms));
+    }
+
+    /// The access field a key loaded from a file with the access record
+    /// `record` gets now, in this keyspace's mode ([`KeyAccess::field`]:
+    /// None when the record does not apply to the mode).
+    pub fn loaded_access(&self, record: KeyAccess) -> Option<u32> {
+        record.field(self.lfu, crate::clock::now_ms())
     }
 
     /// Number of databases.

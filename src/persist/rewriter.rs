@@ -232,12 +232,14 @@ impl RewriteState {
     /// Starts a rewrite of `keyspace` from `files.old_path` to
     /// `files.target`. The caller has written the old AOF's pending batch
     /// and made the writer forget its selected database.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         &mut self,
         keyspace: &mut Keyspace,
         files: RewriteFiles<'_>,
         preamble: Preamble,
         functions: Vec<Vec<u8>>,
+        key_access: crate::rdb::writer::KeyAccessRecord,
         incremental_fsync: bool,
         now_ms: i64,
     ) -> Result<(), String> {
@@ -261,10 +263,12 @@ impl RewriteState {
             target: target.to_path_buf(),
             old_path: old_path.to_path_buf(),
             diff_start: old_len,
-            header: HeaderInfo::new(now_ms, keyspace.db_count()).with_functions(match preamble {
-                Preamble::Native => functions.clone(),
-                _ => Vec::new(),
-            }),
+            header: HeaderInfo::new(now_ms, keyspace.db_count())
+                .with_functions(match preamble {
+                    Preamble::Native => functions.clone(),
+                    _ => Vec::new(),
+                })
+                .with_key_access(key_access),
             preamble,
             incremental_fsync,
             progress: Arc::clone(&progress),
@@ -301,7 +305,7 @@ impl RewriteState {
             started_ms: now_ms,
             diff_start: old_len,
             preamble,
-            blocks: BlockBuilder::new(),
+            blocks: BlockBuilder::new().with_key_access(key_access),
             commands: {
                 // Without a preamble the libraries come first, as Redis's
                 // rewriteFunctions writes them: FUNCTION LOAD each.
@@ -372,7 +376,7 @@ impl RewriteState {
                         Preamble::Native => {
                             queued.extend(
                                 blocks
-                                    .push(db, key, value, expire)
+                                    .push_key(db, key, value, expire)
                                     .into_iter()
                                     .map(ToThread::Block),
                             );

@@ -110,6 +110,8 @@ pub struct SaveTarget<'a> {
     pub position: Option<crate::repl::ids::Position>,
     /// The function libraries' sources at the capture instant.
     pub functions: Vec<Vec<u8>>,
+    /// The access record a native snapshot gives each key (format 1.4).
+    pub key_access: crate::rdb::writer::KeyAccessRecord,
 }
 
 /// The file a finished writer thread produced: (keys, bytes).
@@ -157,6 +159,7 @@ impl SaveState {
             format,
             position,
             functions,
+            key_access,
         } = target;
         debug_assert!(self.job.is_none(), "one BGSAVE at a time");
         self.last_try_ms = now_ms;
@@ -167,6 +170,7 @@ impl SaveState {
         let header = HeaderInfo {
             position,
             functions: functions.clone(),
+            key_access,
             ..HeaderInfo::new(now_ms, keyspace.db_count())
         };
         let spawned = std::thread::Builder::new()
@@ -208,7 +212,7 @@ impl SaveState {
             dirty_at_start: dirty,
             keys_processed: 0,
             keys_total: keyspace.total_keys() as u64,
-            builder: BlockBuilder::new(),
+            builder: BlockBuilder::new().with_key_access(key_access),
             rdb,
             queued: VecDeque::new(),
             to_writer,
@@ -253,7 +257,7 @@ impl SaveState {
                     }
                     None => queued.extend(
                         builder
-                            .push(db, key, value, expire)
+                            .push_key(db, key, value, expire)
                             .into_iter()
                             .map(ToWriter::Block),
                     ),

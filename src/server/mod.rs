@@ -209,8 +209,12 @@ impl Server {
                 let wait_ms = (deadline - now_ms()).max(0) as u64;
                 tick = tick.min(Duration::from_millis(wait_ms));
             }
-            if !self.reread.order.is_empty() || self.master_link_has_more() {
-                // Input already waiting: look for events without sleeping.
+            if !self.reread.order.is_empty()
+                || self.master_link_has_more()
+                || self.engine.eviction_pending()
+            {
+                // Input already waiting, or an eviction run to continue
+                // (Redis's zero-delay eviction timer): no sleeping.
                 tick = Duration::ZERO;
             }
             self.wait(&mut events, tick)?;
@@ -242,6 +246,10 @@ impl Server {
             self.expire_blocked();
             self.check_pause_change();
             self.process_unblocked();
+            if self.engine.eviction_pending() {
+                self.engine
+                    .eviction_timer(&mut || host::counted_memory().map(|m| m.used));
+            }
             self.close_overflowed();
             self.commit_log();
             self.publish_stream();
@@ -588,11 +596,10 @@ impl Server {
     /// Appends queued Pub/Sub messages to their receivers' output (the
     /// client whose command published them is `current`, out of the map).
     fn deliver_messages(&mut self, current: &mut Client) {
-        let limits = self.engine.config().pubsub_output_limit;
         let now = now_ms();
         for (id, message) in self.engine.take_messages() {
             if id == current.session.id {
-                message.encode(current.session.resp, &mut current.out);
+                deliver(current, &message);
                 continue;
             }
             let Some(&token) = self.session_tokens.get(&id) else {
@@ -601,11 +608,13 @@ impl Server {
             let Some(client) = self.clients.get_mut(&token) else {
                 continue;
             };
-            if client.overflowed {
+            if client.overflowed || !deliver(client, &message) {
                 continue;
             }
-            message.encode(client.session.resp, &mut client.out);
             self.pending.push(token);
+            // The client's own class (Redis's getClientType: a monitor is
+            // `normal`, a subscriber `pubsub`).
+            let limits = client.output_limit(self.engine.config());
             if client.output_over_limit(&limits, now) {
                 client.overflowed = true;
                 self.overflowed.push(token);
@@ -666,7 +675,9 @@ impl Server {
                 }
             };
             let argv = request.argv(&client.inbuf);
-            if self.engine.must_wait_for_pause(&client.session, &argv) {
+            // A monitor is never paused: Redis marks it a replica, which
+            // processCommand exempts from CLIENT PAUSE.
+            if !client.session.monitor && self.engine.must_wait_for_pause(&client.session, &argv) {
                 // Writes are paused: the command runs when the pause ends.
                 client.parser.unread(start);
                 client.postponed = true;
@@ -1042,4 +1053,22 @@ fn io_error(context: &str, source: io::Error) -> crate::Error {
         context: context.to_string(),
         source,
     }
+}
+
+/// Appends `message` to `client`'s output; false when it was not sent: a
+/// MONITOR line (a status line, the only kind of message that is not a
+/// push) to a client whose replies are off (CLIENT REPLY OFF, or SKIP
+/// until its next command has run), as Redis's `addReply` drops it there
+/// while pushes pass. (While CLIENT REPLY SKIP itself runs, both skip
+/// flags are set: its own line passes, as in Redis.)
+fn deliver(client: &mut Client, message: &crate::core::clients::Message) -> bool {
+    let before = client.out.len();
+    message.encode(client.session.resp, &mut client.out);
+    let session = &client.session;
+    let silenced = session.reply_off || (session.reply_skip && !session.reply_skip_next);
+    if silenced && client.out.get(before) == Some(&b'+') {
+        client.out.truncate(before);
+        return false;
+    }
+    true
 }

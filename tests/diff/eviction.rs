@@ -313,6 +313,34 @@ fn memory_stays_within_the_limit_under_every_policy() {
     }
 }
 
+/// A run cut short by `maxmemory-eviction-tenacity` continues from the
+/// server's timer (Redis's `evictionTimeProc`): with the smallest tenacity
+/// (a run stops after 16 keys), lowering `maxmemory` far below the memory
+/// in use brings it under the limit without another command.
+#[test]
+fn a_cut_eviction_run_continues_without_commands() {
+    let mut p = Pair::new();
+    let (r, h) = on_both(&mut p, |c| {
+        ok(c, &["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+        ok(c, &["CONFIG", "SET", "maxmemory-eviction-tenacity", "0"]);
+        let errors = write_keys(c, "t", 6000, &|_| None);
+        assert!(errors.is_empty(), "{}", show(&errors[0]));
+        let limit = used_memory(c) - 3 * 1024 * 1024;
+        // CONFIG SET evicts at once: 16 keys, then the time limit.
+        ok(c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // INFO's own run (before it executes) evicts 16 keys at most.
+        (used_memory(c), limit, evicted_keys(c))
+    });
+    for (name, (used, limit, evicted)) in [("redis", r), ("hozon", h)] {
+        assert!(
+            evicted > 1000,
+            "{name}: {evicted} evicted: the cut run did not continue"
+        );
+        assert!(used <= limit, "{name}: used {used} over the limit {limit}");
+    }
+}
+
 #[test]
 fn evicted_keyspace_events_and_info() {
     let mut p = Pair::new();
@@ -392,6 +420,164 @@ fn object_idletime_and_freq_match_redis() {
     p.check(&["CONFIG", "SET", "maxmemory", "1gb"]);
     p.check(&["SET", "n2", "7"]);
     p.check(&["OBJECT", "REFCOUNT", "n2"]);
+}
+
+/// Which lookups refresh a key's access clock (Redis's `lookupKey`, and
+/// the lookups made with `LOOKUP_NOTOUCH` or straight from the table that
+/// do not): every key below is created, left idle, then used by one
+/// command; OBJECT IDLETIME then says on both servers whether it was
+/// touched.
+#[test]
+fn which_lookups_touch_the_access_clock_matches_redis() {
+    let mut p = Pair::new();
+    let setup: &[&[&str]] = &[
+        &["GEOADD", "g1", "0.1", "0.1", "a", "0.2", "0.2", "b"],
+        &["COPY", "g1", "g2"],
+        &["COPY", "g1", "g3"],
+        &["COPY", "g1", "g4"],
+        &["COPY", "g1", "g5"],
+        &["COPY", "g1", "g6"],
+        &["COPY", "g1", "g7"],
+        &["COPY", "g1", "g8"],
+        &["ZADD", "z1", "1", "a", "2", "b"],
+        &["COPY", "z1", "z2"],
+        &["COPY", "z1", "z3"],
+        &["COPY", "z1", "z4"],
+        &["COPY", "z1", "z5"],
+        &["COPY", "z1", "z6"],
+        &["COPY", "z1", "z7"],
+        &["COPY", "z1", "z8"],
+        &["COPY", "z1", "z9"],
+        &["COPY", "z1", "z10"],
+        &["SET", "k1", "hello"],
+        &["COPY", "k1", "k2"],
+        &["COPY", "k1", "k3"],
+        &["COPY", "k1", "k4"],
+        &["COPY", "k1", "k5"],
+        &["COPY", "k1", "k6"],
+        &["COPY", "k1", "k7"],
+        &["COPY", "k1", "k8"],
+        &["COPY", "k1", "k9"],
+        &["COPY", "k1", "k10"],
+        &["COPY", "k1", "k11"],
+        &["COPY", "k1", "k12"],
+        &["COPY", "k1", "k13"],
+        &["COPY", "k1", "k14"],
+        &["COPY", "k1", "k15"],
+        &["COPY", "k1", "k16"],
+        &["PFADD", "h1", "a", "b"],
+        &["COPY", "h1", "h2"],
+        &["RPUSH", "l1", "3", "1", "2"],
+        &["COPY", "l1", "l2"],
+        &["SADD", "s1", "a", "b"],
+        &["COPY", "s1", "s2"],
+    ];
+    for cmd in setup {
+        p.check(cmd);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    // (command, the key whose clock it may refresh)
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "GEOSEARCH",
+                "g1",
+                "FROMLONLAT",
+                "0",
+                "0",
+                "BYRADIUS",
+                "100",
+                "km",
+            ],
+            "g1",
+        ),
+        (&["GEORADIUS", "g2", "0", "0", "100", "km"], "g2"),
+        (
+            &[
+                "GEOSEARCHSTORE",
+                "gd",
+                "g3",
+                "FROMLONLAT",
+                "0",
+                "0",
+                "BYRADIUS",
+                "100",
+                "km",
+            ],
+            "g3",
+        ),
+        (&["GEODIST", "g4", "a", "b"], "g4"),
+        (&["GEOPOS", "g5", "a"], "g5"),
+        (&["GEOHASH", "g6", "a"], "g6"),
+        (&["GEORADIUSBYMEMBER", "g7", "a", "100", "km"], "g7"),
+        (
+            &[
+                "GEOSEARCH",
+                "g8",
+                "FROMMEMBER",
+                "a",
+                "BYBOX",
+                "100",
+                "100",
+                "km",
+            ],
+            "g8",
+        ),
+        (&["ZUNIONSTORE", "zd", "2", "z1", "z2"], "z1"),
+        (&["ZINTERCARD", "2", "z3", "z2"], "z3"),
+        (&["ZRANGESTORE", "zd2", "z4", "0", "-1"], "z4"),
+        (&["ZDIFF", "2", "z5", "z2"], "z5"),
+        (&["ZRANDMEMBER", "z6"], "z6"),
+        (&["ZMSCORE", "z7", "a"], "z7"),
+        (&["ZSCAN", "z8", "0"], "z8"),
+        (&["ZLEXCOUNT", "z9", "-", "+"], "z9"),
+        (&["ZINTER", "2", "z10", "z2"], "z10"),
+        (&["COPY", "k1", "kd"], "k1"),
+        (&["RENAME", "k2", "k2new"], "k2new"),
+        (&["DUMP", "k3"], "k3"),
+        (&["OBJECT", "ENCODING", "k4"], "k4"),
+        (&["MEMORY", "USAGE", "k5"], "k5"),
+        (&["STRLEN", "k6"], "k6"),
+        (&["EXPIRE", "k7", "100"], "k7"),
+        (&["PERSIST", "k8"], "k8"),
+        (&["TTL", "k9"], "k9"),
+        (&["DEBUG", "OBJECT", "k10"], "k10"),
+        (&["MOVE", "k11", "1"], "k11"),
+        (&["RENAMENX", "k12", "k12new"], "k12new"),
+        (&["TYPE", "k13"], "k13"),
+        (&["SET", "k14", "x", "NX"], "k14"),
+        (&["MSETNX", "k15", "x", "new15", "y"], "k15"),
+        (&["SET", "k16", "x", "NX", "GET"], "k16"),
+        (&["PFCOUNT", "h1"], "h1"),
+        (&["PFMERGE", "hd", "h2"], "h2"),
+        (&["SORT", "l1"], "l1"),
+        (&["LPOS", "l2", "1"], "l2"),
+        (&["SINTERCARD", "1", "s1"], "s1"),
+        (&["SSCAN", "s2", "0"], "s2"),
+    ];
+    for (cmd, _) in cases {
+        p.both(cmd);
+    }
+    let mut differences = Vec::new();
+    for (cmd, key) in cases {
+        // MOVE's key is in database 1 now.
+        let select = if cmd[0] == "MOVE" { "1" } else { "0" };
+        p.check(&["SELECT", select]);
+        let (r, h) = p.both(&["OBJECT", "IDLETIME", key]);
+        let touched = |reply: &[u8]| -> bool {
+            let idle: i64 = std::str::from_utf8(&reply[1..reply.len() - 2])
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("{cmd:?}: {}", show(reply)));
+            idle < 2
+        };
+        let (rt, ht) = (touched(&r), touched(&h));
+        if rt != ht {
+            differences.push(format!("{cmd:?}: redis touched {rt}, hozon {ht}"));
+        }
+    }
+    p.check(&["SELECT", "0"]);
+    assert!(differences.is_empty(), "{differences:#?}");
 }
 
 /// DUMP of `key` on Redis (the payloads are interchangeable).

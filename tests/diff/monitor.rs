@@ -262,3 +262,91 @@ fn the_monitor_client_itself() {
         }
     }
 }
+
+/// Sends `args` on `conn` without waiting for a reply (CLIENT REPLY OFF
+/// and SKIP have none), then gives the server time to run it.
+fn send_only(conn: &mut Conn, args: &[&[u8]]) {
+    conn.send_raw(&testkit::harness::encode_command(args));
+    std::thread::sleep(std::time::Duration::from_millis(100));
+}
+
+/// A monitor's output limit is the `normal` class's (Redis's getClientType
+/// exposes monitors as normal clients), it is never paused by CLIENT
+/// PAUSE (Redis marks it a replica), and CLIENT REPLY OFF/SKIP silence
+/// its lines as they silence replies.
+#[test]
+fn monitor_limits_pause_and_reply_modes() {
+    let mut p = Pair::new();
+    // A pubsub limit of one byte does not apply to monitors.
+    p.check(&[
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "pubsub 1 0 0",
+    ]);
+    let mut mons = [
+        monitor(p.redis_server.port, false),
+        monitor(p.hozon_server.port, false),
+    ];
+    let mut aliases = [Vec::new(), Vec::new()];
+    for i in 0..20 {
+        p.check(&["SET", &format!("k{i}"), "v"]);
+    }
+    p.check(&["ECHO", "fence"]);
+    let seen: Vec<Vec<String>> = mons
+        .iter_mut()
+        .zip(aliases.iter_mut())
+        .map(|(m, a)| lines_until_fence(m, "fence", a))
+        .collect();
+    assert_eq!(seen[0].len(), 21, "redis: {:#?}", seen[0]);
+    assert_eq!(seen[0], seen[1]);
+
+    // CLIENT PAUSE ALL: the monitor's own commands still run.
+    p.check(&["CLIENT", "PAUSE", "3000", "ALL"]);
+    let mut paused = Vec::new();
+    for (m, a) in mons.iter_mut().zip(aliases.iter_mut()) {
+        let started = std::time::Instant::now();
+        let reply = m.call(&[b"PING"]);
+        let waited = started.elapsed();
+        assert!(
+            waited < std::time::Duration::from_millis(1500),
+            "{waited:?}"
+        );
+        paused.push((show(&reply), mask(&m.read_reply(), a)));
+    }
+    assert_eq!(paused[0], paused[1]);
+    p.check(&["CLIENT", "UNPAUSE"]);
+
+    // CLIENT REPLY OFF, then ON; SKIP drops the lines until the monitor's
+    // next command has run.
+    for m in mons.iter_mut() {
+        send_only(m, &[b"CLIENT", b"REPLY", b"OFF"]);
+    }
+    p.check(&["SET", "during", "off"]);
+    let mut replies = Vec::new();
+    for m in mons.iter_mut() {
+        replies.push(show(&m.call(&[b"CLIENT", b"REPLY", b"ON"])));
+    }
+    assert_eq!(replies[0], replies[1]);
+    p.check(&["SET", "after", "on"]);
+    for m in mons.iter_mut() {
+        send_only(m, &[b"CLIENT", b"REPLY", b"SKIP"]);
+    }
+    p.check(&["SET", "during", "skip"]);
+    for m in mons.iter_mut() {
+        send_only(m, &[b"PING"]);
+    }
+    p.check(&["SET", "after", "skip"]);
+    p.check(&["ECHO", "fence2"]);
+    let seen: Vec<Vec<String>> = mons
+        .iter_mut()
+        .zip(aliases.iter_mut())
+        .map(|(m, a)| lines_until_fence(m, "fence2", a))
+        .collect();
+    assert!(
+        !seen[0].iter().any(|l| l.contains("\"during\"")),
+        "redis: {:#?}",
+        seen[0]
+    );
+    assert_eq!(seen[0], seen[1]);
+}

@@ -143,3 +143,61 @@ SLOWLOG LEN
 "#,
     );
 }
+
+/// The entry of a blocked command, made when it is served (or times out)
+/// outside its client's turn, carries that client's address and name, as
+/// Redis's `updateStatsOnUnblock` logs them.
+#[test]
+fn blocked_commands_log_their_own_client() {
+    let mut p = Pair::new();
+    for (name, mut waiter) in [("redis", p.connect_more().0), ("hozon", p.connect_more().1)] {
+        let other = if name == "redis" { &mut p.r } else { &mut p.h };
+        other.call(&[b"CONFIG", b"SET", b"slowlog-log-slower-than", b"0"]);
+        waiter.call(&[b"CLIENT", b"SETNAME", b"waiter"]);
+        let info = String::from_utf8(waiter.call(&[b"CLIENT", b"INFO"])).unwrap();
+        let addr = info
+            .split(' ')
+            .find_map(|f| f.strip_prefix("addr="))
+            .expect("CLIENT INFO addr")
+            .to_string();
+        other.call(&[b"SLOWLOG", b"RESET"]);
+        // Served by another client's push.
+        waiter.send_raw(&testkit::harness::encode_command(&[b"BLPOP", b"q", b"0"]));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        other.call(&[b"RPUSH", b"q", b"x"]);
+        assert_eq!(
+            waiter.read_reply(),
+            b"*2\r\n$1\r\nq\r\n$1\r\nx\r\n",
+            "{name}"
+        );
+        // Unblocked by CLIENT UNBLOCK (Redis 7.0 logs no entry for a
+        // timeout).
+        let id = String::from_utf8(waiter.call(&[b"CLIENT", b"ID"])).unwrap();
+        let id = id.trim_start_matches(':').trim_end().to_string();
+        waiter.send_raw(&testkit::harness::encode_command(&[b"BLPOP", b"q2", b"0"]));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let reply = other.call(&[b"CLIENT", b"UNBLOCK", id.as_bytes(), b"ERROR"]);
+        assert_eq!(reply, b":1\r\n", "{name}");
+        waiter.read_reply();
+        let reply = decode(&other.call(&[b"SLOWLOG", b"GET", b"-1"]));
+        // The entries of the waiter's blocked commands: the served BLPOP,
+        // then the unblocked one (Redis logs that one with no arguments:
+        // its argv is gone by then; hozon keeps them).
+        let logged: Vec<(String, String, String)> = reply
+            .items()
+            .iter()
+            .rev()
+            .map(|e| {
+                let f = e.items();
+                let cmd = f[3].items().first().map(Value::text).unwrap_or_default();
+                (cmd, f[4].text().to_string(), f[5].text().to_string())
+            })
+            .filter(|(cmd, peer, _)| peer == &addr && cmd != "CLIENT")
+            .collect();
+        assert_eq!(logged.len(), 2, "{name}: {reply:?}");
+        assert_eq!(logged[0].0, "BLPOP", "{name}: {reply:?}");
+        for (_, _, client_name) in &logged {
+            assert_eq!(client_name, "waiter", "{name}: {reply:?}");
+        }
+    }
+}

@@ -215,3 +215,111 @@ fn rdb_idle_and_freq_records_round_trip_with_redis() {
         check(&mut conn, &format!("{policy}: hozon reading Redis's RDB"));
     }
 }
+
+/// Waits until INFO persistence shows no BGSAVE or rewrite running.
+fn wait_background_done(conn: &mut Conn) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let saving = info_field(conn, "persistence", "rdb_bgsave_in_progress");
+        let rewriting = info_field(conn, "persistence", "aof_rewrite_in_progress");
+        if saving.as_deref() == Some("0") && rewriting.as_deref() == Some("0") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "background work did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The format minor version in a dump.hoz header.
+fn minor_version(path: &std::path::Path) -> u16 {
+    let data = std::fs::read(path).unwrap();
+    u16::from_le_bytes([data[10], data[11]])
+}
+
+/// dump.hoz (format 1.4) keeps each key's access record: after a restart
+/// OBJECT IDLETIME and OBJECT FREQ say what they said before, whether the
+/// file came from SAVE, BGSAVE or an AOF rewrite's native preamble.
+#[test]
+fn dump_hoz_keeps_idle_and_freq_across_restarts() {
+    for policy in ["allkeys-lru", "allkeys-lfu"] {
+        let lfu = policy.ends_with("lfu");
+        for how in ["SAVE", "BGSAVE", "BGREWRITEAOF"] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path().to_string_lossy().into_owned();
+            let aof = if how == "BGREWRITEAOF" { "yes" } else { "no" };
+            let args = [
+                "--save",
+                "3600 1",
+                "--dir",
+                &d,
+                "--appendonly",
+                aof,
+                "--maxmemory-policy",
+                policy,
+                "--lfu-decay-time",
+                "0",
+            ];
+            let server = start_hozon(&args);
+            let mut conn = Conn::connect(server.port);
+            restore_access_keys(&mut conn, policy);
+            let reply = conn.call(&[how.as_bytes()]);
+            assert!(
+                reply.starts_with(b"+"),
+                "{how}: {}",
+                String::from_utf8_lossy(&reply)
+            );
+            wait_background_done(&mut conn);
+            drop(server); // SIGKILL
+            if how != "BGREWRITEAOF" {
+                assert_eq!(
+                    minor_version(&dir.path().join("dump.hoz")),
+                    4,
+                    "{policy} {how}"
+                );
+            }
+            let server = start_hozon(&args);
+            let mut conn = Conn::connect(server.port);
+            assert_eq!(conn.call(&[b"DBSIZE"]), b":2\r\n", "{policy} {how}");
+            if lfu {
+                assert_eq!(object_int(&mut conn, "FREQ", "freq"), 77, "{policy} {how}");
+            } else {
+                let idle = object_int(&mut conn, "IDLETIME", "idle");
+                assert!((5000..=5003).contains(&idle), "{policy} {how}: idle {idle}");
+            }
+        }
+    }
+}
+
+/// A file written without access records (no LRU/LFU policy: format 1.1,
+/// what every older writer wrote) loads under an LRU or LFU policy, its
+/// keys starting as new keys do.
+#[test]
+fn a_dump_hoz_without_access_records_loads_under_lru_and_lfu() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().into_owned();
+    let server = start_hozon(&["--save", "3600 1", "--dir", &d]);
+    let mut conn = Conn::connect(server.port);
+    assert_eq!(conn.call(&[b"SET", b"k", b"v"]), b"+OK\r\n");
+    assert_eq!(conn.call(&[b"SAVE"]), b"+OK\r\n");
+    drop(server);
+    assert_eq!(minor_version(&dir.path().join("dump.hoz")), 1);
+    for policy in ["allkeys-lru", "allkeys-lfu"] {
+        let server = start_hozon(&[
+            "--save",
+            "3600 1",
+            "--dir",
+            &d,
+            "--maxmemory-policy",
+            policy,
+            "--lfu-decay-time",
+            "0",
+        ]);
+        let mut conn = Conn::connect(server.port);
+        if policy.ends_with("lfu") {
+            // LFU_INIT_VAL, as for a key just created.
+            assert_eq!(object_int(&mut conn, "FREQ", "k"), 5);
+        } else {
+            assert!(object_int(&mut conn, "IDLETIME", "k") <= 2);
+        }
+    }
+}

@@ -113,7 +113,8 @@ fn read_snapshot(ctx: &mut Ctx) -> Result<(Keyspace, Vec<Vec<u8>>), String> {
         .io
         .read_all(&path)
         .map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let mut keyspace = Keyspace::new(core.keyspace.db_count());
+    let mut keyspace = Keyspace::new(core.keyspace.db_count())
+        .with_access_mode(core.policy().is_lfu(), ctx.now_ms);
     if crate::rdb::reader::is_rdb(&data) {
         let options = crate::rdb::reader::Options {
             limits: core.config.limits,

@@ -154,12 +154,29 @@ fn monitor_and_log(
             .latency
             .add(event, ms, crate::clock::now_ms() / 1000);
     }
-    if !blocked && !spec.has(flags::SKIP_SLOWLOG) {
+    if blocked {
+        // Its entry comes when the wait ends, outside this connection.
+        if let Some(c) = host.connection() {
+            core.observe.slowlog.note_blocked(session.id, c.addr);
+        }
+    } else if !spec.has(flags::SKIP_SLOWLOG) {
         push_slowlog(core, session, host, argv, nanos / 1000);
     }
 }
 
 fn push_slowlog(core: &mut Core, session: &Session, host: &dyn Host, argv: &[&[u8]], usec: u64) {
+    let peer = || host.connection().map_or_else(String::new, |c| c.addr);
+    push_slowlog_from(core, session, peer, argv, usec);
+}
+
+/// [`push_slowlog`] with the client's address from `peer`.
+fn push_slowlog_from(
+    core: &mut Core,
+    session: &Session,
+    peer: impl FnOnce() -> String,
+    argv: &[&[u8]],
+    usec: u64,
+) {
     let slower_than = core.config.slowlog_log_slower_than;
     if slower_than < 0 || (usec as i64) < slower_than {
         return;
@@ -173,10 +190,7 @@ fn push_slowlog(core: &mut Core, session: &Session, host: &dyn Host, argv: &[&[u
         usec,
         &refs,
         crate::clock::now_ms() / 1000,
-        || {
-            let peer = host.connection().map_or_else(String::new, |c| c.addr);
-            (peer, session.name.clone().unwrap_or_default())
-        },
+        || (peer(), session.name.clone().unwrap_or_default()),
     );
 }
 
@@ -284,8 +298,17 @@ pub(crate) fn after_unblock(
             .latency
             .add("command-unblocking", ms, crate::clock::now_ms() / 1000);
     }
+    // The address noted when the command blocked (Redis logs the
+    // blocked client's own).
+    let peer = core.observe.slowlog.take_blocked(session.id);
     if !spec.has(flags::SKIP_SLOWLOG) {
-        push_slowlog(core, session, &super::NullHost, argv, nanos / 1000);
+        push_slowlog_from(
+            core,
+            session,
+            || peer.unwrap_or_default(),
+            argv,
+            nanos / 1000,
+        );
     }
 }
 

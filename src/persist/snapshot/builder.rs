@@ -2,12 +2,14 @@
 
 use super::encode::{put_abs_id, put_bytes, put_id, put_varint, put_zigzag};
 use super::format::{
-    Part, ValueType, BLOCK_TARGET_BYTES, KIND_EXPIRE, KIND_PART_MASK, KIND_PART_SHIFT,
-    LARGEST_KEY_PREFIX, MIN_STRING_CHUNK, SE_CONSUMER, SE_COUNTERS, SE_ENTRY, SE_GROUP, SE_NODE,
-    SE_PENDING, TAG_HASH, TAG_LIST, TAG_SET_INTS, TAG_SET_STRINGS, TAG_STREAM, TAG_STRING,
-    TAG_ZSET,
+    Part, ValueType, ACCESS_FREQ, ACCESS_IDLE, BLOCK_TARGET_BYTES, KIND_ACCESS, KIND_EXPIRE,
+    KIND_PART_MASK, KIND_PART_SHIFT, LARGEST_KEY_PREFIX, MIN_STRING_CHUNK, SE_CONSUMER,
+    SE_COUNTERS, SE_ENTRY, SE_GROUP, SE_NODE, SE_PENDING, TAG_HASH, TAG_LIST, TAG_SET_INTS,
+    TAG_SET_STRINGS, TAG_STREAM, TAG_STRING, TAG_ZSET,
 };
 use super::stats::{Largest, Stats};
+use crate::keyspace::KeyAccess;
+use crate::rdb::writer::KeyAccessRecord;
 use crate::types::set::{Member, Set};
 use crate::types::stream::{Fields, Stream, StreamId};
 use crate::types::{Blob, Value};
@@ -48,6 +50,8 @@ pub struct BlockBuilder {
     stats: Stats,
     ready: Vec<RawBlock>,
     spare: Vec<Vec<u8>>,
+    /// The access record [`BlockBuilder::push_key`] gives each key.
+    key_access: KeyAccessRecord,
 }
 
 impl Default for BlockBuilder {
@@ -73,7 +77,41 @@ impl BlockBuilder {
             stats: Stats::default(),
             ready: Vec::new(),
             spare: Vec::new(),
+            key_access: KeyAccessRecord::None,
         }
+    }
+
+    /// The same builder, giving each key pushed with
+    /// [`BlockBuilder::push_key`] the access record `key_access` says
+    /// (the header must say the same: [`HeaderInfo::key_access`](super::HeaderInfo)).
+    pub fn with_key_access(self, key_access: KeyAccessRecord) -> BlockBuilder {
+        BlockBuilder { key_access, ..self }
+    }
+
+    /// [`BlockBuilder::push`] for a key of a keyspace, whose access field
+    /// gives its access record (format 1.4) when the builder was made
+    /// [`with_key_access`](BlockBuilder::with_key_access).
+    pub fn push_key(
+        &mut self,
+        db: usize,
+        key: &Blob,
+        value: &Value,
+        expire_ms: Option<i64>,
+    ) -> Vec<RawBlock> {
+        let stored = key.access();
+        let access = match self.key_access {
+            KeyAccessRecord::None => None,
+            KeyAccessRecord::Idle { clock } => Some(KeyAccess::Idle(
+                crate::keyspace::access::idle_ms(clock, stored) / 1000,
+            )),
+            KeyAccessRecord::Freq {
+                minutes,
+                decay_time,
+            } => Some(KeyAccess::Freq(crate::keyspace::access::lfu_decayed(
+                stored, minutes, decay_time,
+            ) as u8)),
+        };
+        self.push_with(db, key, value, expire_ms, access)
     }
 
     /// The statistics of everything pushed so far (pass them to
@@ -103,6 +141,18 @@ impl BlockBuilder {
         value: &Value,
         expire_ms: Option<i64>,
     ) -> Vec<RawBlock> {
+        self.push_with(db, key, value, expire_ms, None)
+    }
+
+    /// [`BlockBuilder::push`] with the value's access record, if any.
+    fn push_with(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: &Value,
+        expire_ms: Option<i64>,
+        access: Option<KeyAccess>,
+    ) -> Vec<RawBlock> {
         let (tag, elements) = match value {
             Value::Str(s) => (TAG_STRING, s.len() as u64),
             Value::List(l) => (TAG_LIST, l.len() as u64),
@@ -114,7 +164,7 @@ impl BlockBuilder {
             Value::ZSet(z) => (TAG_ZSET, z.len() as u64),
             Value::Stream(s) => (TAG_STREAM, s.len() as u64),
         };
-        let mut open = self.begin(db, key, tag, Part::Whole, expire_ms);
+        let mut open = self.begin(db, key, tag, Part::Whole, expire_ms, access);
         match value {
             Value::Str(s) => self.write_string(&mut open, key, s),
             Value::List(l) => {
@@ -167,17 +217,34 @@ impl BlockBuilder {
         tag: u8,
         part: Part,
         expire_ms: Option<i64>,
+        access: Option<KeyAccess>,
     ) -> OpenRecord {
         let mark = self.buf.len();
         let mut kind = tag | ((part as u8) << KIND_PART_SHIFT);
         if expire_ms.is_some() {
             kind |= KIND_EXPIRE;
         }
+        // Only a value's first record carries its access record (the
+        // caller passes none for the others).
+        if access.is_some() {
+            kind |= KIND_ACCESS;
+        }
         self.buf.push(kind);
         put_varint(&mut self.buf, db as u64);
         put_bytes(&mut self.buf, key);
         if let Some(at) = expire_ms {
             put_zigzag(&mut self.buf, at);
+        }
+        match access {
+            Some(KeyAccess::Idle(seconds)) => {
+                self.buf.push(ACCESS_IDLE);
+                put_varint(&mut self.buf, seconds.min(super::format::ACCESS_MAX_IDLE));
+            }
+            Some(KeyAccess::Freq(counter)) => {
+                self.buf.push(ACCESS_FREQ);
+                self.buf.push(counter);
+            }
+            None => {}
         }
         let count_pos = (tag != TAG_STRING).then(|| {
             let at = self.buf.len();
@@ -231,7 +298,7 @@ impl BlockBuilder {
         }
         self.close_block();
         let bytes = open.bytes;
-        *open = self.begin(open.db, key, open.tag, Part::Middle, None);
+        *open = self.begin(open.db, key, open.tag, Part::Middle, None, None);
         open.bytes = bytes;
     }
 

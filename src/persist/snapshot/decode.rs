@@ -3,10 +3,10 @@
 use super::encode::{le_u32, le_u64, Malformed, Reader};
 use super::error::BlockDamage;
 use super::format::{
-    Part, BLOCK_HEADER_LEN, BLOCK_MAGIC, CODEC_LZ4, CODEC_RAW, KIND_EXPIRE, KIND_PART_MASK,
-    KIND_PART_SHIFT, KIND_RESERVED, KIND_TAG_MASK, LZ4_MAX_EXPANSION, SE_CONSUMER, SE_COUNTERS,
-    SE_ENTRY, SE_GROUP, SE_NODE, SE_PENDING, TAG_HASH, TAG_LIST, TAG_SET_INTS, TAG_SET_STRINGS,
-    TAG_STREAM, TAG_STRING, TAG_ZSET,
+    Part, ACCESS_FREQ, ACCESS_IDLE, ACCESS_MAX_IDLE, BLOCK_HEADER_LEN, BLOCK_MAGIC, CODEC_LZ4,
+    CODEC_RAW, KIND_ACCESS, KIND_EXPIRE, KIND_PART_MASK, KIND_PART_SHIFT, KIND_TAG_MASK,
+    LZ4_MAX_EXPANSION, SE_CONSUMER, SE_COUNTERS, SE_ENTRY, SE_GROUP, SE_NODE, SE_PENDING, TAG_HASH,
+    TAG_LIST, TAG_SET_INTS, TAG_SET_STRINGS, TAG_STREAM, TAG_STRING, TAG_ZSET,
 };
 use super::options::ReadOptions;
 use super::stats::BlockInfo;
@@ -18,6 +18,7 @@ use crate::types::stream::{
 };
 use crate::types::{Blob, EncodingLimits, Value};
 
+use crate::keyspace::KeyAccess;
 pub use crate::keyspace::LoadedKey;
 
 /// One element of a stream record.
@@ -306,6 +307,8 @@ pub(super) struct PartRecord {
     pub(super) key: Blob,
     /// Only a first part carries the expiry.
     pub(super) expire_ms: Option<i64>,
+    /// And the access record (format 1.4).
+    pub(super) access: Option<KeyAccess>,
     /// The part's elements.
     pub(super) builder: Builder,
 }
@@ -458,15 +461,28 @@ fn decode_stream_elems(r: &mut Reader<'_>, count: u32) -> Result<Vec<StreamElem>
     Ok(elems)
 }
 
+/// An access record (format 1.4): its kind, then the idle seconds
+/// (`varint`, at most 2^24 − 1) or the LFU counter (`u8`).
+fn decode_access(r: &mut Reader<'_>) -> Result<KeyAccess, Malformed> {
+    match r.u8()? {
+        ACCESS_IDLE => {
+            let seconds = r.varint()?;
+            if seconds > ACCESS_MAX_IDLE {
+                return Err("access record: idle time past the LRU clock's range");
+            }
+            Ok(KeyAccess::Idle(seconds))
+        }
+        ACCESS_FREQ => Ok(KeyAccess::Freq(r.u8()?)),
+        _ => Err("unknown access record kind"),
+    }
+}
+
 pub(super) fn decode_record(
     r: &mut Reader<'_>,
     limits: &EncodingLimits,
     now_ms: i64,
 ) -> Result<Item, Malformed> {
     let kind = r.u8()?;
-    if kind & KIND_RESERVED != 0 {
-        return Err("reserved bit set in the record kind");
-    }
     let tag = kind & KIND_TAG_MASK;
     if tag > TAG_STREAM {
         return Err("unknown type tag");
@@ -479,6 +495,14 @@ pub(super) fn decode_record(
             return Err("expiry on a continuation part");
         }
         Some(r.zigzag()?)
+    } else {
+        None
+    };
+    let access = if kind & KIND_ACCESS != 0 {
+        if matches!(part, Part::Middle | Part::Last) {
+            return Err("access record on a continuation part");
+        }
+        Some(decode_access(r)?)
     } else {
         None
     };
@@ -497,7 +521,7 @@ pub(super) fn decode_record(
             key: Blob::new(key),
             value,
             expire_ms,
-            access: None,
+            access,
         }));
     }
     Ok(Item::Part(PartRecord {
@@ -505,6 +529,7 @@ pub(super) fn decode_record(
         db,
         key: Blob::new(key),
         expire_ms,
+        access,
         builder: decode_body(r, tag)?,
     }))
 }

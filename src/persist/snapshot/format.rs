@@ -31,10 +31,18 @@ pub const FLAG_STREAM_NODES: u32 = 2;
 /// which a reader that does not know them would silently drop; the flag
 /// makes it refuse the file by name instead.
 pub const FLAG_FUNCTIONS: u32 = 4;
+/// Header flag: records may carry a key's access record (kind bit 7,
+/// format 1.4), which an older reader would take for damage; the flag
+/// makes it refuse the file by name instead.
+pub const FLAG_ACCESS: u32 = 8;
 /// Every flag bit this build understands.
-pub(super) const KNOWN_FLAGS: u32 = FLAG_LZ4 | FLAG_STREAM_NODES | FLAG_FUNCTIONS;
+pub(super) const KNOWN_FLAGS: u32 = FLAG_LZ4 | FLAG_STREAM_NODES | FLAG_FUNCTIONS | FLAG_ACCESS;
 /// The minor version of a file that holds function libraries.
 pub const FORMAT_MINOR_WITH_FUNCTIONS: u16 = 3;
+/// The minor version of a file whose records carry access records (the
+/// keys' LRU idle time or LFU counter, written under an LRU or LFU
+/// policy).
+pub const FORMAT_MINOR_WITH_ACCESS: u16 = 4;
 /// Header bytes before the engine version string.
 pub(super) const HEADER_FIXED_LEN: usize = 37;
 /// File ids are 24 bits (they fit the block header's spare bytes).
@@ -81,7 +89,14 @@ pub(super) const KIND_TAG_MASK: u8 = 0x0f;
 pub(super) const KIND_EXPIRE: u8 = 0x10;
 pub(super) const KIND_PART_SHIFT: u8 = 5;
 pub(super) const KIND_PART_MASK: u8 = 0x60;
-pub(super) const KIND_RESERVED: u8 = 0x80;
+/// Kind bit 7 (format 1.4): an access record follows the expiry.
+pub(super) const KIND_ACCESS: u8 = 0x80;
+/// Access record kinds: seconds idle (LRU), the LFU counter.
+pub(super) const ACCESS_IDLE: u8 = 1;
+pub(super) const ACCESS_FREQ: u8 = 2;
+/// The largest idle time an access record may hold, in seconds: the LRU
+/// clock's range (2^24 − 1).
+pub(super) const ACCESS_MAX_IDLE: u64 = (1 << 24) - 1;
 
 // Stream element tags.
 pub(super) const SE_ENTRY: u8 = 0;

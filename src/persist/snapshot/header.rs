@@ -4,9 +4,9 @@ use super::decode::parse_block_header;
 use super::encode::{le_u16, le_u32, le_u64, put_bytes, put_varint, put_zigzag, Malformed, Reader};
 use super::error::SnapshotError;
 use super::format::{
-    BLOCK_HEADER_LEN, FILE_ID_MASK, FLAG_FUNCTIONS, FLAG_LZ4, FLAG_STREAM_NODES, FOOTER_MAGIC,
-    FORMAT_MAJOR, HEADER_FIXED_LEN, HEADER_MIN_LEN, KNOWN_FLAGS, MAGIC, MINOR_WITH_POSITION,
-    POSITION_FIELDS_LEN, TRAILER_LEN, TRAILER_MAGIC,
+    BLOCK_HEADER_LEN, FILE_ID_MASK, FLAG_ACCESS, FLAG_FUNCTIONS, FLAG_LZ4, FLAG_STREAM_NODES,
+    FOOTER_MAGIC, FORMAT_MAJOR, HEADER_FIXED_LEN, HEADER_MIN_LEN, KNOWN_FLAGS, MAGIC,
+    MINOR_WITH_POSITION, POSITION_FIELDS_LEN, TRAILER_LEN, TRAILER_MAGIC,
 };
 use super::stats::{BlockInfo, DbStats, HeaderInfo, Largest, Summary, TypeStats};
 use crate::repl::ids::{Position, ReplId, REPLID_LEN};
@@ -20,11 +20,13 @@ pub(super) fn encode_header(info: &HeaderInfo, file_id: u32) -> Vec<u8> {
         None if minor >= MINOR_WITH_POSITION => 1,
         None => 0,
     };
-    let flags = if info.functions.is_empty() {
-        FLAG_LZ4 | FLAG_STREAM_NODES
-    } else {
-        FLAG_LZ4 | FLAG_STREAM_NODES | FLAG_FUNCTIONS
-    };
+    let mut flags = FLAG_LZ4 | FLAG_STREAM_NODES;
+    if !info.functions.is_empty() {
+        flags |= FLAG_FUNCTIONS;
+    }
+    if info.key_access != crate::rdb::writer::KeyAccessRecord::None {
+        flags |= FLAG_ACCESS;
+    }
     let header_len = HEADER_FIXED_LEN + version.len() + position_len + 4;
     let mut out = Vec::with_capacity(header_len);
     out.extend_from_slice(&MAGIC);
@@ -130,6 +132,7 @@ pub(super) fn read_header(data: &[u8]) -> Result<Header, SnapshotError> {
             .into_owned(),
             position,
             functions: Vec::new(),
+            key_access: crate::rdb::writer::KeyAccessRecord::None,
         },
     })
 }

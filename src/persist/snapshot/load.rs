@@ -73,9 +73,10 @@ fn insert_key(keyspace: &mut Keyspace, k: LoadedKey) -> Result<(), SnapshotError
             databases: keyspace.db_count(),
         });
     }
+    let access = k.access.and_then(|a| keyspace.loaded_access(a));
     keyspace
         .db_mut(k.db)
-        .insert_loaded(k.key, k.value, k.expire_ms, None)
+        .insert_loaded(k.key, k.value, k.expire_ms, access)
         .map_err(|key| SnapshotError::DuplicateKey {
             db: k.db,
             key: display_key(&key),

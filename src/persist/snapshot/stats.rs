@@ -150,6 +150,11 @@ pub struct HeaderInfo {
     /// footer's end; non-empty makes the file 1.3 with `FLAG_FUNCTIONS`).
     /// Empty when read from a header: they are in the footer.
     pub functions: Vec<Vec<u8>>,
+    /// The access record each key gets (format 1.4 with `FLAG_ACCESS`
+    /// unless `None`): its idle time under an LRU policy, its LFU counter
+    /// under LFU, from the key's access field and this clock. `None` when
+    /// read from a header (the records describe themselves).
+    pub key_access: crate::rdb::writer::KeyAccessRecord,
 }
 
 impl HeaderInfo {
@@ -161,7 +166,13 @@ impl HeaderInfo {
             engine_version: env!("CARGO_PKG_VERSION").to_string(),
             position: None,
             functions: Vec::new(),
+            key_access: crate::rdb::writer::KeyAccessRecord::None,
         }
+    }
+
+    /// The same header, giving each key the access record `key_access`.
+    pub fn with_key_access(self, key_access: crate::rdb::writer::KeyAccessRecord) -> HeaderInfo {
+        HeaderInfo { key_access, ..self }
     }
 
     /// The same header, recording `position`.
@@ -171,6 +182,9 @@ impl HeaderInfo {
 
     /// The format minor version a file with this header is written as.
     pub fn format_minor(&self) -> u16 {
+        if self.key_access != crate::rdb::writer::KeyAccessRecord::None {
+            return super::format::FORMAT_MINOR_WITH_ACCESS;
+        }
         if !self.functions.is_empty() {
             return super::format::FORMAT_MINOR_WITH_FUNCTIONS;
         }

@@ -236,6 +236,7 @@ pub(super) fn place_part(
 pub(super) struct OpenValue {
     pub(super) head: SplitHead,
     expire_ms: Option<i64>,
+    access: Option<crate::keyspace::KeyAccess>,
     builder: Builder,
 }
 
@@ -353,6 +354,7 @@ impl Stitcher {
             self.open = Some(OpenValue {
                 head: SplitHead::new(at, part.db, part.key, tag),
                 expire_ms: part.expire_ms,
+                access: part.access,
                 builder: part.builder,
             });
             return;
@@ -379,7 +381,7 @@ impl Stitcher {
                         key: o.head.key,
                         value,
                         expire_ms: o.expire_ms,
-                        access: None,
+                        access: o.access,
                     });
                 }
             }

@@ -216,13 +216,16 @@ pub fn save_keyspace(
 }
 
 /// [`save_keyspace`] recording the replication position `position` in
-/// the header (SAVE while replicating: a restart continues from it) and
-/// the function libraries `functions` in the footer.
+/// the header (SAVE while replicating: a restart continues from it), the
+/// function libraries `functions` in the footer and each key's access
+/// record as `key_access` says (format 1.4 unless `None`).
+#[allow(clippy::too_many_arguments)]
 pub fn save_keyspace_at(
     keyspace: &Keyspace,
     now_ms: i64,
     position: Option<crate::repl::ids::Position>,
     functions: Vec<Vec<u8>>,
+    key_access: crate::rdb::writer::KeyAccessRecord,
     io: Arc<dyn Io>,
     dir: &Path,
     file_name: &str,
@@ -230,6 +233,7 @@ pub fn save_keyspace_at(
     let header = HeaderInfo {
         position,
         functions,
+        key_access,
         ..HeaderInfo::new(now_ms, keyspace.db_count())
     };
     save_keyspace_with_header(keyspace, header, io, dir, file_name, BLOCK_TARGET_BYTES)
@@ -259,8 +263,9 @@ pub(super) fn save_keyspace_with_header(
 ) -> Result<Summary, SnapshotError> {
     let now_ms = header.created_ms;
     let temp = temp_path(dir, file_name);
+    let key_access = header.key_access;
     let writer = FileWriter::create(io.clone(), &temp, header)?;
-    let mut builder = BlockBuilder::with_block_size(block_bytes);
+    let mut builder = BlockBuilder::with_block_size(block_bytes).with_key_access(key_access);
     let (to_writer, blocks) = mpsc::sync_channel::<RawBlock>(2);
     let (to_builder, buffers) = mpsc::channel::<Vec<u8>>();
     let written = std::thread::scope(|scope| {
@@ -274,7 +279,7 @@ pub(super) fn save_keyspace_with_header(
         });
         'keys: for (db_index, _, key, value, expire) in crate::persist::live_keys(keyspace, now_ms)
         {
-            for block in builder.push(db_index, key, value, expire) {
+            for block in builder.push_key(db_index, key, value, expire) {
                 if to_writer.send(block).is_err() {
                     break 'keys; // the writer failed: its error is reported below
                 }

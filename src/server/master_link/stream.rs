@@ -138,8 +138,9 @@ impl Server {
                 continue;
             };
             if let Some(client) = self.clients.get_mut(&token) {
-                message.encode(client.session.resp, &mut client.out);
-                self.pending.push(token);
+                if super::super::deliver(client, &message) {
+                    self.pending.push(token);
+                }
             }
         }
     }

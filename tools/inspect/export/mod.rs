@@ -583,6 +583,8 @@ fn check_output(input: &Path, output: &Path, force: bool) -> Result<(), String> 
 }
 
 /// A file being written under a temporary name in the output's directory.
+/// One per export: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Writer {
     // Boxed: the snapshot writer is several hundred bytes.
     Hoz {

@@ -459,6 +459,9 @@ fn hoz_plan_salvage(file: &Path, data: &[u8]) -> Result<Plan, Refusal> {
             .summary
             .as_ref()
             .map_or_else(Vec::new, |s| s.functions.clone()),
+        // Access records (LRU idle times, LFU counters) are not copied:
+        // the keys start fresh, as after loading a file without them.
+        key_access: Default::default(),
     };
     let source = file.to_path_buf();
     let planned = Fingerprint::of(data);

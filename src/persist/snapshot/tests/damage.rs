@@ -580,7 +580,17 @@ fn malformed_records_are_rejected() {
         (rec(&0u32.to_le_bytes()), "empty hash"),
         (rec(&5u32.to_le_bytes()), "ends inside a record"),
         (vec![0x07, 0, 0, 0], "unknown type tag"),
-        (vec![0x80, 0, 0, 0], "reserved bit"),
+        (vec![0x80, 0, 0, 0], "unknown access record kind"),
+        (vec![0x80, 0, 0, 3, 0], "unknown access record kind"),
+        (
+            vec![0x80, 0, 0, 1, 0x80, 0x80, 0x80, 0x08],
+            "idle time past the LRU clock's range",
+        ),
+        (
+            vec![0x80 | (3 << 5), 0, 0, 2, 7],
+            "access record on a continuation",
+        ),
+        (vec![0x80, 0, 0, 2], "ends inside a record"),
         (
             vec![TAG_STRING | KIND_EXPIRE | (2 << 5), 0, 0, 0],
             "expiry on a continuation",

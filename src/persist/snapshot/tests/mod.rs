@@ -30,6 +30,7 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 
+mod access;
 mod damage;
 mod position;
 mod round_trips;
@@ -611,6 +612,7 @@ fn split_parts_follow_one_rule() {
         db: 0,
         key: Blob::new(key),
         expire_ms: None,
+        access: None,
         builder: Builder::Str(vec![1]),
     };
     let at = |seq, index, records| Place {

@@ -115,6 +115,7 @@ fn without_a_position_the_file_is_1_1_byte_for_byte() {
         engine_version: "0.1.0".into(),
         position: None,
         functions: Vec::new(),
+        key_access: Default::default(),
     };
     let mut expected = Vec::new();
     expected.extend_from_slice(&MAGIC);
