@@ -31,6 +31,7 @@
 
 // The engine API.
 pub mod config;
+pub mod embed;
 pub mod engine;
 pub mod error;
 mod reply;
@@ -65,6 +66,7 @@ mod script;
 pub use command::server::REDIS_VERSION;
 pub use command::{Effect, Session};
 pub use config::Config;
+pub use embed::{Db, DbError};
 pub use engine::Engine;
 pub use error::{CorruptCause, CorruptFile, Error};
 pub use reply::Reply;
