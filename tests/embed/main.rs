@@ -282,11 +282,12 @@ fn close_with_writes_in_flight_loses_nothing_acknowledged() {
 fn idle_everysec_fsyncs_within_two_seconds() {
     let io = FaultyIo::new();
     let db = faulty(&io, AppendFsync::Everysec);
-    // The first write may be fsynced at once (no fsync for a second);
-    // the second, right after, waits for the next second's.
+    // The first write is fsynced at once (no fsync for a second); the
+    // second, once that fsync is done, waits for the next second's.
     db.execute(&[b"SET", b"a", b"1"]).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
     db.execute(&[b"SET", b"b", b"2"]).unwrap();
-    std::thread::sleep(Duration::from_millis(2000));
+    std::thread::sleep(Duration::from_millis(1950));
     io.power_loss(PowerLoss::DropUnsynced);
     drop(db);
     let db = faulty(&io, AppendFsync::Everysec);
