@@ -15,9 +15,13 @@
 //! assert_eq!(engine.execute(&mut session, &[b"GET", b"k"]), Reply::Bulk(b"v".to_vec()));
 //! ```
 //!
+//! Most embedders want [`Db`] ([`embed`]): a handle shared by threads,
+//! with a background upkeep thread and group commit across threads
+//! (docs/embedding.md).
+//!
 //! # API boundary
 //!
-//! Public are the engine API ([`Engine`], [`Config`], [`Session`],
+//! Public are the embedded library ([`embed`]), the engine API ([`Engine`], [`Config`], [`Session`],
 //! [`Reply`], [`Error`] with [`CorruptFile`], [`Effect`], the [`engine`],
 //! [`config`] and [`error`] modules) and the file formats with the tools' support code, which
 //! `hozon-inspect`, `hozon-repair`, the tests and the fuzz targets read and

@@ -23,11 +23,27 @@ pub struct Conn {
     db: Db,
     /// None until the first call (and while its thread is blocked).
     session: Option<Session>,
+    /// A connection for one call ([`Db::execute`]): its session ends
+    /// under the same lock as its command.
+    one_call: bool,
 }
 
 impl Conn {
     pub(crate) fn new(db: Db) -> Conn {
-        Conn { db, session: None }
+        Conn {
+            db,
+            session: None,
+            one_call: false,
+        }
+    }
+
+    /// A connection whose session ends with its first call.
+    pub(crate) fn for_one_call(db: Db) -> Conn {
+        Conn {
+            db,
+            session: None,
+            one_call: true,
+        }
     }
 
     /// Executes one command for this connection. A top-level error reply
@@ -57,6 +73,12 @@ impl Conn {
             .as_ref()
             .is_some_and(|e| e.log_appended() != before);
         let durability = shared.settle_turn(&mut state, logged);
+        if self.one_call {
+            if let (Some(mut session), Some(engine)) = (self.session.take(), state.engine.as_mut())
+            {
+                engine.end_session(&mut session);
+            }
+        }
         drop(state);
         match durability {
             Ok(Durability::Done) => {}
@@ -81,10 +103,7 @@ impl Conn {
         let shared = Arc::clone(self.db.shared());
         let mut state = shared.lock_state();
         let engine = state.engine.as_mut().ok_or(DbError::Closed)?;
-        let id = self
-            .session
-            .get_or_insert_with(|| engine.new_session())
-            .id;
+        let id = self.session.get_or_insert_with(|| engine.new_session()).id;
         let (tx, rx) = mpsc::channel();
         state.subscribers.insert(id, tx);
         Ok(rx)
@@ -100,19 +119,16 @@ impl Conn {
     ) -> Result<(Reply, MutexGuard<'a, State>), DbError> {
         let session = self.session.take().expect("a blocked session");
         let id = session.id;
-        let deadline = session
-            .blocked
-            .as_ref()
-            .and_then(|b| b.request.deadline_ms);
+        let deadline = session.blocked.as_ref().and_then(|b| b.request.deadline_ms);
         state.blocked.insert(id, session);
         loop {
             if let Some((session, reply)) = state.served.remove(&id) {
                 self.session = Some(session);
                 return Ok((reply, state));
             }
-            let Some(engine) = state.engine.as_mut() else {
+            if state.engine.is_none() {
                 return Err(DbError::Closed);
-            };
+            }
             let now = now_ms();
             if deadline.is_some_and(|d| now >= d) {
                 let mut session = state.blocked.remove(&id).expect("still blocked");
@@ -121,8 +137,6 @@ impl Conn {
                 self.session = Some(session);
                 return Ok((reply, state));
             }
-            // WAIT/WAITAOF wait on the engine's own timeouts too.
-            let _ = engine;
             let wait = deadline.map_or(Duration::from_secs(1), |d| {
                 Duration::from_millis((d - now).clamp(1, 1000) as u64)
             });
@@ -215,7 +229,9 @@ fn message_parts(message: &Message) -> Vec<Vec<u8>> {
     for _ in 0..count {
         let Some((item, next)) = line(at) else { break };
         if item.first() == Some(&b'$') {
-            let len: Option<usize> = std::str::from_utf8(&item[1..]).ok().and_then(|n| n.parse().ok());
+            let len: Option<usize> = std::str::from_utf8(&item[1..])
+                .ok()
+                .and_then(|n| n.parse().ok());
             match len.and_then(|len| bytes.get(next..next + len).map(|b| (b, len))) {
                 Some((body, len)) => {
                     parts.push(body.to_vec());

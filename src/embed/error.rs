@@ -159,6 +159,12 @@ mod tests {
         let e = DbError::from_flush(FlushError::Poisoned("EIO".into()));
         assert!(matches!(e, DbError::NotDurable { poisoned: true, .. }));
         let e = DbError::from_flush(FlushError::Write("ENOSPC".into()));
-        assert!(matches!(e, DbError::NotDurable { poisoned: false, .. }));
+        assert!(matches!(
+            e,
+            DbError::NotDurable {
+                poisoned: false,
+                ..
+            }
+        ));
     }
 }

@@ -168,8 +168,8 @@ impl Builder {
             stop: Mutex::new(false),
             stop_signal: Condvar::new(),
         });
-        let thread = upkeep::start(Arc::clone(&shared), self.upkeep_interval)
-            .map_err(|source| {
+        let thread =
+            upkeep::start(Arc::clone(&shared), self.upkeep_interval).map_err(|source| {
                 DbError::Open(Arc::new(crate::Error::Io {
                     context: "starting the upkeep thread".into(),
                     source,
@@ -221,7 +221,7 @@ impl Db {
     /// ([`DbError`] says which kind); a blocking command blocks this
     /// thread.
     pub fn execute(&self, argv: &[&[u8]]) -> Result<Reply, DbError> {
-        self.connect().execute(argv)
+        Conn::for_one_call(self.clone()).execute(argv)
     }
 
     /// A connection: its own session (database, MULTI, WATCH, name,
@@ -263,11 +263,7 @@ impl Handle {
         let shared = &self.shared;
         *shared.stop.lock().unwrap_or_else(|p| p.into_inner()) = true;
         shared.stop_signal.notify_all();
-        let thread = self
-            .upkeep
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let thread = self.upkeep.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(thread) = thread {
             let _ = thread.join();
         }

@@ -171,10 +171,18 @@ fn power_cut_under_always_loses_nothing_acknowledged() {
         // Its closing fsync fails: the machine was off.
         drop(db);
         let acked = acked.lock().unwrap().clone();
-        assert!(acked.len() > 10, "round {round}: only {} writes", acked.len());
+        assert!(
+            acked.len() > 10,
+            "round {round}: only {} writes",
+            acked.len()
+        );
         let db = faulty(&io, AppendFsync::Always);
         for key in &acked {
-            assert_eq!(get(&db, key).as_deref(), Some("v"), "round {round}: {key} lost");
+            assert_eq!(
+                get(&db, key).as_deref(),
+                Some("v"),
+                "round {round}: {key} lost"
+            );
         }
     }
 }
@@ -207,7 +215,10 @@ fn concurrent_writers_share_fsyncs_under_always() {
     let (_, syncs) = io.counts();
     let fsyncs = syncs - syncs_before;
     assert!(fsyncs >= 1);
-    assert!(fsyncs < 400, "800 writes took {fsyncs} fsyncs: no group commit");
+    assert!(
+        fsyncs < 400,
+        "800 writes took {fsyncs} fsyncs: no group commit"
+    );
 }
 
 /// Dropping the last handle (no close call) with writes not yet fsynced
