@@ -239,6 +239,7 @@ impl Db {
     }
 
     /// Runs `read` on the engine under the lock (figures, `keyspace()`).
+    /// `read` must not call this handle (the lock is held).
     pub fn with_engine<T>(&self, read: impl FnOnce(&Engine) -> T) -> Result<T, DbError> {
         let state = self.inner.shared.lock_state();
         state.engine.as_ref().map(read).ok_or(DbError::Closed)
