@@ -187,6 +187,31 @@ fn power_cut_under_always_loses_nothing_acknowledged() {
     }
 }
 
+/// Under `always` a read never returns a value a power cut could still
+/// take back: a GET of a key whose SET is being fsynced waits for that
+/// fsync (as the server's replies wait for the turn's).
+#[test]
+fn a_read_waits_for_the_fsync_of_what_it_sees() {
+    let io = FaultyIo::new();
+    let db = faulty(&io, AppendFsync::Always);
+    io.inject(Fault::SlowSync {
+        nth: 1,
+        delay_ms: 300,
+    });
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || db.execute(&[b"SET", b"x", b"v"]))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let seen = get(&db, "x");
+    assert_eq!(seen.as_deref(), Some("v"), "the SET ran first");
+    io.power_loss(PowerLoss::DropUnsynced);
+    let _ = writer.join().unwrap();
+    drop(db);
+    let db = faulty(&io, AppendFsync::Always);
+    assert_eq!(get(&db, "x"), seen, "a value a reader saw was lost");
+}
+
 /// Under `always`, concurrent callers share fsyncs: far fewer fsyncs than
 /// writes.
 #[test]
