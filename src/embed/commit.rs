@@ -12,11 +12,17 @@
 //! (`LogSync::sync`) while others keep executing; it records the outcome
 //! (`Engine::finish_log_sync`) and publishes it.
 
+use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
+use std::time::{Duration, Instant};
 
 use crate::config::AppendFsync;
 
 use super::{DbError, Shared, State};
+
+/// How long a leader waits at most for the followers the last commit
+/// released to add their next command's effects to its batch.
+const JOIN_WINDOW: Duration = Duration::from_micros(200);
 
 /// The group commit's state.
 #[derive(Default)]
@@ -30,6 +36,8 @@ pub(crate) struct Commit {
     /// Closed: every batch up to the close is settled (durable or not, as
     /// `failure` says).
     closed: bool,
+    /// Followers waiting, by the batch they wait for.
+    waiting: std::collections::BTreeMap<u64, usize>,
 }
 
 /// What a caller must wait for after its command.
@@ -53,6 +61,10 @@ impl Shared {
         let Some(engine) = state.engine.as_mut() else {
             return Ok(Durability::Done);
         };
+        // A caller the last commit released has run its next command.
+        let _ = self
+            .joiners
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |j| j.checked_sub(1));
         if engine.config().appendfsync == AppendFsync::Always {
             let target = if engine.log_pending() {
                 state.batch_seq
@@ -68,8 +80,9 @@ impl Shared {
     }
 
     /// Waits until batch `target` is durable, leading the commit when
-    /// nobody does. Err when a failure covers it.
-    pub(crate) fn wait_durable(&self, target: u64) -> Result<(), DbError> {
+    /// nobody does. Err when a failure covers it. `caller`: the waiter is
+    /// a caller that will likely run another command (not the upkeep).
+    pub(crate) fn wait_durable(&self, target: u64, caller: bool) -> Result<(), DbError> {
         let mut commit = self.commit.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if commit.durable >= target {
@@ -95,19 +108,36 @@ impl Shared {
                         Err(e) => commit.failure = Some((covered, e)),
                     }
                 }
+                // The followers this releases (and this leader's caller)
+                // will likely run another command at once: the next leader
+                // gives them a moment to join its batch.
+                let released: usize = commit.waiting.range(..=covered).map(|(_, n)| n).sum();
+                self.joiners
+                    .store(released + usize::from(caller), Ordering::SeqCst);
                 self.committed.notify_all();
                 continue;
             }
+            *commit.waiting.entry(target).or_default() += 1;
             commit = self
                 .committed
                 .wait(commit)
                 .unwrap_or_else(|p| p.into_inner());
+            if let Some(n) = commit.waiting.get_mut(&target) {
+                *n -= 1;
+                if *n == 0 {
+                    commit.waiting.remove(&target);
+                }
+            }
         }
     }
 
     /// The leader's turn: writes the pending batch under the lock, fsyncs
     /// it without, records the outcome. Returns the batch number it covers.
     fn lead(&self) -> (u64, Result<(), DbError>) {
+        let deadline = Instant::now() + JOIN_WINDOW;
+        while self.joiners.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
         let mut state = self.lock_state();
         let pending = state.engine.as_ref().is_some_and(Engine::log_pending);
         let covered = if pending {

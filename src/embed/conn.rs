@@ -82,7 +82,7 @@ impl Conn {
         drop(state);
         match durability {
             Ok(Durability::Done) => {}
-            Ok(Durability::Batch(target)) => match shared.wait_durable(target) {
+            Ok(Durability::Batch(target)) => match shared.wait_durable(target, true) {
                 Ok(()) => {}
                 // A reader's reply does not depend on others' writes
                 // being durable once they failed (the server releases it).

@@ -84,6 +84,9 @@ pub(crate) struct Shared {
     /// Set to stop the upkeep thread.
     stop: Mutex<bool>,
     stop_signal: Condvar,
+    /// Followers released by the last commit that have not yet added a
+    /// command to the batch (`commit.rs`).
+    joiners: std::sync::atomic::AtomicUsize,
 }
 
 /// The state behind the engine lock.
@@ -167,6 +170,7 @@ impl Builder {
             committed: Condvar::new(),
             stop: Mutex::new(false),
             stop_signal: Condvar::new(),
+            joiners: Default::default(),
         });
         let thread =
             upkeep::start(Arc::clone(&shared), self.upkeep_interval).map_err(|source| {

@@ -59,7 +59,7 @@ fn run(shared: &Shared, interval: Option<Duration>) {
         if let Some(target) = target {
             // Active expiry's DELs under `always`: committed like a
             // command's effects.
-            let _ = shared.wait_durable(target);
+            let _ = shared.wait_durable(target, false);
         }
         let stop = shared.stop.lock().unwrap_or_else(|p| p.into_inner());
         if *stop {
