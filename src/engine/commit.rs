@@ -142,3 +142,75 @@ impl Engine {
         first.map_or(Ok(()), Err)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use crate::config::{AppendFsync, Config};
+    use crate::engine::Engine;
+    use crate::persist::io::{FaultyIo, PowerLoss};
+    use crate::reply::Reply;
+
+    fn open(io: &FaultyIo) -> Engine {
+        let mut config = Config::in_memory();
+        config.appendonly = true;
+        config.appendfsync = AppendFsync::Always;
+        config.dir = Path::new("/d").to_path_buf();
+        Engine::open_with_io(config, Arc::new(io.process())).unwrap()
+    }
+
+    /// `write_log` writes without the fsync (a power loss then takes the
+    /// batch); `LogSync::sync` makes it durable; with nothing new written
+    /// there is nothing to fsync.
+    #[test]
+    fn write_log_leaves_the_fsync_to_the_caller() {
+        for synced in [false, true] {
+            let io = FaultyIo::new();
+            let mut engine = open(&io);
+            engine.set_group_commit(true);
+            let mut s = engine.new_session();
+            assert_eq!(engine.execute(&mut s, &[b"SET", b"k", b"v"]), Reply::ok());
+            assert!(engine.log_pending());
+            let sync = engine.write_log().unwrap();
+            assert!(!engine.log_pending());
+            assert!(sync.needs_sync());
+            if synced {
+                let outcome = sync.sync();
+                engine.finish_log_sync(&sync, outcome).unwrap();
+                assert!(!engine.write_log().unwrap().needs_sync());
+            }
+            io.power_loss(PowerLoss::DropUnsynced);
+            drop(engine);
+            let mut engine = open(&io);
+            let mut s = engine.new_session();
+            let expected = if synced {
+                Reply::bulk(b"v")
+            } else {
+                Reply::Null
+            };
+            assert_eq!(engine.execute(&mut s, &[b"GET", b"k"]), expected);
+        }
+    }
+
+    /// A failed fsync poisons durability: writes are refused after it.
+    #[test]
+    fn a_failed_fsync_poisons() {
+        let io = FaultyIo::new();
+        let mut engine = open(&io);
+        engine.set_group_commit(true);
+        let mut s = engine.new_session();
+        engine.execute(&mut s, &[b"SET", b"k", b"v"]);
+        let sync = engine.write_log().unwrap();
+        let failed = engine.finish_log_sync(&sync, Err("Input/output error".into()));
+        assert!(matches!(
+            failed,
+            Err(crate::persist::writer::FlushError::Poisoned(_))
+        ));
+        let Reply::Error(text) = engine.execute(&mut s, &[b"SET", b"k", b"w"]) else {
+            panic!("a write was accepted after a failed fsync")
+        };
+        assert!(text.starts_with("MISCONF"), "{text}");
+    }
+}
