@@ -41,6 +41,8 @@ const LAYERS: &[(&str, usize)] = &[
     // 6: the programs on top: the network server, and the inspector's and
     // the repair tool's shared code.
     ("server", 6),
+    // The embedded handle: threads, upkeep and group commit on the engine.
+    ("embed", 6),
     ("tools", 6),
 ];
 

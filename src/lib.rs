@@ -15,9 +15,13 @@
 //! assert_eq!(engine.execute(&mut session, &[b"GET", b"k"]), Reply::Bulk(b"v".to_vec()));
 //! ```
 //!
+//! Most embedders want [`Db`] ([`embed`]): a handle shared by threads,
+//! with a background upkeep thread and group commit across threads
+//! (docs/embedding.md).
+//!
 //! # API boundary
 //!
-//! Public are the engine API ([`Engine`], [`Config`], [`Session`],
+//! Public are the embedded library ([`embed`]), the engine API ([`Engine`], [`Config`], [`Session`],
 //! [`Reply`], [`Error`] with [`CorruptFile`], [`Effect`], the [`engine`],
 //! [`config`] and [`error`] modules) and the file formats with the tools' support code, which
 //! `hozon-inspect`, `hozon-repair`, the tests and the fuzz targets read and
@@ -31,6 +35,7 @@
 
 // The engine API.
 pub mod config;
+pub mod embed;
 pub mod engine;
 pub mod error;
 mod reply;
@@ -65,6 +70,7 @@ mod script;
 pub use command::server::REDIS_VERSION;
 pub use command::{Effect, Session};
 pub use config::Config;
+pub use embed::{Db, DbError};
 pub use engine::Engine;
 pub use error::{CorruptCause, CorruptFile, Error};
 pub use reply::Reply;

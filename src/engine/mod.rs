@@ -17,11 +17,13 @@
 //! queueing and blocked clients (`dispatch.rs`), and the periodic work
 //! (`cron.rs`).
 
+mod commit;
 mod cron;
 mod dispatch;
 mod evict;
 mod load_aof;
 mod open;
+pub use commit::LogSync;
 pub use open::{LoadedFiles, StartupLoad};
 mod payload_feed;
 #[cfg(feature = "server")]

@@ -251,6 +251,25 @@ impl AofWriter {
         self.fsync_suppressed = on;
     }
 
+    /// Whether `no-appendfsync-on-rewrite` currently suppresses fsyncs.
+    pub fn fsync_suppressed(&self) -> bool {
+        self.fsync_suppressed
+    }
+
+    /// A handle that fsyncs this file from any thread (a host that fsyncs
+    /// outside its lock: the embedded handle's group commit).
+    pub fn sync_handle(&self) -> Arc<dyn SyncHandle> {
+        Arc::clone(&self.syncer)
+    }
+
+    /// Records an fsync of this file made through [`AofWriter::sync_handle`]
+    /// that covered its first `len` bytes and took `took_us`.
+    pub fn note_synced(&self, len: u64, took_us: u64) {
+        let shared = &self.bg.shared;
+        shared.synced_len.fetch_max(len as i64, Ordering::SeqCst);
+        shared.stats.record(took_us, crate::clock::now_ms());
+    }
+
     /// Refuses every later write with `why` until restart (the file can no
     /// longer be appended to safely).
     pub fn poison(&mut self, why: String) {
