@@ -184,8 +184,10 @@ impl Engine {
                 "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
             ) {
                 session.last_command = spec.name;
-                multi.has_write |= spec.is_write();
-                multi.may_replicate |= spec.has(flags::MAY_REPLICATE);
+                // Redis's mstate.cmd_flags: a script's declared flags count.
+                let (write, may_replicate) = self.write_flags(top.name, spec, argv);
+                multi.has_write |= write;
+                multi.may_replicate |= may_replicate;
                 multi.denied_while_loading |= !spec.has(flags::LOADING);
                 // Nothing is kept for a transaction that will not run.
                 if !multi.failed && !self.core.clients.is_dirty(session.id) {
@@ -511,27 +513,38 @@ impl Engine {
                 .as_ref()
                 .is_some_and(|m| m.has_write || m.may_replicate);
         }
-        if matches!(top.name, "eval" | "evalsha") {
-            if let Some(declared) = self.script_flags(top.name == "evalsha", argv) {
-                // Redis's scriptFlagsToCmdFlags: a script that declares
-                // flags writes unless `no-writes`, and no longer "may
-                // replicate"; without a shebang EVAL's own flags apply.
+        let (write, may_replicate) = self.write_flags(top.name, spec, argv);
+        write || may_replicate
+    }
+
+    /// The command's `write` and `may-replicate` flags as Redis's
+    /// getCommandFlags gives them: for EVAL, EVALSHA and FCALL, from the
+    /// script's or function's declared flags when it has them
+    /// (scriptFlagsToCmdFlags: it writes unless `no-writes`, and no longer
+    /// "may replicate"); else the command's own.
+    fn write_flags(
+        &self,
+        name: &str,
+        spec: &crate::command::CommandSpec,
+        argv: &[&[u8]],
+    ) -> (bool, bool) {
+        if matches!(name, "eval" | "evalsha") {
+            if let Some(declared) = self.script_flags(name == "evalsha", argv) {
                 if !declared.compat {
-                    return !declared.no_writes;
+                    return (!declared.no_writes, false);
                 }
             }
         }
-        if top.name == "fcall" {
-            // Redis's fcallGetCommandFlags: the function's declared flags.
+        if name == "fcall" {
             let engine = self
                 .core
                 .function_engine
                 .get::<crate::script::functions::FunctionEngine>();
             if let Some(f) = engine.and_then(|e| argv.get(1).and_then(|n| e.function(n))) {
-                return !f.flags.no_writes;
+                return (!f.flags.no_writes, false);
             }
         }
-        spec.is_write() || spec.has(flags::MAY_REPLICATE)
+        (spec.is_write(), spec.has(flags::MAY_REPLICATE))
     }
 
     /// The flags of the script EVAL or EVALSHA (`evalsha`) names in

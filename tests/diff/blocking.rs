@@ -43,6 +43,21 @@ impl Client {
         self.h.send_raw(&bytes);
     }
 
+    /// Sends `args` to both servers without reading.
+    pub(super) fn send_args(&mut self, args: &[&str]) {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let bytes = super::harness::encode_command(&args);
+        self.r.send_raw(&bytes);
+        self.h.send_raw(&bytes);
+    }
+
+    /// Sends `args` and checks the replies match.
+    #[track_caller]
+    pub(super) fn call_args(&mut self, args: &[&str]) -> Vec<u8> {
+        self.send_args(args);
+        self.reply()
+    }
+
     /// Reads one reply from each server; they must be identical.
     #[track_caller]
     pub(super) fn reply(&mut self) -> Vec<u8> {

@@ -105,6 +105,38 @@ fn write_pause_holds_writes_and_lets_reads_through() {
     admin.call("GET counter");
 }
 
+/// A transaction of scripts and functions that declare `no-writes` is not
+/// a writing transaction (Redis counts their declared flags when they are
+/// queued): its EXEC runs under a WRITE pause; a writing script waits.
+#[test]
+fn no_writes_scripts_in_a_transaction_are_not_held_by_a_write_pause() {
+    let mut p = Pair::new();
+    let mut admin = Client::new(&p, false);
+    admin.call_args(&[
+        "FUNCTION",
+        "LOAD",
+        "#!lua name=lib\nredis.register_function{function_name='ro', callback=function() return 7 end, flags={'no-writes'}}",
+    ]);
+    admin.call("CLIENT PAUSE 100000 WRITE");
+    let ro = "#!lua flags=no-writes\nreturn 12";
+    let mut reader = Client::new(&p, false);
+    reader.call("MULTI");
+    reader.call_args(&["EVAL", ro, "0"]);
+    reader.call_args(&["EVAL", ro, "0"]);
+    reader.call("FCALL ro 0");
+    reader.call("EXEC");
+    let mut writer = Client::new(&p, false);
+    writer.call("MULTI");
+    writer.call_args(&["EVAL", ro, "0"]);
+    // A writing script waits already when it is queued.
+    writer.send_args(&["EVAL", "#!lua\nreturn redis.call('set','k','v')", "0"]);
+    writer.assert_waiting();
+    wait_blocked(&mut p, 1);
+    admin.call("CLIENT UNPAUSE");
+    writer.reply();
+    writer.call("EXEC");
+}
+
 #[test]
 fn all_pause_holds_every_command_until_its_timeout() {
     let p = Pair::new();
