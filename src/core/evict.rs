@@ -208,7 +208,9 @@ impl Core {
 
     /// Memory Redis does not count against `maxmemory` (its
     /// `freeMemoryGetNotCountedMemory`): the AOF batch being built and the
-    /// replication buffer beyond the backlog's share.
+    /// replication buffer beyond the backlog's share; and, as Redis does
+    /// not count a fork's copied pages, what a BGSAVE or rewrite capture in
+    /// progress holds (`Keyspace::capture_held_bytes`).
     pub(crate) fn not_counted_memory(&self) -> u64 {
         let aof = self.aof.as_ref().map_or(0, |a| a.batch_bytes());
         let repl = self
@@ -216,7 +218,7 @@ impl Core {
             .buffer
             .as_ref()
             .map_or(0, |b| b.memory().saturating_sub(b.backlog_memory()));
-        (aof + repl) as u64
+        (aof + repl + self.keyspace.capture_held_bytes()) as u64
     }
 
     /// True when evicting is allowed now (Redis's
@@ -265,9 +267,12 @@ impl Core {
             let Some((db, key)) = self.pick(policy) else {
                 return Eviction::Fail;
             };
-            let before = used().unwrap_or(0) as i64;
+            // Measured less what stays held for a capture in progress (a
+            // removed key's old value is kept until the capture emits it).
+            let held = |core: &Core| core.keyspace.capture_held_bytes() as i64;
+            let before = used().unwrap_or(0) as i64 - held(self);
             self.keyspace.db_mut(db).remove(&key);
-            let after = used().unwrap_or(0) as i64;
+            let after = used().unwrap_or(0) as i64 - held(self);
             freed += before - after;
             self.stats.evicted_keys += 1;
             self.signal_modified(db, &key);

@@ -95,6 +95,29 @@ struct Record {
     expire_at_ms: Option<i64>,
 }
 
+/// Estimated heap bytes of a saved record's cloned key and value (as
+/// malloc blocks: a header, rounded up to 16, 32 at least).
+fn record_heap(key: &Blob, value: &Value) -> usize {
+    const ELEMENT: usize = 64;
+    let block = |n: usize| {
+        if n == 0 {
+            0
+        } else {
+            ((n + 8 + 15) & !15).max(32)
+        }
+    };
+    let value_bytes = match value {
+        Value::Str(s) => block(s.heap_size()),
+        Value::List(l) => l.heap_bytes(),
+        other => other.length() * ELEMENT,
+    };
+    block(key.heap_size()) + value_bytes
+}
+
+/// Estimated bytes of one position's skip list: its B-tree slot and its
+/// vector of keys (allocated for 4 keys) with one key.
+const SKIP_ENTRY_BYTES: usize = 176;
+
 /// Keys that must not be emitted when the cursor reaches their position:
 /// position → keys (usually one). Only positions not yet visited are kept,
 /// so the cursor always finds its position's list first. A B-tree rather
@@ -115,6 +138,9 @@ pub(super) struct DbCapture {
     end_position: usize,
     skip: SkipLists,
     early: Vec<Record>,
+    /// Estimated heap bytes of the early records' keys and values
+    /// ([`record_heap`]).
+    early_heap: usize,
 }
 
 impl std::fmt::Debug for DbCapture {
@@ -130,6 +156,15 @@ impl std::fmt::Debug for DbCapture {
 }
 
 impl DbCapture {
+    /// Estimated bytes this capture holds outside the keyspace: the early
+    /// records (their vector's capacity and their keys' and values'
+    /// heap) and the skip lists.
+    fn held_bytes(&self) -> usize {
+        self.early.capacity() * std::mem::size_of::<Record>()
+            + self.early_heap
+            + self.skip.len() * SKIP_ENTRY_BYTES
+    }
+
     fn cursor_done(&self) -> bool {
         self.next_position >= self.end_position
     }
@@ -238,8 +273,12 @@ fn drain_early(capture: &mut DbCapture, budget: &mut Budget, sink: &mut CaptureS
             // Give the memory back: early records can pile up under a
             // burst of writes.
             capture.early = Vec::new();
+            capture.early_heap = 0;
             return;
         };
+        capture.early_heap = capture
+            .early_heap
+            .saturating_sub(record_heap(&record.key, &record.value));
         sink(
             capture.origin,
             &record.key,
@@ -390,6 +429,7 @@ impl Db {
         } = self;
         let capture = capture.as_mut().expect("called while capturing");
         let mut early = std::mem::take(&mut capture.early);
+        let mut added = 0;
         // Walked alongside the positions (both in order) rather than looked
         // up per position.
         let mut skips = capture.skip.range(capture.next_position..).peekable();
@@ -399,6 +439,7 @@ impl Db {
                 if skip.is_some_and(|keys| keys.iter().any(|k| k == key)) {
                     return;
                 }
+                added += record_heap(key, value);
                 early.push(Record {
                     key: key.clone(),
                     value: value.clone(),
@@ -407,6 +448,7 @@ impl Db {
             });
         }
         capture.early = early;
+        capture.early_heap += added;
         capture.skip = SkipLists::default();
         capture.next_position = capture.end_position;
         main.set_resize_paused(false);
@@ -456,6 +498,7 @@ fn save_pre_image(
     if position < capture.next_position || capture.is_skipped(position, key) {
         return;
     }
+    capture.early_heap += record_heap(key, value);
     capture.early.push(Record {
         key: key.clone(),
         value: value.clone(),
@@ -487,6 +530,7 @@ impl Keyspace {
                 end_position: db.main.positions(),
                 skip: SkipLists::default(),
                 early: Vec::new(),
+                early_heap: 0,
             }));
         }
         self.capture = Some(KeyspaceCapture {
@@ -498,6 +542,21 @@ impl Keyspace {
     /// True while a capture runs.
     pub fn is_capturing(&self) -> bool {
         self.capture.is_some()
+    }
+
+    /// Estimated bytes the running capture holds outside the keyspace: the
+    /// old values of keys written or removed before the cursor reached
+    /// them, waiting to be emitted, and the lists of keys it must skip.
+    /// Like a fork's copied pages for Redis, `maxmemory` leaves them out.
+    pub fn capture_held_bytes(&self) -> usize {
+        if self.capture.is_none() {
+            return 0;
+        }
+        self.dbs
+            .iter()
+            .filter_map(|db| db.capture.as_ref())
+            .map(|c| c.held_bytes())
+            .sum()
     }
 
     /// Emits up to about `max_records` records of the running capture to

@@ -291,7 +291,10 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
         "rss_overhead_bytes:0".to_string(),
         format!("mem_fragmentation_ratio:{:.2}", ratio(rss, used)),
         format!("mem_fragmentation_bytes:{}", rss as i64 - used as i64),
-        "mem_not_counted_for_evict:0".to_string(),
+        format!(
+            "mem_not_counted_for_evict:{}",
+            ctx.core.not_counted_memory()
+        ),
         format!(
             "mem_replication_backlog:{}",
             repl_buffer.map_or(0, crate::repl::buffer::ReplBuffer::backlog_memory)
