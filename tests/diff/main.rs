@@ -8,6 +8,7 @@ use testkit::harness;
 
 mod bitops;
 mod blocking;
+mod config;
 mod config_rewrite;
 mod debug;
 mod dump;
