@@ -1,11 +1,14 @@
 //! [`Conn`]: one client of the embedded engine, with its own session.
 
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use crate::clock::now_ms;
-use crate::engine::Message;
+use crate::command::Host;
+use crate::engine::{Engine, Message};
 use crate::reply::Reply;
 use crate::Session;
 
@@ -30,6 +33,7 @@ pub struct Conn {
 
 impl Conn {
     pub(crate) fn new(db: Db) -> Conn {
+        db.shared().connections.fetch_add(1, Ordering::Relaxed);
         Conn {
             db,
             session: None,
@@ -39,6 +43,7 @@ impl Conn {
 
     /// A connection whose session ends with its first call.
     pub(crate) fn for_one_call(db: Db) -> Conn {
+        db.shared().connections.fetch_add(1, Ordering::Relaxed);
         Conn {
             db,
             session: None,
@@ -58,11 +63,22 @@ impl Conn {
     pub fn execute(&mut self, argv: &[&[u8]]) -> Result<Reply, DbError> {
         let shared = Arc::clone(self.db.shared());
         let mut state = shared.lock_state();
-        let engine = state.engine.as_mut().ok_or(DbError::Closed)?;
+        let State {
+            engine, blocked, ..
+        } = &mut *state;
+        let engine = engine.as_mut().ok_or(DbError::Closed)?;
         let session = self.session.get_or_insert_with(|| engine.new_session());
         let before = engine.log_appended();
-        let mut reply = engine.execute(session, argv);
-        if session.blocked.is_some() {
+        let mut host = EmbedHost {
+            blocked,
+            unblock: Vec::new(),
+            clients: shared.connections.load(Ordering::Relaxed),
+        };
+        let mut reply = engine.execute_with_host(session, argv, &mut host);
+        let unblock = host.unblock;
+        let blocks = session.blocked.is_some();
+        shared.end_waits(&mut state, unblock);
+        if blocks {
             let (served, s) = self.block(&shared, state)?;
             reply = served;
             state = s;
@@ -151,10 +167,11 @@ impl Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
+        let shared = self.db.shared();
+        shared.connections.fetch_sub(1, Ordering::Relaxed);
         let Some(mut session) = self.session.take() else {
             return;
         };
-        let shared = Arc::clone(self.db.shared());
         let mut state = shared.lock_state();
         state.subscribers.remove(&session.id);
         if let Some(engine) = state.engine.as_mut() {
@@ -179,7 +196,14 @@ impl Shared {
         let Some(engine) = engine.as_mut() else {
             return;
         };
-        let mut woke = false;
+        // WAIT and WAITAOF whose replicas or fsync caught up.
+        let satisfied = engine.satisfied_waiters();
+        let mut woke = end_waits(
+            engine,
+            blocked,
+            served,
+            satisfied.into_iter().map(|id| (id, false)),
+        );
         while engine.has_ready_keys() {
             for (db, key, ids) in engine.take_ready_keys() {
                 for id in ids {
@@ -205,6 +229,74 @@ impl Shared {
         if woke {
             self.woken.notify_all();
         }
+    }
+
+    /// Ends the waits CLIENT UNBLOCK asked for (`(id, with_error)`): each
+    /// parked session gets its timeout reply or the UNBLOCKED error, and
+    /// its thread wakes.
+    fn end_waits(&self, state: &mut MutexGuard<'_, State>, requests: Vec<(u64, bool)>) {
+        if requests.is_empty() {
+            return;
+        }
+        let State {
+            engine,
+            blocked,
+            served,
+            ..
+        } = &mut **state;
+        let Some(engine) = engine.as_mut() else {
+            return;
+        };
+        if end_waits(engine, blocked, served, requests.into_iter()) {
+            self.woken.notify_all();
+        }
+    }
+}
+
+/// Moves the parked sessions `ids` from `blocked` to `served` with the
+/// reply that ends their wait ([`Engine::unblock`]). True when any was.
+fn end_waits(
+    engine: &mut Engine,
+    blocked: &mut HashMap<u64, Session>,
+    served: &mut HashMap<u64, (Session, Reply)>,
+    ids: impl Iterator<Item = (u64, bool)>,
+) -> bool {
+    let mut woke = false;
+    for (id, with_error) in ids {
+        let Some(mut session) = blocked.remove(&id) else {
+            continue;
+        };
+        let reply = engine
+            .unblock(&mut session, with_error)
+            .unwrap_or(Reply::Null);
+        served.insert(id, (session, reply));
+        woke = true;
+    }
+    woke
+}
+
+/// The embedded engine's [`Host`]: the other clients are the handle's
+/// connections; the blocked ones are parked in the shared state, where
+/// CLIENT UNBLOCK finds them.
+struct EmbedHost<'a> {
+    blocked: &'a HashMap<u64, Session>,
+    /// CLIENT UNBLOCK's requests, carried out after the command.
+    unblock: Vec<(u64, bool)>,
+    clients: usize,
+}
+
+impl Host for EmbedHost<'_> {
+    fn connected_clients(&self) -> usize {
+        self.clients.max(1)
+    }
+
+    fn unblock_client(&mut self, id: u64, with_error: bool) -> bool {
+        let parked = self.blocked.get(&id).is_some_and(|s| s.blocked.is_some());
+        if !parked || self.unblock.iter().any(|(i, _)| *i == id) {
+            return false;
+        }
+        self.unblock.push((id, with_error));
+        true
     }
 }
 

@@ -87,6 +87,9 @@ pub(crate) struct Shared {
     /// Followers released by the last commit that have not yet added a
     /// command to the batch (`commit.rs`).
     joiners: std::sync::atomic::AtomicUsize,
+    /// Open connections ([`Conn`]s, one-call ones included): INFO's
+    /// `connected_clients`.
+    connections: std::sync::atomic::AtomicUsize,
 }
 
 /// The state behind the engine lock.
@@ -171,6 +174,7 @@ impl Builder {
             stop: Mutex::new(false),
             stop_signal: Condvar::new(),
             joiners: Default::default(),
+            connections: Default::default(),
         });
         let thread =
             upkeep::start(Arc::clone(&shared), self.upkeep_interval).map_err(|source| {

@@ -12,6 +12,8 @@ use hozon::embed::{Db, DbError};
 use hozon::persist::io::{Fault, FaultyIo, PowerLoss};
 use hozon::Reply;
 
+mod waits;
+
 /// A handle on the fault-injecting file system at `/db`, AOF only (no
 /// save points: what survives is what the AOF holds).
 fn faulty(io: &FaultyIo, policy: AppendFsync) -> Db {
