@@ -33,6 +33,9 @@
 //! [`Engine::execute`], so that every change is logged (ARCHITECTURE.md,
 //! "API boundary").
 
+// Every public item is documented (clippy -D warnings enforces it).
+#![warn(missing_docs)]
+
 // The engine API.
 pub mod config;
 pub mod embed;

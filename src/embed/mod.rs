@@ -36,8 +36,6 @@
 //! The design, the threading model and the durability contract of each
 //! fsync policy: docs/embedding.md.
 
-#![warn(missing_docs)]
-
 mod commit;
 mod conn;
 mod error;

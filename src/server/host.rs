@@ -719,7 +719,7 @@ static COUNTING: AtomicBool = AtomicBool::new(false);
 /// the server binary with `#[global_allocator]`; the cost is one relaxed
 /// atomic add per allocation (and a load for the peak).
 ///
-/// Each block counts what glibc's malloc takes for it ([`block_size`]),
+/// Each block counts what glibc's malloc takes for it (`block_size`),
 /// not only the bytes asked for, so the figure follows RSS closely enough
 /// for `maxmemory` to mean something (docs/memory.md).
 pub struct CountingAlloc;
