@@ -35,7 +35,10 @@ fn main() {
         served,
         served as f64 / keys as f64
     );
-    println!("ratio embedded/server: {:.3}", embedded as f64 / served as f64);
+    println!(
+        "ratio embedded/server: {:.3}",
+        embedded as f64 / served as f64
+    );
 }
 
 fn value(n: u64) -> String {
@@ -68,7 +71,14 @@ fn server_growth(keys: u64, path: &str) -> u64 {
         .port();
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(path)
-        .args(["--port", &port.to_string(), "--appendonly", "no", "--save", ""])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--appendonly",
+            "no",
+            "--save",
+            "",
+        ])
         .arg("--dir")
         .arg(dir.path())
         .stdout(Stdio::null())
@@ -133,5 +143,10 @@ fn rss(pid: u32) -> u64 {
         .lines()
         .find(|l| l.starts_with("VmRSS:"))
         .expect("VmRSS");
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 1024
 }

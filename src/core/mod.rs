@@ -317,7 +317,15 @@ impl Core {
         if !database.is_expired(key, now_ms) {
             return false;
         }
-        database.remove(key);
+        self.delete_expired(db, key);
+        true
+    }
+
+    /// Deletes `key`, whose TTL has passed, as Redis's deleteExpiredKey
+    /// does: counted, logged and propagated as DEL, the `expired` event,
+    /// WATCHes and trackers told.
+    fn delete_expired(&mut self, db: usize, key: &[u8]) {
+        self.keyspace.db_mut(db).remove(key);
         self.stats.expired_keys += 1;
         self.effects.push(Effect {
             db,
@@ -325,7 +333,6 @@ impl Core {
         });
         self.notify(notify::EXPIRED, "expired", db, key);
         self.signal_expired(db, key);
-        true
     }
 
     /// Replaces the whole dataset with `keyspace` (DEBUG RELOAD, DEBUG
@@ -366,14 +373,7 @@ impl Core {
                 }
                 let expired = database.sample_expired(&mut self.rng, SAMPLE, now_ms);
                 for key in &expired {
-                    self.keyspace.db_mut(db).remove(key);
-                    self.stats.expired_keys += 1;
-                    self.effects.push(Effect {
-                        db,
-                        argv: vec![b"DEL".to_vec(), key.to_vec()],
-                    });
-                    self.notify(notify::EXPIRED, "expired", db, key);
-                    self.signal_modified(db, key);
+                    self.delete_expired(db, key);
                 }
                 removed_total += expired.len();
                 if expired.len() * 4 <= SAMPLE || started.elapsed().as_micros() > BUDGET_US {
