@@ -48,6 +48,11 @@ pub struct ServerHost<'a> {
     parking: Option<&'a mut Vec<Client>>,
     /// The Unix listener, accepted from with the TCP ones while busy.
     unix: Option<&'a super::listener::UnixSocket>,
+    /// The link to our master while the stream flows, as a client.
+    master: Option<(&'a Session, Connection)>,
+    /// CLIENT KILL matched the master client: the server closes the link
+    /// after the command.
+    pub kill_master: bool,
 }
 
 impl<'a> ServerHost<'a> {
@@ -77,7 +82,14 @@ impl<'a> ServerHost<'a> {
             busy_touched: Vec::new(),
             parking: None,
             unix: None,
+            master: None,
+            kill_master: false,
         }
+    }
+
+    /// Shows the master link (a replica's) to CLIENT LIST and KILL.
+    pub fn with_master(&mut self, master: Option<(&'a Session, Connection)>) {
+        self.master = master;
     }
 
     /// Lets a busy script's poll accept connections (TCP, and `unix`'s)
@@ -151,10 +163,17 @@ impl Host for ServerHost<'_> {
     }
 
     fn for_each_client(&self, f: &mut dyn FnMut(&Session, &Connection)) {
-        let mut clients: Vec<&Client> = self.others.values().collect();
-        clients.sort_by_key(|c| c.session.id);
-        for client in clients {
-            f(&client.session, &client.connection());
+        let mut clients: Vec<(&Session, Connection)> = self
+            .others
+            .values()
+            .map(|c| (&c.session, c.connection()))
+            .collect();
+        if let Some((session, conn)) = &self.master {
+            clients.push((session, conn.clone()));
+        }
+        clients.sort_by_key(|(session, _)| session.id);
+        for (session, conn) in clients {
+            f(session, &conn);
         }
     }
 
@@ -164,6 +183,12 @@ impl Host for ServerHost<'_> {
             if !client.closing && pred(&client.session, &client.connection()) {
                 client.closing = true;
                 self.killed.push(*token);
+                killed += 1;
+            }
+        }
+        if let Some((session, conn)) = &self.master {
+            if !self.kill_master && pred(session, conn) {
+                self.kill_master = true;
                 killed += 1;
             }
         }

@@ -128,6 +128,32 @@ pub(super) struct MasterLink {
 }
 
 impl MasterLink {
+    /// The link as one of the clients (Redis lists its master client,
+    /// flag `M`, and CLIENT KILL closes it): once the stream flows.
+    pub(super) fn as_client(&self) -> Option<(&Session, crate::command::ctx::Connection)> {
+        use std::os::fd::AsRawFd;
+        let (Some(session), Some(socket), Phase::Stream) =
+            (self.session.as_ref(), self.socket.as_ref(), &self.phase)
+        else {
+            return None;
+        };
+        let addr =
+            |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+        Some((
+            session,
+            crate::command::ctx::Connection {
+                addr: addr(socket.peer_addr()),
+                laddr: addr(socket.local_addr()),
+                fd: i64::from(socket.as_raw_fd()),
+                last_interaction_ms: self.progress_ms,
+                query_buffer_bytes: self.inbuf.len(),
+                output_bytes: self.out.len(),
+                events: "r",
+                ..Default::default()
+            },
+        ))
+    }
+
     fn new(generation: u64, config: Config, cached: Option<Position>) -> MasterLink {
         let mut handshake = Handshake::new(config);
         handshake.set_cached_master(cached);
@@ -311,6 +337,19 @@ impl Server {
         if let (Some(e), true) = (failure, link.socket.is_some()) {
             self.link_lost(link, &e);
         }
+    }
+
+    /// CLIENT KILL of the master client: the link closes as when the
+    /// master's connection drops (its state cached, a partial resync
+    /// attempted next), as Redis's freeClient of its master does.
+    pub(super) fn kill_master_link(&mut self) {
+        let Some(mut link) = self.master_link.take() else {
+            return;
+        };
+        if link.socket.is_some() {
+            self.link_lost(&mut link, "killed by CLIENT KILL");
+        }
+        self.master_link = Some(link);
     }
 
     /// The socket failed or the master closed it.

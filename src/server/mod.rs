@@ -696,9 +696,11 @@ impl Server {
                 self.poll.registry(),
             );
             host.busy_parking(&mut self.parked, self.unix.as_ref());
+            host.with_master(self.master_link.as_ref().and_then(|l| l.as_client()));
             let reply = self
                 .engine
                 .execute_with_host(&mut client.session, &argv, &mut host);
+            let kill_master = host.kill_master;
             let shutdown = host.shutdown_request.take();
             let busy_shutdown = host.busy_shutdown.take();
             let abort = std::mem::take(&mut host.abort_request);
@@ -732,6 +734,9 @@ impl Server {
             }
             if abort {
                 self.abort_shutdown();
+            }
+            if kill_master {
+                self.kill_master_link();
             }
             if self.engine.has_messages() {
                 // Messages published by this command reach a subscribed

@@ -277,6 +277,72 @@ fn a_lost_link_continues_with_a_partial_resync() {
     assert_syncs(&mut m, 1, 1);
 }
 
+/// The replica lists its master link as a client (flag `M`, type
+/// `master`) and CLIENT KILL closes it, as Redis's replica does; each
+/// kill, while the master streams large writes (so that a command is
+/// often half read), continues with a partial resync from the end of the
+/// last applied command, and the data stays the master's.
+#[test]
+fn killing_the_master_client_mid_stream_continues_with_partial_resyncs() {
+    let master = start_redis(&["--repl-diskless-sync", "no", "--repl-backlog-size", "256mb"]);
+    let mut m = Conn::connect(master.port);
+    fill(&mut m);
+    let replica = hozon_replica(&master, &[]);
+    let mut r = Conn::connect(replica.port);
+    wait_caught_up(&mut m, &mut r);
+    let Value::Bulk(list) = call(&mut r, &["CLIENT", "LIST", "TYPE", "master"]) else {
+        panic!("CLIENT LIST")
+    };
+    let list = String::from_utf8(list).unwrap();
+    assert_eq!(list.lines().count(), 1, "{list}");
+    assert!(
+        list.contains(&format!(" addr=127.0.0.1:{} ", master.port)) && list.contains(" flags=M "),
+        "{list}"
+    );
+    let writer = {
+        let port = master.port;
+        std::thread::spawn(move || {
+            let mut w = Conn::connect(port);
+            let value = "v".repeat(60_000);
+            for i in 0..600 {
+                call(
+                    &mut w,
+                    &["SET", &format!("big:{}", i % 50), &format!("{i}{value}")],
+                );
+                call(&mut w, &["INCR", "counter"]);
+            }
+        })
+    };
+    let mut kills = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while kills < 5 && !writer.is_finished() {
+        assert!(Instant::now() < deadline, "{kills} kills");
+        match call(&mut r, &["CLIENT", "KILL", "TYPE", "master"]) {
+            Value::Int(1) => kills += 1,
+            // The link is being re-established.
+            Value::Int(0) => {}
+            other => panic!("CLIENT KILL: {other:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    writer.join().unwrap();
+    assert!(
+        kills >= 2,
+        "only {kills} kills happened while the master wrote"
+    );
+    wait_caught_up(&mut m, &mut r);
+    assert_eq!(dataset(&mut r), dataset(&mut m));
+    let partial: u64 = info_field(&mut m, "stats", "sync_partial_ok")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        info_field(&mut m, "stats", "sync_full").as_deref(),
+        Some("1")
+    );
+    assert_eq!(partial, kills, "every kill continued");
+}
+
 #[test]
 fn hozon_master_to_hozon_replica_disk_and_diskless() {
     for diskless in ["no", "yes"] {

@@ -187,6 +187,9 @@ fn client_line(
     } else if session.monitor {
         flags.push('O');
     }
+    if session.is_master {
+        flags.push('M');
+    }
     if session.subscribed() {
         flags.push('P');
     }
@@ -312,7 +315,9 @@ impl ClientType {
 
     /// Redis's getClientType: a subscribed client is `pubsub`.
     fn of(session: &Session) -> ClientType {
-        if session.is_replica {
+        if session.is_master {
+            ClientType::Master
+        } else if session.is_replica {
             ClientType::Replica
         } else if session.subscribed() {
             ClientType::Pubsub

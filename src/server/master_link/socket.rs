@@ -105,6 +105,12 @@ impl Server {
         }
         link.out.clear();
         link.inbuf.clear();
+        // What was read and not applied is gone: a partial resync asks
+        // for the stream from the end of the last applied unit (Redis's
+        // replicationCacheMaster resets read_reploff to reploff).
+        if let Some(master) = self.engine.core().replica.master.as_mut() {
+            master.read_reploff = master.reploff;
+        }
         link.parser = resp::Parser::new(MASTER_LIMITS);
         if let Some(mut session) = link.session.take() {
             self.engine.end_session(&mut session);
