@@ -161,6 +161,10 @@ fn split_frames(bytes: &[u8], out: &mut Vec<RedisResult<Value>>) {
 /// values the crate would read from a server, in order.
 fn run_packed(conn: &mut Conn, packed: &[u8]) -> RedisResult<Vec<RedisResult<Value>>> {
     let commands = parse_commands(packed)?;
+    if commands.is_empty() {
+        // What the crate's connections answer for nothing to send.
+        return Err(RedisError::from((ErrorKind::Client, "empty command")));
+    }
     let mut values = Vec::with_capacity(commands.len());
     for argv in commands {
         let outcome = conn.execute(&argv);
@@ -257,7 +261,10 @@ fn aborted_transaction(errors: &[(usize, ::redis::ServerError)]) -> RedisError {
     text.push(']');
     match parse_frame(&error_frame(&text)) {
         Ok(Value::ServerError(error)) => RedisError::from(error),
-        _ => RedisError::from((ErrorKind::Server(::redis::ServerErrorKind::ExecAbort), "Transaction aborted")),
+        _ => RedisError::from((
+            ErrorKind::Server(::redis::ServerErrorKind::ExecAbort),
+            "Transaction aborted",
+        )),
     }
 }
 
@@ -563,7 +570,10 @@ mod tests {
         let got = pipeline_values(vec![ok(), err(), ok()], 0, 3, true).unwrap();
         assert!(matches!(got[1], Value::ServerError(_)));
         let e = pipeline_values(vec![ok(), err(), ok()], 2, 1, true).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Server(::redis::ServerErrorKind::ExecAbort));
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Server(::redis::ServerErrorKind::ExecAbort)
+        );
         let push = Ok(Value::Push {
             kind: ::redis::PushKind::Message,
             data: vec![],
