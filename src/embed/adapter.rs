@@ -322,7 +322,31 @@ struct Job {
 ///
 /// Dropping it ends the thread once the command it runs (if any) returns;
 /// a blocking command without timeout ends at the latest when the [`Db`]
-/// closes.
+/// closes (its thread keeps the `Db` open until then).
+///
+/// ```
+/// use redis::{AsyncCommands, Commands};
+///
+/// let db = hozon::Db::in_memory().open().unwrap();
+/// // The synchronous API on a `Conn`.
+/// let mut conn = db.connect();
+/// let _: () = conn.set("visits", 1).unwrap();
+/// let (n, none): (i64, Option<String>) = redis::pipe()
+///     .atomic()
+///     .incr("visits", 1)
+///     .get("nothing")
+///     .query(&mut conn)
+///     .unwrap();
+/// assert_eq!((n, none), (2, None));
+/// // The asynchronous API, here on tokio's current-thread runtime.
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// rt.block_on(async {
+///     let mut aconn = db.connect_async();
+///     let _: () = aconn.rpush("q", "job").await.unwrap();
+///     let job: Option<(String, String)> = aconn.blpop("q", 1.0).await.unwrap();
+///     assert_eq!(job, Some(("q".into(), "job".into())));
+/// });
+/// ```
 pub struct AsyncConn {
     jobs: mpsc::Sender<Job>,
     /// The session's selected database, as of the last command.
