@@ -110,6 +110,19 @@ impl Conn {
         into_result(reply)
     }
 
+    /// The protocol (2 or 3) and the selected database of this
+    /// connection's session (RESP2 and database 0 before its first call).
+    #[cfg(feature = "redis")]
+    pub(crate) fn protocol_and_db(&self) -> (u8, usize) {
+        self.session.as_ref().map_or((2, 0), |s| (s.resp, s.db))
+    }
+
+    /// The handle this connection belongs to.
+    #[cfg(feature = "redis")]
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
+
     /// A receiver of the Pub/Sub messages (and keyspace notifications)
     /// this connection's subscriptions receive: SUBSCRIBE, PSUBSCRIBE and
     /// SSUBSCRIBE through [`Conn::execute`] as usual, then read here. Each

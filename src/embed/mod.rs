@@ -36,6 +36,8 @@
 //! The design, the threading model and the durability contract of each
 //! fsync policy: docs/embedding.md.
 
+#[cfg(feature = "redis")]
+mod adapter;
 mod commit;
 mod conn;
 mod error;
@@ -51,6 +53,8 @@ use crate::engine::Engine;
 use crate::persist::io::{Io, RealIo};
 use crate::reply::Reply;
 
+#[cfg(feature = "redis")]
+pub use adapter::AsyncConn;
 pub use conn::Conn;
 pub use error::{CommandError, DbError};
 
@@ -234,6 +238,15 @@ impl Db {
     /// protocol) across calls.
     pub fn connect(&self) -> Conn {
         Conn::new(self.clone())
+    }
+
+    /// An asynchronous connection for the redis crate's async API
+    /// (feature `redis`; docs/embedding.md, "The redis crate's API"): its
+    /// own session, served by a thread of its own, so that a blocking
+    /// command never blocks the async runtime.
+    #[cfg(feature = "redis")]
+    pub fn connect_async(&self) -> AsyncConn {
+        AsyncConn::new(self)
     }
 
     /// Waits until everything logged so far is fsynced, whatever the

@@ -2,6 +2,8 @@
 //! group commit's durability under power loss, close and drop, the
 //! upkeep thread, blocking commands and Pub/Sub, typed errors.
 
+mod adapter;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
