@@ -90,13 +90,13 @@ fn main() -> Result<(), DbError> {
     let db = Db::open(dir.path())?;
     let mut conn = db.connect();
 
-    // 1. A's lock (100 ms) expires while A works for 200 ms.
-    let a = try_acquire(&mut conn, "order:12345", 100)?.expect("the lock is free");
+    // 1. A's lock (500 ms) expires while A works for 600 ms.
+    let a = try_acquire(&mut conn, "order:12345", 500)?.expect("the lock is free");
     assert!(
-        try_acquire(&mut conn, "order:12345", 100)?.is_none(),
+        try_acquire(&mut conn, "order:12345", 500)?.is_none(),
         "held by A"
     );
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(600));
     let b = try_acquire(&mut conn, "order:12345", 30_000)?.expect("A's lock expired");
     println!("A's lock expired while A was working; B acquired it");
     assert!(!release(&mut conn, &a)?, "A's late release must fail");
