@@ -4,8 +4,8 @@
 //! - a producer adds eight jobs to the stream `jobs` (`XADD`), read by the
 //!   consumer group `workers`;
 //! - a worker process (this program run again as a child, with
-//!   `--crashing-worker <dir>`) takes jobs one at a time (`XREADGROUP …
-//!   >`), does them and acknowledges them (`XACK`); after three it takes
+//!   `--crashing-worker <dir>`) takes jobs one at a time
+//!   (`XREADGROUP … >`), does them and acknowledges them (`XACK`); after three it takes
 //!   two more without acknowledging them and is killed with SIGKILL;
 //! - the parent reopens the same data directory: the two unacknowledged
 //!   jobs are still pending for the dead worker (`XPENDING`), and a second

@@ -20,9 +20,12 @@ use hozon::Reply;
 
 const BOARD: &[u8] = b"ranking:game";
 
+/// Players and their points, best first.
+type Entries = Vec<(String, f64)>;
+
 /// `(player, points)` from a `WITHSCORES` reply: in RESP2 (a new
 /// connection's protocol) a flat array of member, score, member, score.
-fn entries(reply: Reply) -> Vec<(String, f64)> {
+fn entries(reply: Reply) -> Entries {
     let Reply::Array(items) = reply else {
         panic!("not an array: {reply:?}");
     };
@@ -38,7 +41,7 @@ fn entries(reply: Reply) -> Vec<(String, f64)> {
 }
 
 /// The top `n` players, best first.
-fn top(conn: &mut Conn, n: usize) -> Result<Vec<(String, f64)>, DbError> {
+fn top(conn: &mut Conn, n: usize) -> Result<Entries, DbError> {
     let last = (n - 1).to_string();
     Ok(entries(conn.execute(&[
         b"ZREVRANGE",
@@ -55,7 +58,7 @@ fn neighbourhood(
     conn: &mut Conn,
     player: &str,
     around: i64,
-) -> Result<Option<(i64, Vec<(String, f64)>)>, DbError> {
+) -> Result<Option<(i64, Entries)>, DbError> {
     let rank = match conn.execute(&[b"ZREVRANK", BOARD, player.as_bytes()])? {
         Reply::Int(rank) => rank,
         Reply::Null => return Ok(None),
@@ -120,7 +123,7 @@ fn main() -> Result<(), DbError> {
     }
 
     // The model's ranking: most points first, ties by member reversed.
-    let mut ranking: Vec<(String, f64)> = model.into_iter().collect();
+    let mut ranking: Entries = model.into_iter().collect();
     ranking.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
 
     let podium = top(&mut conn, 3)?;

@@ -4,8 +4,8 @@
 //!   counter `ratelimit:fixed:<user>` (the window starts at the user's
 //!   first request; NX keeps later requests from extending it);
 //! - sliding window: a sorted set of request times per user, trimmed,
-//!   counted and added to by one Lua script (`ZREMRANGEBYSCORE` + `ZCARD`
-//!   + `ZADD`), called with `EVALSHA` and reloaded on `NOSCRIPT`, so that
+//!   counted and added to by one Lua script (ZREMRANGEBYSCORE, ZCARD,
+//!   ZADD), called with `EVALSHA` and reloaded on `NOSCRIPT`, so that
 //!   check-and-add is one atomic step even with many callers.
 //!
 //! Four threads send 10 requests each for the same user at once: exactly

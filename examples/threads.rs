@@ -85,7 +85,7 @@ fn mixed_commands(db: &Db) -> Result<(), DbError> {
         assert_eq!(count, bulk(&each.to_string()));
     }
     println!(
-        "1. {THREADS} threads × {OPS} mixed commands: hits = {}, every transaction whole",
+        "1. {THREADS} threads × {OPS} mixed commands: hits = {0}, log length {0}, {each} transactions per thread",
         THREADS * each
     );
     Ok(())
