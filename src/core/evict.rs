@@ -496,6 +496,193 @@ mod tests {
         assert!(!engine.core().keyspace.db(0).contains(b"k0"));
     }
 
+    // The memory figure of the capture test below: what the test's own
+    // thread has allocated, counted per thread (other tests run on other
+    // threads) as glibc's chunks, the server's `CountingAlloc` arithmetic.
+    struct ThreadCountingAlloc;
+
+    std::thread_local! {
+        static THREAD_BYTES: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+    }
+
+    fn chunk(size: usize) -> i64 {
+        ((size + 8 + 15) & !15).max(32) as i64
+    }
+
+    fn counted(delta: i64) {
+        let _ = THREAD_BYTES.try_with(|c| c.set(c.get() + delta));
+    }
+
+    // SAFETY: every method forwards to `System` with the caller's
+    // arguments; the counter is only a statistic.
+    unsafe impl std::alloc::GlobalAlloc for ThreadCountingAlloc {
+        unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+            // SAFETY: same contract as the caller's.
+            let p = unsafe { std::alloc::System.alloc(layout) };
+            if !p.is_null() {
+                counted(chunk(layout.size()));
+            }
+            p
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+            // SAFETY: same contract as the caller's.
+            let p = unsafe { std::alloc::System.alloc_zeroed(layout) };
+            if !p.is_null() {
+                counted(chunk(layout.size()));
+            }
+            p
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+            // SAFETY: same contract as the caller's.
+            unsafe { std::alloc::System.dealloc(ptr, layout) };
+            counted(-chunk(layout.size()));
+        }
+
+        unsafe fn realloc(
+            &self,
+            ptr: *mut u8,
+            layout: std::alloc::Layout,
+            new_size: usize,
+        ) -> *mut u8 {
+            // SAFETY: same contract as the caller's.
+            let p = unsafe { std::alloc::System.realloc(ptr, layout, new_size) };
+            if !p.is_null() {
+                counted(chunk(new_size) - chunk(layout.size()));
+            }
+            p
+        }
+    }
+
+    #[global_allocator]
+    static ALLOCATOR: ThreadCountingAlloc = ThreadCountingAlloc;
+
+    /// A host whose `used_memory` is what the calling thread allocated
+    /// since `base`, plus 1 MiB.
+    struct ThreadMemory {
+        base: i64,
+    }
+
+    impl ThreadMemory {
+        fn new() -> ThreadMemory {
+            ThreadMemory {
+                base: THREAD_BYTES.with(std::cell::Cell::get),
+            }
+        }
+    }
+
+    impl crate::command::ctx::Host for ThreadMemory {
+        fn used_memory(&self) -> Option<crate::command::ctx::MemoryUse> {
+            let used = (THREAD_BYTES.with(std::cell::Cell::get) - self.base).max(0) as u64;
+            Some(crate::command::ctx::MemoryUse {
+                used: used + (1 << 20),
+                ..Default::default()
+            })
+        }
+    }
+
+    fn info_field(engine: &mut Engine, host: &mut ThreadMemory, name: &str) -> u64 {
+        let session = &mut engine.new_session();
+        let reply = engine.execute_with_host(session, &[b"INFO", b"memory"], host);
+        let (crate::reply::Reply::Bulk(text) | crate::reply::Reply::Verbatim(_, text)) = reply
+        else {
+            panic!("INFO: {reply:?}")
+        };
+        let text = String::from_utf8(text).expect("INFO is text");
+        let prefix = format!("{name}:");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("INFO memory has no {name}"))
+            .trim()
+            .parse()
+            .expect("a number")
+    }
+
+    /// During a BGSAVE capture, the old values the capture keeps for the
+    /// keys evicted (or written) before its cursor reached them, and its
+    /// skip lists for the new keys, are left out of `maxmemory`: writing
+    /// new keys under allkeys-lru evicts about one old key each and keeps
+    /// the rest, never answering OOM. Counted, each eviction would free
+    /// (net) next to nothing, and the first SET over the limit would evict
+    /// every key and be refused. The capture stays open because nothing
+    /// steps it (no cron steps it under group commit).
+    #[test]
+    fn a_capture_in_progress_does_not_make_allkeys_lru_evict_everything() {
+        use crate::command::ctx::Host as _;
+        use crate::reply::Reply;
+        const KEYS: usize = 3000;
+        let value = vec![b'v'; 1000];
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut config = Config::in_memory();
+        config.dir = dir.path().to_path_buf();
+        config.maxmemory_policy = crate::config::MAXMEMORY_POLICIES
+            .iter()
+            .position(|p| *p == "allkeys-lru")
+            .expect("a policy");
+        let mut engine = Engine::open(config).expect("engine opens");
+        // As the server: no cron steps the capture, no effects kept.
+        engine.set_group_commit(true);
+        engine.set_capture_effects(false);
+        let mut host = ThreadMemory::new();
+        let mut session = engine.new_session();
+        let mut run = |engine: &mut Engine, host: &mut ThreadMemory, argv: &[&[u8]]| {
+            engine.execute_with_host(&mut session, argv, host)
+        };
+        for i in 0..KEYS {
+            let key = format!("old:{i:06}");
+            let reply = run(&mut engine, &mut host, &[b"SET", key.as_bytes(), &value]);
+            assert_eq!(reply, Reply::ok());
+        }
+        let reply = run(&mut engine, &mut host, &[b"BGSAVE"]);
+        assert!(engine.save_in_progress(), "BGSAVE: {reply:?}");
+        // The limit: what is in use with the save started (its buffers
+        // in), and a little more.
+        let limit = host.used_memory().expect("a figure").used + 64 * 1024;
+        let reply = run(
+            &mut engine,
+            &mut host,
+            &[
+                b"CONFIG",
+                b"SET",
+                b"maxmemory",
+                limit.to_string().as_bytes(),
+            ],
+        );
+        assert_eq!(reply, Reply::ok());
+
+        for i in 0..KEYS {
+            let key = format!("new:{i:06}");
+            let reply = run(&mut engine, &mut host, &[b"SET", key.as_bytes(), &value]);
+            assert_eq!(reply, Reply::ok(), "SET number {i}");
+        }
+        assert!(engine.save_in_progress(), "the capture is still open");
+        let held = info_field(&mut engine, &mut host, "mem_not_counted_for_evict");
+        let evicted = engine.core().stats.evicted_keys;
+        let kept = engine.core().keyspace.db(0).len();
+        assert!(held > 0, "nothing reported as held by the capture");
+        assert!(
+            evicted >= KEYS as u64 / 2,
+            "only {evicted} evictions for {KEYS} new keys"
+        );
+        assert!(
+            kept >= KEYS * 9 / 10,
+            "{kept} of {KEYS} keys kept ({evicted} evicted)"
+        );
+
+        // Once the capture ends, nothing is held.
+        let mut steps = 0;
+        while engine.save_in_progress() {
+            engine.background_step(std::time::Duration::from_millis(20), crate::clock::now_ms());
+            steps += 1;
+            assert!(steps < 1_000_000, "the BGSAVE never ended");
+        }
+        assert_eq!(
+            info_field(&mut engine, &mut host, "mem_not_counted_for_evict"),
+            0
+        );
+    }
+
     #[test]
     fn tenacity_maps_to_redis_time_limits() {
         assert_eq!(time_limit_us(0), 0);
