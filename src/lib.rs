@@ -1,8 +1,47 @@
 //! hozon: a Redis-compatible keyspace engine whose first concern is
 //! durability.
 //!
-//! The [`Engine`] holds sixteen databases of Redis's data types and executes
-//! Redis commands in-process, one at a time, returning typed [`Reply`]
+//! Most embedders want [`Db`] ([`embed`]): open a data directory, use the
+//! handle from any number of threads, close it (or drop the last handle).
+//! A background thread keeps it healthy (active expiry, the `everysec`
+//! fsync, save points, AOF rewrites), and under `appendfsync always`
+//! concurrent callers share fsyncs (group commit).
+//!
+//! ```
+//! use hozon::config::AppendFsync;
+//! use hozon::{Db, Reply};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! // `Db::open(path)` takes the server's durable defaults (everysec);
+//! // here every acknowledged write is fsynced first.
+//! let db = Db::builder(dir.path()).fsync(AppendFsync::Always).open().unwrap();
+//! let threads: Vec<_> = (0..4)
+//!     .map(|_| {
+//!         let db = db.clone(); // Clone + Send + Sync
+//!         std::thread::spawn(move || db.execute(&[b"INCR", b"hits"]).unwrap())
+//!     })
+//!     .collect();
+//! for t in threads {
+//!     t.join().unwrap();
+//! }
+//! assert_eq!(db.execute(&[b"GET", b"hits"]).unwrap(), Reply::Bulk(b"4".to_vec()));
+//! db.close().unwrap(); // fsync, final snapshot, directory unlocked
+//! let db = Db::open(dir.path()).unwrap(); // everything acknowledged is back
+//! assert_eq!(db.execute(&[b"GET", b"hits"]).unwrap(), Reply::Bulk(b"4".to_vec()));
+//! ```
+//!
+//! **Durability contract** (the server's, docs/embedding.md): under
+//! `always` an `Ok` write is fsynced, and so is every write a reply could
+//! have shown; under `everysec` (the default) it is written (it survives
+//! the process being killed) and fsynced within about a second; under `no`
+//! the OS flushes it. Recovery always gives a prefix of the acknowledged
+//! history. [`DbError`] tells a command error from a persistence failure
+//! from a closed handle. With the `redis` feature, the `redis` crate's
+//! API runs on an embedded connection.
+//!
+//! Below it, the [`Engine`] holds sixteen databases of Redis's data types
+//! and executes Redis commands one at a time for a caller that drives it
+//! (`&mut self`, upkeep left to the caller), returning typed [`Reply`]
 //! values. The `server` feature adds the RESP server used by the
 //! `hozon-server` binary.
 //!
@@ -14,10 +53,6 @@
 //! assert_eq!(engine.execute(&mut session, &[b"SET", b"k", b"v"]), Reply::ok());
 //! assert_eq!(engine.execute(&mut session, &[b"GET", b"k"]), Reply::Bulk(b"v".to_vec()));
 //! ```
-//!
-//! Most embedders want [`Db`] ([`embed`]): a handle shared by threads,
-//! with a background upkeep thread and group commit across threads
-//! (docs/embedding.md).
 //!
 //! # API boundary
 //!
