@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -60,6 +61,14 @@ static int take(enum kind k, const char *what) {
     if (!ctl) return 0;
     int due = 0;
     pthread_mutex_lock(&lock);
+    /* The test rewrites the control file too (Setup::arm): both hold an
+       exclusive flock on <ctl>.lock across their read-modify-write, so a
+       count the test sets is never overwritten by a decrement of the
+       count it replaced. */
+    char lockpath[4096];
+    snprintf(lockpath, sizeof lockpath, "%s.lock", ctl);
+    int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lockfd >= 0) flock(lockfd, LOCK_EX);
     FILE *f = fopen(ctl, "r");
     long counts[3] = {0, 0, 0};
     if (f) {
@@ -84,6 +93,7 @@ static int take(enum kind k, const char *what) {
             fclose(f);
         }
     }
+    if (lockfd >= 0) close(lockfd); /* releases the flock */
     pthread_mutex_unlock(&lock);
     return due;
 }

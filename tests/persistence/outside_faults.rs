@@ -146,10 +146,20 @@ impl Setup {
 
     /// Arms the next `writes` AOF writes, `syncs` AOF fsyncs and `dirs`
     /// directory fsyncs to fail.
+    /// Holds the shim's lock (`<ctl>.lock`) meanwhile, so that a server
+    /// taking a failure at the same moment cannot write back the old count.
     pub(crate) fn arm(&self, writes: u32, syncs: u32, dirs: u32) {
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.ctl.with_extension("ctl.lock"))
+            .unwrap();
+        lock.lock().unwrap();
         let tmp = self.ctl.with_extension("new");
         std::fs::write(&tmp, format!("{writes} {syncs} {dirs}\n")).unwrap();
         std::fs::rename(&tmp, &self.ctl).unwrap();
+        lock.unlock().unwrap();
     }
 
     fn fired(&self) -> String {
