@@ -48,8 +48,10 @@ pub struct ServerHost<'a> {
     parking: Option<&'a mut Vec<Client>>,
     /// The Unix listener, accepted from with the TCP ones while busy.
     unix: Option<&'a super::listener::UnixSocket>,
-    /// The link to our master while the stream flows, as a client.
-    master: Option<(&'a Session, Connection)>,
+    /// The link to our master (a replica's): a client once its stream
+    /// flows (its socket facts are read only when a command lists or
+    /// kills clients).
+    master: Option<&'a super::master_link::MasterLink>,
     /// CLIENT KILL matched the master client: the server closes the link
     /// after the command.
     pub kill_master: bool,
@@ -88,7 +90,7 @@ impl<'a> ServerHost<'a> {
     }
 
     /// Shows the master link (a replica's) to CLIENT LIST and KILL.
-    pub fn with_master(&mut self, master: Option<(&'a Session, Connection)>) {
+    pub(super) fn with_master(&mut self, master: Option<&'a super::master_link::MasterLink>) {
         self.master = master;
     }
 
@@ -168,8 +170,8 @@ impl Host for ServerHost<'_> {
             .values()
             .map(|c| (&c.session, c.connection()))
             .collect();
-        if let Some((session, conn)) = &self.master {
-            clients.push((session, conn.clone()));
+        if let Some(master) = self.master.and_then(|l| l.as_client()) {
+            clients.push(master);
         }
         clients.sort_by_key(|(session, _)| session.id);
         for (session, conn) in clients {
@@ -186,8 +188,8 @@ impl Host for ServerHost<'_> {
                 killed += 1;
             }
         }
-        if let Some((session, conn)) = &self.master {
-            if !self.kill_master && pred(session, conn) {
+        if let Some((session, conn)) = self.master.and_then(|l| l.as_client()) {
+            if !self.kill_master && pred(session, &conn) {
                 self.kill_master = true;
                 killed += 1;
             }

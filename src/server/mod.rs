@@ -696,7 +696,7 @@ impl Server {
                 self.poll.registry(),
             );
             host.busy_parking(&mut self.parked, self.unix.as_ref());
-            host.with_master(self.master_link.as_ref().and_then(|l| l.as_client()));
+            host.with_master(self.master_link.as_ref());
             let reply = self
                 .engine
                 .execute_with_host(&mut client.session, &argv, &mut host);
