@@ -312,8 +312,7 @@ impl Core {
                 self.evict.next_db = (self.evict.next_db + 1) % dbs;
                 let j = self.evict.next_db;
                 let db = self.keyspace.db(j);
-                let sample = db.sample_for_eviction(&mut self.rng, 1, policy.volatile());
-                if let Some((key, _, _)) = sample.into_iter().next() {
+                if let Some(key) = db.random_for_eviction(&mut self.rng, policy.volatile()) {
                     return Some((j, key));
                 }
             }

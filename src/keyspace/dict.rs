@@ -739,6 +739,68 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         }
     }
 
+    /// Visits up to `count` elements found near a random position, for
+    /// sampling where speed matters more than a uniform draw (the idea of
+    /// Redis's `dictGetSomeKeys`, which feeds its eviction pool): from a
+    /// random bucket index, the buckets at that index in both tables, then
+    /// at the next index, and so on, are visited with their whole chains,
+    /// until `count` elements are visited or `10 × count` indices are
+    /// spent. After a run of more than `max(count, 4)` empty buckets the
+    /// walk starts again at a new random index, so sparse regions cost
+    /// little. An element can be visited twice when the walk wraps or
+    /// jumps back; elements after long empty runs are favoured. Cost: about
+    /// `count` nodes and a few sequential bucket reads, against
+    /// `count × slots / len` random reads for `count` calls of
+    /// [`Dict::random`].
+    pub fn sample_some(&self, rng: &mut Rng, count: usize, mut visit: impl FnMut(&K, &V)) {
+        let count = count.min(self.len);
+        if count == 0 {
+            return;
+        }
+        let mask = self.tables[0].len().max(self.tables[1].len()) - 1;
+        let jump_after = count.max(4);
+        let mut index = rng.below(mask as u64 + 1) as usize;
+        let (mut visited, mut empty_run) = (0, 0);
+        for _ in 0..count.saturating_mul(10) {
+            for t in 0..2 {
+                if let (0, Some(moved)) = (t, self.rehash_index) {
+                    // Buckets of the old table below the rehash index are
+                    // empty: skip to it when the new table has no bucket
+                    // at this index either.
+                    if index < moved {
+                        if index >= self.tables[1].len() {
+                            index = moved;
+                        } else {
+                            continue;
+                        }
+                    }
+                }
+                let Some(bucket) = self.tables[t].get(index) else {
+                    continue;
+                };
+                if bucket.is_none() {
+                    empty_run += 1;
+                    if empty_run > jump_after {
+                        index = rng.below(mask as u64 + 1) as usize;
+                        empty_run = 0;
+                    }
+                    continue;
+                }
+                empty_run = 0;
+                let mut link = bucket;
+                while let Some(node) = link {
+                    visit(&node.key, &node.value);
+                    visited += 1;
+                    if visited == count {
+                        return;
+                    }
+                    link = &node.next;
+                }
+            }
+            index = (index + 1) & mask;
+        }
+    }
+
     /// A random element, uniform over the elements, or `None` when empty.
     ///
     /// Every bucket is seen as `chain_bound` slots, its chain's nodes in
@@ -1053,6 +1115,107 @@ mod tests {
             seen.insert(*d.random(&mut rng).unwrap().0);
         }
         assert_eq!(seen.len(), 10);
+    }
+
+    /// Draws `calls` samples of `count`, checks each visits at most
+    /// `min(count, len)` present elements, and returns what was seen and
+    /// the share of the asked-for elements visited.
+    fn sample_some_checked(
+        d: &Dict<u64, ()>,
+        rng: &mut Rng,
+        count: usize,
+        calls: usize,
+    ) -> (HashSet<u64>, f64) {
+        let mut seen = HashSet::new();
+        let mut visited = 0;
+        for _ in 0..calls {
+            let mut got = Vec::new();
+            d.sample_some(rng, count, |k, _| got.push(*k));
+            assert!(
+                got.len() <= count.min(d.len()),
+                "{} in a sample of {count}",
+                got.len()
+            );
+            visited += got.len();
+            for k in got {
+                assert!(d.contains_key(&k), "sampled {k}, not in the table");
+                seen.insert(k);
+            }
+        }
+        let asked = (calls * count.min(d.len())).max(1);
+        (seen, visited as f64 / asked as f64)
+    }
+
+    #[test]
+    fn sample_some_visits_count_members_and_reaches_every_one() {
+        let mut rng = Rng::with_seed(7);
+        let mut d: Dict<u64, ()> = Dict::new();
+        assert!(sample_some_checked(&d, &mut rng, 5, 3).0.is_empty());
+        for k in 0..3u64 {
+            d.insert(k, ());
+        }
+        // More asked than held: all of them (the walk wraps).
+        let (seen, share) = sample_some_checked(&d, &mut rng, 10, 50);
+        assert_eq!((seen.len(), share), (3, 1.0));
+        for k in 3..5000u64 {
+            d.insert(k, ());
+        }
+        d.rehash_for(std::time::Duration::from_secs(1));
+        assert!(!d.is_rehashing());
+        let (seen, share) = sample_some_checked(&d, &mut rng, 5, 5000);
+        assert_eq!(share, 1.0, "a dense table fills every sample");
+        assert!(seen.len() > 4000, "{} of 5000 sampled", seen.len());
+        // Sparse after removals (one in ten left): the walk jumps over
+        // empty runs, and still fills most samples.
+        for k in 0..5000u64 {
+            if k % 10 != 0 {
+                d.remove(&k);
+            }
+        }
+        let (seen, share) = sample_some_checked(&d, &mut rng, 5, 5000);
+        assert_eq!(
+            seen.len(),
+            d.len(),
+            "every element is sampled at some point"
+        );
+        assert!(share > 0.6, "{share} of the asked-for elements visited");
+    }
+
+    #[test]
+    fn sample_some_sees_both_tables_while_rehashing() {
+        let mut rng = Rng::with_seed(9);
+        let mut d: Dict<u64, ()> = Dict::new();
+        let mut k = 0u64;
+        while !d.is_rehashing() || d.len() < 1000 {
+            d.insert(k, ());
+            k += 1;
+        }
+        let mut stage = 0;
+        while d.is_rehashing() {
+            let (seen, share) = sample_some_checked(&d, &mut rng, 5, 4000);
+            assert!(
+                seen.len() * 100 >= d.len() * 95,
+                "stage {stage}: {} sampled",
+                seen.len()
+            );
+            let in_new_table = seen
+                .iter()
+                .filter(|k| d.locate(*k).unwrap().0 >= d.tables[0].len())
+                .count();
+            assert!(
+                in_new_table > 0,
+                "stage {stage}: nothing from the new table"
+            );
+            assert!(
+                share > 0.9,
+                "stage {stage}: {share} of the asked-for elements"
+            );
+            for _ in 0..50 {
+                d.rehash_step();
+            }
+            stage += 1;
+        }
+        assert!(stage >= 2, "the resize took {stage} stages");
     }
 
     /// The longest chain of each table.

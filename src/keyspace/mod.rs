@@ -319,23 +319,28 @@ impl Db {
             }
             return out;
         }
+        // Neighbouring keys from a random position (Dict::sample_some):
+        // a few sequential reads where uniform draws cost a cache miss
+        // each, as Redis samples for its pool.
         if volatile {
-            let n = count.min(self.expires.len());
-            for _ in 0..n {
-                if let Some((k, &at)) = self.expires.random(rng) {
-                    let access = self.access(k).unwrap_or(0);
-                    out.push((k.clone(), access, Some(at)));
-                }
-            }
+            self.expires.sample_some(rng, count, |k, &at| {
+                out.push((k.clone(), self.access(k).unwrap_or(0), Some(at)));
+            });
         } else {
-            let n = count.min(self.main.len());
-            for _ in 0..n {
-                if let Some((k, _)) = self.main.random(rng) {
-                    out.push((k.clone(), k.access(), None));
-                }
-            }
+            self.main
+                .sample_some(rng, count, |k, _| out.push((k.clone(), k.access(), None)));
         }
         out
+    }
+
+    /// One key drawn uniformly from the main table, or from the keys with
+    /// a TTL when `volatile` (the random eviction policies' candidate).
+    pub fn random_for_eviction(&self, rng: &mut Rng, volatile: bool) -> Option<Blob> {
+        if volatile {
+            self.expires.random(rng).map(|(k, _)| k.clone())
+        } else {
+            self.main.random(rng).map(|(k, _)| k.clone())
+        }
     }
 
     /// Makes room for `keys` more keys, `expiring` of them with a TTL,
