@@ -217,6 +217,11 @@ pub struct Config {
     /// after each key a load inserts (a negative `-n` sleeps 1 µs once in
     /// `n` keys), so tests can watch a load in progress.
     pub key_load_delay: i32,
+    /// `rdb-key-save-delay` (a test setting, as in Redis): microseconds per
+    /// key a BGSAVE, AOF rewrite or replication capture takes at least (a
+    /// negative `-n`: 1 µs per `n` keys), so tests can act while one runs.
+    /// A change applies to a capture already running.
+    pub rdb_key_save_delay: i32,
     /// `loading-process-events-interval-bytes` (Redis's test setting: how
     /// often a loading Redis answers clients). Accepted and shown; hozon
     /// answers them throughout a load, which runs on a thread of its own.
@@ -478,6 +483,7 @@ impl Default for Config {
             replica_ignore_maxmemory: true,
             busy_reply_threshold_ms: 0,
             key_load_delay: 0,
+            rdb_key_save_delay: 0,
             loading_process_events_interval_bytes: 2 * 1024 * 1024,
             busy_poll_us: 0,
             notify_keyspace_events: 0,

@@ -657,6 +657,7 @@ pub static PARAMS: &[Param] = &[
     bool_param!("replica-ignore-maxmemory", Some("slave-ignore-maxmemory"), 0, "yes", replica_ignore_maxmemory),
     int_param!("loading-process-events-interval-bytes", None, HIDDEN, "2097152", 1024, INT_MAX, false, false, |c| c.loading_process_events_interval_bytes, |c, v| c.loading_process_events_interval_bytes = v as i32),
     int_param!("key-load-delay", None, HIDDEN, "0", INT_MIN, INT_MAX, false, false, |c| c.key_load_delay, |c, v| c.key_load_delay = v as i32),
+    int_param!("rdb-key-save-delay", None, HIDDEN, "0", INT_MIN, INT_MAX, false, false, |c| c.rdb_key_save_delay, |c, v| c.rdb_key_save_delay = v as i32),
     int_param!("busy-reply-threshold", Some("lua-time-limit"), 0, "5000", 0, LONG_MAX, false, false, |c| c.busy_reply_threshold_ms, |c, v| c.busy_reply_threshold_ms = v as u64),
     Param {
         name: "notify-keyspace-events",

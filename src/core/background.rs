@@ -391,6 +391,8 @@ impl Core {
         budget: std::time::Duration,
         now_ms: i64,
     ) -> Option<String> {
+        self.keyspace
+            .set_capture_key_delay(self.config.rdb_key_save_delay);
         let suppress = self.config.no_appendfsync_on_rewrite && self.background_busy();
         if let Some(aof) = self.aof.as_mut() {
             aof.set_fsync_suppressed(suppress);

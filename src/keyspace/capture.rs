@@ -79,6 +79,7 @@ use std::sync::{Arc, Mutex};
 use super::dict::Dict;
 use super::{Db, Keyspace};
 use crate::types::{Blob, Value};
+pub(crate) use pace::Pace;
 
 /// Elements per bucket beyond which a paused main table is allowed to
 /// resize anyway (Redis's `dict_force_resize_ratio`).
@@ -537,6 +538,23 @@ impl Keyspace {
             shared,
             retired: Vec::new(),
         });
+        self.capture_pace.restart(std::time::Instant::now());
+    }
+
+    /// Paces captures at `rdb-key-save-delay` (`delay` µs per key; see
+    /// [`Pace::set_delay`]); read again before every slice, so a change
+    /// applies to a running capture.
+    pub fn set_capture_key_delay(&mut self, delay: i32) {
+        self.capture_pace
+            .set_delay(delay, std::time::Instant::now());
+    }
+
+    /// While a paced capture waits for its next key to be due: how long
+    /// (the host sleeps that long instead of driving the capture).
+    pub fn capture_wait(&self) -> Option<std::time::Duration> {
+        self.capture
+            .as_ref()
+            .and_then(|_| self.capture_pace.wait(std::time::Instant::now()))
     }
 
     /// True while a capture runs.
@@ -569,7 +587,30 @@ impl Keyspace {
     /// over (resizing resumes everywhere). Also true when no capture runs.
     /// Never true while a captured database taken out of the keyspace is
     /// still alive elsewhere (its records could not be emitted yet).
+    ///
+    /// Under `rdb-key-save-delay` ([`Keyspace::set_capture_key_delay`]) a
+    /// step emits no more keys than are due, none while
+    /// [`Keyspace::capture_wait`] says to wait.
     pub fn capture_step(&mut self, max_records: usize, sink: &mut CaptureSink<'_>) -> bool {
+        if self.capture.is_none() {
+            return true;
+        }
+        let now = std::time::Instant::now();
+        let allowed = self.capture_pace.allowance(now);
+        if allowed == 0 {
+            return false;
+        }
+        let mut emitted = 0;
+        let done =
+            self.capture_step_unpaced(max_records.min(allowed), &mut |db, key, value, at| {
+                emitted += 1;
+                sink(db, key, value, at);
+            });
+        self.capture_pace.emitted(emitted, now);
+        done
+    }
+
+    fn capture_step_unpaced(&mut self, max_records: usize, sink: &mut CaptureSink<'_>) -> bool {
         let Keyspace { dbs, capture, .. } = self;
         let Some(state) = capture else {
             return true;
@@ -667,6 +708,8 @@ impl Keyspace {
         drop(retired);
     }
 }
+
+mod pace;
 
 #[cfg(test)]
 mod tests;

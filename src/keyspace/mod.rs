@@ -455,6 +455,8 @@ pub struct Keyspace {
     dbs: Vec<Db>,
     /// The running point-in-time capture, if any.
     capture: Option<capture::KeyspaceCapture>,
+    /// `rdb-key-save-delay`'s pace for captures ([`Keyspace::set_capture_key_delay`]).
+    capture_pace: capture::Pace,
     /// The access fields follow an LFU policy ([`Keyspace::set_access_mode`]).
     lfu: bool,
 }
@@ -474,6 +476,7 @@ impl Clone for Keyspace {
         Keyspace {
             dbs: self.dbs.clone(),
             capture: None,
+            capture_pace: capture::Pace::default(),
             lfu: self.lfu,
         }
     }
@@ -485,6 +488,7 @@ impl Keyspace {
         Keyspace {
             dbs: (0..count).map(|_| Db::new()).collect(),
             capture: None,
+            capture_pace: capture::Pace::default(),
             lfu: false,
         }
     }

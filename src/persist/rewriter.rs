@@ -428,7 +428,8 @@ impl RewriteState {
                 keyspace.end_capture();
             }
             super::saver::hand_over(&mut job.queued, &job.to_thread);
-            if started.elapsed() >= budget {
+            // A paced capture (rdb-key-save-delay) waits for its next key.
+            if started.elapsed() >= budget || keyspace.capture_wait().is_some() {
                 break;
             }
         }

@@ -274,7 +274,8 @@ impl SaveState {
                 }
             }
             hand_over(&mut job.queued, &job.to_writer);
-            if started.elapsed() >= budget {
+            // A paced capture (rdb-key-save-delay) waits for its next key.
+            if started.elapsed() >= budget || keyspace.capture_wait().is_some() {
                 break;
             }
         }

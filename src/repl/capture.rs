@@ -174,7 +174,8 @@ impl PayloadCapture {
                 keyspace.end_capture();
                 return true;
             }
-            if started.elapsed() >= budget {
+            // A paced capture (rdb-key-save-delay) waits for its next key.
+            if started.elapsed() >= budget || keyspace.capture_wait().is_some() {
                 return false;
             }
         }

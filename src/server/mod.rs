@@ -199,10 +199,12 @@ impl Server {
                 // scheduler preempts for milliseconds when the cores are
                 // shared (the writer thread, clients), which clients would
                 // see. With no client activity it runs slice after slice.
-                tick = if clients_active {
-                    tick.min(BACKGROUND_SLICE)
-                } else {
-                    Duration::ZERO
+                // A capture paced by rdb-key-save-delay sleeps until its
+                // next key is due.
+                tick = match self.engine.core().keyspace.capture_wait() {
+                    Some(wait) => tick.min(wait),
+                    None if clients_active => tick.min(BACKGROUND_SLICE),
+                    None => Duration::ZERO,
                 };
             }
             if let Some(deadline) = self.engine.next_block_deadline() {

@@ -11,6 +11,7 @@ use hozon::persist::io::RealIo;
 use hozon::{Config, Engine, Reply};
 
 use crate::common::{dump, durable_config, open, run};
+use crate::functions::info_field;
 use crate::harness::{start_hozon, Conn};
 
 /// Snapshots only: no AOF, a save point far away (so files are used).
@@ -257,6 +258,35 @@ fn save_points_trigger_a_background_save() {
     assert_eq!(conn.call(&[b"GET", b"b"]), b"$1\r\n2\r\n");
 }
 
+/// `count` keys `key:<i>` of 100-byte values, pipelined.
+fn fill(conn: &mut Conn, count: usize) {
+    let value = vec![b'v'; 100];
+    let mut pipeline = Vec::new();
+    for i in 0..count {
+        let key = format!("key:{i}");
+        pipeline.extend(crate::harness::encode_command(&[
+            b"SET",
+            key.as_bytes(),
+            &value,
+        ]));
+    }
+    conn.send_raw(&pipeline);
+    for _ in 0..count {
+        conn.read_reply();
+    }
+}
+
+/// User plus system CPU time of process `pid` so far.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/PID/stat");
+    // Fields after the parenthesised name: state is the 3rd field, utime
+    // the 14th, stime the 15th.
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10) // USER_HZ is 100 on Linux
+}
+
 #[test]
 fn sigkill_during_bgsave_keeps_the_previous_snapshot() {
     let dir = tempfile::tempdir().unwrap();
@@ -265,38 +295,22 @@ fn sigkill_during_bgsave_keeps_the_previous_snapshot() {
     let mut conn = Conn::connect(server.port);
     conn.call(&[b"SET", b"generation", b"1"]);
     assert_eq!(conn.call(&[b"SAVE"]), b"+OK\r\n");
-    let first = std::fs::read(dir.path().join("dump.hoz")).unwrap();
-    // Enough data that the next BGSAVE takes a while.
-    let value = vec![b'v'; 1000];
-    for chunk in 0..200 {
-        let mut pipeline = Vec::new();
-        for i in 0..500 {
-            let key = format!("key:{chunk}:{i}");
-            pipeline.extend(crate::harness::encode_command(&[
-                b"SET",
-                key.as_bytes(),
-                &value,
-            ]));
-        }
-        conn.send_raw(&pipeline);
-        for _ in 0..500 {
-            conn.read_reply();
-        }
-    }
+    fill(&mut conn, 2000);
     conn.call(&[b"SET", b"generation", b"2"]);
+    // 10 ms per key: the save is certainly running when the kill comes.
+    assert_eq!(
+        conn.call(&[b"CONFIG", b"SET", b"rdb-key-save-delay", b"10000"]),
+        b"+OK\r\n"
+    );
     assert_eq!(conn.call(&[b"BGSAVE"]), b"+Background saving started\r\n");
-    drop(server); // SIGKILL mid-save (or just after: either way is fine)
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(info_field(&mut conn, "rdb_bgsave_in_progress"), "1");
+    drop(server); // SIGKILL mid-save
     let restarted = start_hozon(&["--dir", &d, "--save", "3600 1"]);
     let mut conn = Conn::connect(restarted.port);
-    let generation = conn.call(&[b"GET", b"generation"]);
-    if generation == b"$1\r\n1\r\n" {
-        // The kill came first: the previous snapshot, byte for byte.
-        assert_eq!(conn.call(&[b"DBSIZE"]), b":1\r\n");
-    } else {
-        // The save had completed: all of it.
-        assert_eq!(generation, b"$1\r\n2\r\n");
-        assert_eq!(conn.call(&[b"DBSIZE"]), b":100001\r\n");
-    }
+    // The previous snapshot, whole.
+    assert_eq!(conn.call(&[b"GET", b"generation"]), b"$1\r\n1\r\n");
+    assert_eq!(conn.call(&[b"DBSIZE"]), b":1\r\n");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
@@ -306,7 +320,63 @@ fn sigkill_during_bgsave_keeps_the_previous_snapshot() {
         leftovers.is_empty(),
         "temp files survived the restart: {leftovers:?}"
     );
-    let _ = first;
+}
+
+/// `rdb-key-save-delay` (Redis's test setting) slows a BGSAVE to a pace
+/// without stopping the server: clients are served, the command thread
+/// sleeps between keys instead of spinning, and lowering the delay lets
+/// the save finish with the instant it started.
+#[test]
+fn rdb_key_save_delay_paces_a_bgsave_and_lifting_it_finishes_the_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().into_owned();
+    let server = start_hozon(&["--dir", &d, "--save", "3600 1"]);
+    let mut conn = Conn::connect(server.port);
+    fill(&mut conn, 1000);
+    conn.call(&[b"SET", b"generation", b"1"]);
+    assert_eq!(
+        conn.call(&[b"CONFIG", b"SET", b"rdb-key-save-delay", b"5000"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        conn.call(&[b"CONFIG", b"GET", b"rdb-key-save-delay"]),
+        b"*2\r\n$18\r\nrdb-key-save-delay\r\n$4\r\n5000\r\n"
+    );
+    assert_eq!(conn.call(&[b"BGSAVE"]), b"+Background saving started\r\n");
+    // Written after the save began: not in the snapshot.
+    conn.call(&[b"SET", b"generation", b"2"]);
+    let cpu_before = cpu_time(server.pid());
+    std::thread::sleep(Duration::from_secs(1));
+    let cpu = cpu_time(server.pid()) - cpu_before;
+    // 1001 keys at 5 ms: five seconds; one has passed.
+    assert_eq!(info_field(&mut conn, "rdb_bgsave_in_progress"), "1");
+    assert_eq!(conn.call(&[b"PING"]), b"+PONG\r\n");
+    assert_eq!(conn.call(&[b"INCR", b"counter"]), b":1\r\n");
+    // A command thread spinning between paced keys would use the whole
+    // second (a quarter of it on a crowded machine); sleeping uses
+    // milliseconds.
+    assert!(
+        cpu < Duration::from_millis(150),
+        "{cpu:?} of CPU in 1 s of a paced save"
+    );
+    assert_eq!(
+        conn.call(&[b"CONFIG", b"SET", b"rdb-key-save-delay", b"0"]),
+        b"+OK\r\n"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info_field(&mut conn, "rdb_bgsave_in_progress") != "0" {
+        assert!(
+            Instant::now() < deadline,
+            "the save did not finish once the delay was lifted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(info_field(&mut conn, "rdb_last_bgsave_status"), "ok");
+    drop(server);
+    let restarted = start_hozon(&["--dir", &d, "--save", "3600 1"]);
+    let mut conn = Conn::connect(restarted.port);
+    assert_eq!(conn.call(&[b"GET", b"generation"]), b"$1\r\n1\r\n");
+    assert_eq!(conn.call(&[b"DBSIZE"]), b":1001\r\n");
 }
 
 #[test]
