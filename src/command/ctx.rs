@@ -326,6 +326,18 @@ impl<'a> Ctx<'a> {
         self.expire_if_needed_in(db, key)
     }
 
+    /// [`Ctx::expire_if_needed`] before a write: on a writable replica a
+    /// client's write also deletes a key whose TTL has passed (Redis's
+    /// `EXPIRE_FORCE_DELETE_EXPIRED` for write lookups there), where a read
+    /// only sees it as absent.
+    pub fn expire_if_needed_for_write(&mut self, key: &[u8]) -> bool {
+        let db = self.session.db;
+        if !self.session.is_master && self.core.writable_replica() {
+            return self.core.expire_on_writable_replica(db, key, self.now_ms);
+        }
+        self.expire_if_needed_in(db, key)
+    }
+
     /// The live value under `key` for reading (counts a keyspace hit or miss).
     pub fn lookup_read(&mut self, key: &[u8]) -> Option<&Value> {
         self.lookup_read_notifying(key, true)
@@ -359,7 +371,7 @@ impl<'a> Ctx<'a> {
 
     /// The live value under `key` for writing (no hit/miss statistics).
     pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
-        self.expire_if_needed(key);
+        self.expire_if_needed_for_write(key);
         let toucher = self.core.toucher(self.now_ms);
         self.db().get_mut_touching(key, |a| toucher.apply(a))
     }
@@ -406,7 +418,7 @@ impl<'a> Ctx<'a> {
     /// Stores `value` under `key` (SET semantics: the TTL is removed unless
     /// `keep_ttl`), and signals the modification.
     pub fn set_key(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
-        self.expire_if_needed(key);
+        self.expire_if_needed_for_write(key);
         let created = self.core.notifies(notify::NEW) && !self.db().contains(key);
         self.db().set(key, value, keep_ttl);
         if created {
@@ -480,6 +492,8 @@ impl<'a> Ctx<'a> {
         let set = self.db().set_expire(key, at_ms);
         if set {
             self.signal_modified(key);
+            let db = self.session.db;
+            self.core.note_expire_set(self.session.is_master, db, key);
         }
         set
     }

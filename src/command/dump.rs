@@ -200,7 +200,7 @@ fn restore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     }
     ctx.notify_new(key);
     if expire_ms != 0 {
-        ctx.db().set_expire(key, expire_ms);
+        ctx.set_expire(key, expire_ms);
         if !absttl {
             let mut logged: Vec<Vec<u8>> = argv.iter().map(|a| a.to_vec()).collect();
             logged[2] = expire_ms.to_string().into_bytes();

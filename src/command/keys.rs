@@ -353,7 +353,7 @@ fn rename_generic(ctx: &mut Ctx, argv: &[&[u8]], nx: bool) -> CmdResult {
     ctx.db().set(dst, value, false);
     ctx.notify_new(dst);
     if let Some(at_ms) = expire_ms {
-        ctx.db().set_expire(dst, at_ms);
+        ctx.set_expire(dst, at_ms);
     }
     ctx.signal_modified(src);
     ctx.signal_modified(dst);
@@ -392,6 +392,7 @@ fn move_command(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     to.insert_new(key, value);
     if let Some(at_ms) = expire_ms {
         to.set_expire(key, at_ms);
+        ctx.core.note_expire_set(ctx.session.is_master, dst, key);
     }
     ctx.core.notify(notify::NEW, "new", dst, key);
     ctx.core.signal_modified(src, key);
@@ -437,6 +438,8 @@ fn copy(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     target.insert_new(new_key, value);
     if let Some(at_ms) = expire_ms {
         target.set_expire(new_key, at_ms);
+        ctx.core
+            .note_expire_set(ctx.session.is_master, dst_db, new_key);
     }
     ctx.core.notify(notify::NEW, "new", dst_db, new_key);
     ctx.core.signal_modified(dst_db, new_key);
@@ -565,6 +568,7 @@ fn flushall(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         removed += flush_db(ctx, index);
     }
     ctx.core.tracking_flush();
+    ctx.core.forget_replica_expires();
     ctx.dirty(removed);
     ctx.log(argv.iter().map(|a| a.to_vec()).collect());
     if !ctx.core.config.save.is_empty() && !ctx.core.loading {

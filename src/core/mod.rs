@@ -17,6 +17,7 @@ pub(crate) mod pause;
 pub(crate) use pause::{PauseMode, PausePurpose};
 pub(crate) mod repl;
 mod repl_sync;
+pub(crate) mod replica_expire;
 mod session;
 pub(crate) mod stats_calls;
 pub(crate) mod stats_clock;
@@ -131,6 +132,9 @@ pub struct Core {
     pub(crate) last_cron_ms: i64,
     /// The master this server follows, when a replica.
     pub(crate) replica: upstream::ReplicaRole,
+    /// Keys its clients gave a TTL on a writable replica
+    /// (`replica_expire.rs`).
+    pub(crate) replica_expires: replica_expire::ReplicaExpires,
     /// Client pauses in force (CLIENT PAUSE, a shutdown waiting for its
     /// replicas).
     pub(crate) pauses: pause::Pauses,
@@ -315,6 +319,25 @@ impl Core {
         }
         let database = self.keyspace.db_mut(db);
         if !database.is_expired(key, now_ms) {
+            return false;
+        }
+        self.delete_expired(db, key);
+        true
+    }
+
+    /// [`Core::expire_if_needed`] for a client's write on a writable
+    /// replica, where expiry is otherwise held: the key is deleted (the DEL
+    /// logged and sent to sub-replicas) unless writes are paused.
+    pub(crate) fn expire_on_writable_replica(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: i64,
+    ) -> bool {
+        if self.loading || self.pauses.writes_paused() {
+            return false;
+        }
+        if !self.keyspace.db(db).is_expired(key, now_ms) {
             return false;
         }
         self.delete_expired(db, key);

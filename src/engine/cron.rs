@@ -70,6 +70,14 @@ impl Engine {
             let threshold = self.core.config.latency_monitor_threshold;
             let monitor = &mut self.core.observe.latency;
             monitor.add_if_needed(threshold, "expire-cycle", ms, now / 1000);
+        } else if self.core.replica.is_replica()
+            && !self.core.pauses.writes_paused()
+            && self.core.debug.active_expire
+            && !paused
+        {
+            // Keys given a TTL by a writable replica's own clients: its
+            // master will send no DEL for them.
+            self.core.expire_replica_keys(now);
         }
         // Each expired key is its own unit (no MULTI wrapping).
         for effect in &self.core.effects[before..] {

@@ -239,6 +239,7 @@ impl Engine {
                 repl_sync: None,
                 last_cron_ms: now,
                 replica: Default::default(),
+                replica_expires: Default::default(),
                 pauses: Default::default(),
                 failover: None,
                 shutdown_deadline_ms: None,

@@ -92,6 +92,7 @@ impl Engine {
         self.core.function_engine.put(Box::new(engine));
         self.signal_replaced(&old);
         self.core.tracking_flush();
+        self.core.forget_replica_expires();
         drop_in_background(old);
         let keys = self.core.keyspace.total_keys() as u64;
         // Save points see a changed dataset.

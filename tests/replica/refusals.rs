@@ -213,3 +213,96 @@ fn blocked_clients_are_unblocked_when_the_server_becomes_a_replica() {
     assert!(replies[0].starts_with("-UNBLOCKED"), "{}", replies[0]);
     assert_eq!(replies[1], replies[0]);
 }
+
+/// Polls `cond` for up to `secs` seconds.
+fn eventually(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A writable replica (`replica-read-only no`) expires the keys its own
+/// clients gave a TTL (the master will send no DEL for them), counts them
+/// in `slave_expires_tracked_keys`, and a client's write deletes a key
+/// past its TTL before writing, where a read only sees it absent: the
+/// same as a redis-server replica of the same master.
+#[test]
+fn a_writable_replica_expires_its_own_keys_as_a_redis_replica_does() {
+    let master = start_redis(&[]);
+    let mut m = Conn::connect(master.port);
+    let port = master.port.to_string();
+    let writable = ["--replica-read-only", "no"];
+    let redis_replica =
+        start_redis(&[&["--replicaof", "127.0.0.1", &port][..], &writable].concat());
+    let hozon_replica = hozon_replica(&master, &writable);
+    let mut r = Conn::connect(redis_replica.port);
+    let mut h = Conn::connect(hozon_replica.port);
+    wait_caught_up(&mut m, &mut r);
+    wait_caught_up(&mut m, &mut h);
+    same(
+        &mut r,
+        &mut h,
+        &[
+            &["SELECT", "5"],
+            &["SET", "key1", "1", "EX", "1"],
+            &["SET", "key2", "2", "PX", "1000"],
+            &["SET", "key3", "3"],
+            &["EXPIRE", "key3", "1"],
+            &["SET", "kept", "4", "EX", "100"],
+            &["DBSIZE"],
+        ],
+    );
+    for conn in [&mut r, &mut h] {
+        assert_eq!(
+            info_field(conn, "stats", "slave_expires_tracked_keys").as_deref(),
+            Some("4")
+        );
+    }
+    // The replicas' crons delete the three keys past their TTL.
+    for (name, conn) in [("redis", &mut r), ("hozon", &mut h)] {
+        eventually(
+            10,
+            &format!("{name}: the replica's own keys did not expire"),
+            || conn.call(&[b"DBSIZE"]) == b":1\r\n",
+        );
+        assert_eq!(
+            info_field(conn, "stats", "slave_expires_tracked_keys").as_deref(),
+            Some("1"),
+            "{name}"
+        );
+    }
+    // Keys from the master past their TTL (its active expiry off): a
+    // read sees them absent, a write deletes and re-creates.
+    same(&mut r, &mut h, &[&["DEL", "kept"]]);
+    call(&mut m, &["SELECT", "5"]);
+    call(&mut m, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    call(&mut m, &["SET", "key1", "5", "PX", "10"]);
+    call(&mut m, &["SET", "key2", "5", "PX", "10"]);
+    wait_caught_up(&mut m, &mut r);
+    wait_caught_up(&mut m, &mut h);
+    std::thread::sleep(Duration::from_millis(50));
+    same(
+        &mut r,
+        &mut h,
+        &[
+            &["DBSIZE"],
+            &["EXISTS", "key1", "key2"],
+            &["INCR", "key1"],
+            &["TTL", "key1"],
+            &["GET", "key2"],
+            &["DBSIZE"],
+            &["SET", "t", "1", "EX", "100"],
+            &["FLUSHALL"],
+        ],
+    );
+    // FLUSHALL forgets the remembered names.
+    for conn in [&mut r, &mut h] {
+        assert_eq!(
+            info_field(conn, "stats", "slave_expires_tracked_keys").as_deref(),
+            Some("0")
+        );
+    }
+    call(&mut m, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+}

@@ -475,7 +475,10 @@ fn info_stats(ctx: &Ctx, out: &mut String) {
         "latest_fork_usec:0".to_string(),
         "total_forks:0".to_string(),
         format!("migrate_cached_sockets:{}", ctx.core.migrate_sockets.len()),
-        "slave_expires_tracked_keys:0".to_string(),
+        format!(
+            "slave_expires_tracked_keys:{}",
+            ctx.core.replica_expires.len()
+        ),
         "active_defrag_hits:0".to_string(),
         "active_defrag_misses:0".to_string(),
         "active_defrag_key_hits:0".to_string(),
