@@ -467,6 +467,18 @@ pub static PARAMS: &[Param] = &[
         },
         unsupported: None,
     },
+    Param {
+        name: "propagation-error-behavior",
+        alias: None,
+        flags: 0,
+        default: "ignore",
+        kind: Kind::Enum {
+            values: replica::PROPAGATION_ERROR_BEHAVIORS,
+            get: |c| c.replica.propagation_error_behavior,
+            set: |c, i| c.replica.propagation_error_behavior = i,
+        },
+        unsupported: None,
+    },
     int_param!("replica-priority", Some("slave-priority"), 0, "100", 0, INT_MAX, false, false, |c| c.replica.priority, |c, v| c.replica.priority = v as u64),
     int_param!("repl-timeout", None, 0, "60", 1, INT_MAX, false, false, |c| c.repl.timeout_s, |c, v| c.repl.timeout_s = v as u64),
     int_param!("min-replicas-to-write", Some("min-slaves-to-write"), 0, "0", 0, INT_MAX, false, false, |c| c.repl.min_replicas_to_write, |c, v| c.repl.min_replicas_to_write = v as u64),

@@ -31,7 +31,17 @@ pub struct ReplicaSettings {
     /// `repl-diskless-load` (disabled): where a full sync's payload goes
     /// before it is loaded (docs/replication.md §5.3).
     pub diskless_load: DisklessLoad,
+    /// `propagation-error-behavior` (ignore): what a replica does when a
+    /// command from its master fails (an index into
+    /// [`PROPAGATION_ERROR_BEHAVIORS`]). hozon's own AOF replay refuses
+    /// any failing command whatever this says.
+    pub propagation_error_behavior: usize,
 }
+
+/// `propagation-error-behavior` values, in Redis's order: log and go on,
+/// or log and stop the process (`panic` also covers Redis's AOF loading,
+/// which in hozon always stops at a failing command).
+pub const PROPAGATION_ERROR_BEHAVIORS: &[&str] = &["ignore", "panic", "panic-on-replicas"];
 
 /// `repl-diskless-load`: Redis's three values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -89,6 +99,7 @@ impl Default for ReplicaSettings {
             announce_ip: None,
             announce_port: 0,
             diskless_load: DisklessLoad::Disabled,
+            propagation_error_behavior: 0,
         }
     }
 }

@@ -55,6 +55,9 @@ pub struct Stats {
     pub evicted_keys: u64,
     /// Successful key lookups.
     pub keyspace_hits: u64,
+    /// Errors a replica answered to its master's commands
+    /// (`unexpected_error_replies`).
+    pub unexpected_error_replies: u64,
     /// Failed key lookups.
     pub keyspace_misses: u64,
     /// Connections accepted (server).

@@ -49,6 +49,11 @@ impl ServerProcess {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// True once the process has exited (it is reaped then).
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
 }
 
 impl Drop for ServerProcess {

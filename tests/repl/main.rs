@@ -27,6 +27,7 @@ mod liveness;
 mod propagation;
 mod protocol;
 mod rdb_cli;
+mod replica_errors;
 mod resync;
 mod selfcheck;
 mod shutdown;

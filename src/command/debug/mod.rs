@@ -58,6 +58,9 @@ const HELP: &[&str] = &[
     "    Allow scripts to call commands flagged noscript.",
     "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
     "    Enables or disables checksum checks for RESTORE's payload.",
+    "REPLICATE <command> [<arg> ...]",
+    "    Send <command> to the replicas only (not the AOF, not run here): tests",
+    "    of a replica's propagation-error-behavior.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
     "STRUCTSIZE",
@@ -87,7 +90,6 @@ const REFUSED: &[(&str, &str)] = &[
         "hozon's hash tables keep no Redis dict statistics",
     ),
     ("client-eviction", "maxmemory-clients is not implemented"),
-    ("replicate", "it would make replicas diverge on purpose"),
     ("aof-flush-sleep", "not implemented"),
     (
         "replybuffer",
@@ -136,6 +138,12 @@ fn debug(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                     .map(|key| Reply::Simple(digest::hex(&digest::key_digest(db, key)).into()))
                     .collect(),
             ))
+        }
+        () if is(sub, "replicate") && n >= 3 => {
+            // Redis's DEBUG REPLICATE: into the replication stream only,
+            // with no database selected for it.
+            ctx.core.repl.log_dbless(&argv[2..]);
+            Ok(Reply::ok())
         }
         () if is(sub, "sleep") && n == 3 => {
             let seconds = strtod(argv[2]);

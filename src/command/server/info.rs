@@ -491,7 +491,7 @@ fn info_stats(ctx: &Ctx, out: &mut String) {
             "tracking_total_prefixes:{}",
             ctx.core.tracking.prefix_count()
         ),
-        "unexpected_error_replies:0".to_string(),
+        format!("unexpected_error_replies:{}", s.unexpected_error_replies),
         format!("total_error_replies:{}", ob.total_error_replies),
         "dump_payload_sanitizations:0".to_string(),
         format!("total_reads_processed:{}", s.reads_processed),

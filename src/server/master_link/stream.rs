@@ -79,14 +79,7 @@ impl Server {
                     &mut crate::engine::NullHost,
                 );
                 if let crate::reply::Reply::Error(text) = &reply {
-                    log::log(
-                        Level::Warning,
-                        &format!(
-                            "== CRITICAL == This replica is sending an error to its master: '{text}' \
-                             after processing the command '{}'",
-                            String::from_utf8_lossy(argv[0])
-                        ),
-                    );
+                    self.master_command_failed(text, argv[0]);
                 }
                 self.deliver_link_messages();
                 if self.engine.has_ready_keys() {
@@ -114,6 +107,40 @@ impl Server {
 
     /// A pause ended or eased: the master's commands held for it are
     /// applied.
+    /// A command from the master failed here (Redis's `afterErrorReply`
+    /// for the master client): logged as CRITICAL and counted
+    /// (`unexpected_error_replies`); under `propagation-error-behavior
+    /// panic` or `panic-on-replicas`, a read-only replica then stops, since
+    /// its data has diverged from its master's.
+    fn master_command_failed(&mut self, text: &str, name: &[u8]) {
+        let command = crate::command::lookup(name).map_or("<unknown>", |spec| spec.name);
+        // Redis logs the text its caller gave: most plain errors without
+        // their "ERR " code, shared ones with a code as "-CODE …".
+        let text = match text.strip_prefix("ERR ") {
+            Some(plain) => plain.to_string(),
+            None => format!("-{text}"),
+        };
+        log::log(
+            Level::Warning,
+            &format!(
+                "== CRITICAL == This replica is sending an error to its master: '{text}' \
+                 after processing the command '{command}'"
+            ),
+        );
+        let core = self.engine.core();
+        core.stats.unexpected_error_replies += 1;
+        let panics = core.config.replica.propagation_error_behavior != 0;
+        if panics && core.config.replica.read_only {
+            log::log(
+                Level::Warning,
+                &format!(
+                    "This replica panicked sending an error to its master after processing the command '{command}'"
+                ),
+            );
+            std::process::exit(1);
+        }
+    }
+
     pub(in crate::server) fn resume_master_stream(&mut self) {
         let Some(mut link) = self.master_link.take() else {
             return;
