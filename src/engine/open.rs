@@ -145,6 +145,11 @@ impl Engine {
         self.core.aof_load = scratch.core.aof_load.take();
         drop(scratch);
         self.core.startup_load = None;
+        let expired_at_load = if plan == Plan::Snapshot {
+            self.expire_loaded_keys()
+        } else {
+            Vec::new()
+        };
         if plan != Plan::NoDir && self.core.config.appendonly {
             // The initial AOF, when there was none, holds what was loaded:
             // it is opened for appending, never replayed on top of it.
@@ -154,19 +159,7 @@ impl Engine {
         // snapshot's): replicas of the previous run may continue.
         let position = match &self.core.aof_load {
             Some(report) => report.position,
-            None => self.core.repl.loaded.take().filter(|_| {
-                // A snapshot load leaves out keys past their TTL; a replica
-                // continuing from the snapshot's position would keep them
-                // (their DELs cannot be sent), so it syncs in full instead.
-                let expired = self.core.save.last_load_expired;
-                if expired > 0 {
-                    self.notices.push(format!(
-                        "Replication position of the snapshot not kept: {expired} of its keys had \
-                         expired at load, so replicas sync in full"
-                    ));
-                }
-                expired == 0
-            }),
+            None => self.core.repl.loaded.take(),
         };
         let replicaof = self.core.config.replica.replicaof.clone();
         match (position, replicaof) {
@@ -184,10 +177,41 @@ impl Engine {
                 let size = self.core.config.repl.backlog_size as usize;
                 let line = self.core.repl.resume_from(&position, size);
                 self.notices.push(line);
+                // The keys the snapshot held past their TTL were deleted:
+                // replicas continuing from its position get their DELs
+                // from the backlog (Redis's rdbLoad feeds them to it).
+                for (db, key) in expired_at_load {
+                    self.core.repl.log_unit(&[crate::persist::aof::Effect {
+                        db,
+                        argv: vec![b"DEL".to_vec(), key.to_vec()],
+                    }]);
+                }
             }
             (None, None) => {}
         }
         Ok(())
+    }
+
+    /// After a snapshot load: a master deletes the keys past their TTL
+    /// (counted in `rdb_last_load_keys_expired`, not loaded) and returns
+    /// them; a replica keeps them until its master's DELs, as Redis's do.
+    fn expire_loaded_keys(&mut self) -> Vec<(usize, crate::types::Blob)> {
+        if self.core.config.replica.replicaof.is_some() {
+            return Vec::new();
+        }
+        let now = now_ms();
+        let mut expired = Vec::new();
+        for db in 0..self.core.keyspace.db_count() {
+            for key in self.core.keyspace.db(db).expired_keys(now) {
+                self.core.keyspace.db_mut(db).remove(&key);
+                expired.push((db, key));
+            }
+        }
+        let count = expired.len() as u64;
+        let save = &mut self.core.save;
+        save.last_load_expired += count;
+        save.last_load_keys = save.last_load_keys.saturating_sub(count);
+        expired
     }
 
     /// True until [`Engine::finish_open`] took the startup load's result.
@@ -397,7 +421,10 @@ impl Engine {
         })?;
         self.note_load_total(data.len());
         if crate::rdb::reader::is_rdb(&data) {
-            let summary = self.load_rdb(&data, path, Some(now_ms()))?;
+            // Keys past their TTL are kept for now: `finish_open` deletes
+            // them (a master, telling its replicas) or keeps them (a
+            // replica, until its master's DELs).
+            let summary = self.load_rdb(&data, path, None)?;
             if summary.len != data.len() {
                 let count = (data.len() - summary.len) as u64;
                 return Err(corrupt(
@@ -424,10 +451,11 @@ impl Engine {
             ));
             return Ok(());
         }
+        // Keys past their TTL are kept for now (see the RDB case above).
         let options = crate::persist::snapshot::ReadOptions {
             workers: decode_workers(),
             limits: self.core.config.limits,
-            now_ms: now_ms(),
+            now_ms: i64::MIN,
         };
         let pacer = self.key_pacer();
         let (summary, expired) = crate::persist::snapshot::load_into_reporting(

@@ -414,6 +414,16 @@ impl Db {
         self.main.random(rng).map(|(k, _)| k)
     }
 
+    /// Every key whose TTL has passed at `now_ms` (a full walk of the keys
+    /// with a TTL: for a load, not for serving).
+    pub fn expired_keys(&self, now_ms: i64) -> Vec<Blob> {
+        self.expires
+            .iter()
+            .filter(|(_, &at)| at < now_ms)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// Samples up to `samples` keys with a TTL and returns those expired at
     /// `now_ms` (not removed: the caller deletes and propagates them).
     pub fn sample_expired(&self, rng: &mut Rng, samples: usize, now_ms: i64) -> Vec<Blob> {

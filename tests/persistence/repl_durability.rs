@@ -499,8 +499,12 @@ fn psync_reply(port: u16, replica: &FakeReplica) -> String {
     FakeReplica::line(&mut stream, &mut Vec::new())
 }
 
+/// A master restarted from a snapshot deletes the keys that expired
+/// meanwhile and puts their DELs in its backlog, so a replica continuing
+/// from the snapshot's position (partial resync) deletes them too, as
+/// Redis 7.0's rdbLoad does.
 #[test]
-fn a_snapshot_whose_keys_expired_before_the_restart_makes_replicas_sync_in_full() {
+fn keys_expired_before_the_restart_reach_a_continuing_replica_as_dels() {
     let (_dir, args) = restartable_args("no");
     let master = crate::harness::start_hozon(&refs(&args));
     let mut replica = FakeReplica::full_sync(master.port);
@@ -509,16 +513,46 @@ fn a_snapshot_whose_keys_expired_before_the_restart_makes_replicas_sync_in_full(
         client.call(&[b"SET", b"short", b"v", b"PX", b"300"]),
         b"+OK\r\n"
     );
-    replica.collect_until(b"short");
+    assert_eq!(client.call(&[b"SET", b"kept", b"v"]), b"+OK\r\n");
+    replica.collect_until(b"kept");
     assert_eq!(client.call(&[b"SAVE"]), b"+OK\r\n");
     std::thread::sleep(Duration::from_millis(500));
     let port = master.port;
     drop(master);
-    // The load leaves the expired key out: a replica continuing would keep
-    // it forever (no DEL can reach it), so the position is not kept.
     let restarted = restart_on(port, &args);
-    let reply = psync_reply(restarted.port, &replica);
-    assert!(reply.starts_with("+FULLRESYNC "), "{reply}");
+    let mut client = Conn::connect(restarted.port);
+    assert_eq!(client.call(&[b"DBSIZE"]), b":1\r\n");
+    let persistence =
+        String::from_utf8_lossy(&client.call(&[b"INFO", b"persistence"])).into_owned();
+    assert!(
+        persistence.contains("rdb_last_load_keys_expired:1\r\n"),
+        "{persistence}"
+    );
+    assert!(
+        persistence.contains("rdb_last_load_keys_loaded:1\r\n"),
+        "{persistence}"
+    );
+    let mut stream = FakeReplica::connect(restarted.port);
+    let next = (replica.offset + 1).to_string();
+    stream
+        .write_all(&encode_command(&[
+            b"PSYNC",
+            replica.replid.as_bytes(),
+            next.as_bytes(),
+        ]))
+        .unwrap();
+    let mut buf = Vec::new();
+    assert_eq!(FakeReplica::line(&mut stream, &mut buf), "+CONTINUE");
+    let del = b"*2\r\n$3\r\nDEL\r\n$5\r\nshort\r\n";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !contains(&buf, del) {
+        assert!(
+            Instant::now() < deadline,
+            "no DEL of the expired key; got {:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        FakeReplica::fill(&mut stream, &mut buf);
+    }
 }
 
 #[test]
