@@ -485,8 +485,9 @@ fn restart_on(port: u16, args: &[String]) -> testkit::harness::ServerProcess {
         .expect("restart on the same port")
 }
 
-/// The reply to `PSYNC <replid> <offset + 1>` from the server on `port`.
-fn psync_reply(port: u16, replica: &FakeReplica) -> String {
+/// `PSYNC <replid> <offset + 1>` to the server on `port`: its reply line,
+/// the connection and what was read after the line.
+fn psync(port: u16, replica: &FakeReplica) -> (String, TcpStream, Vec<u8>) {
     let mut stream = FakeReplica::connect(port);
     let next = (replica.offset + 1).to_string();
     stream
@@ -496,7 +497,14 @@ fn psync_reply(port: u16, replica: &FakeReplica) -> String {
             next.as_bytes(),
         ]))
         .unwrap();
-    FakeReplica::line(&mut stream, &mut Vec::new())
+    let mut buf = Vec::new();
+    let line = FakeReplica::line(&mut stream, &mut buf);
+    (line, stream, buf)
+}
+
+/// The reply to `PSYNC <replid> <offset + 1>` from the server on `port`.
+fn psync_reply(port: u16, replica: &FakeReplica) -> String {
+    psync(port, replica).0
 }
 
 /// A master restarted from a snapshot deletes the keys that expired
@@ -532,17 +540,8 @@ fn keys_expired_before_the_restart_reach_a_continuing_replica_as_dels() {
         persistence.contains("rdb_last_load_keys_loaded:1\r\n"),
         "{persistence}"
     );
-    let mut stream = FakeReplica::connect(restarted.port);
-    let next = (replica.offset + 1).to_string();
-    stream
-        .write_all(&encode_command(&[
-            b"PSYNC",
-            replica.replid.as_bytes(),
-            next.as_bytes(),
-        ]))
-        .unwrap();
-    let mut buf = Vec::new();
-    assert_eq!(FakeReplica::line(&mut stream, &mut buf), "+CONTINUE");
+    let (reply, mut stream, mut buf) = psync(restarted.port, &replica);
+    assert_eq!(reply, "+CONTINUE");
     let del = b"*2\r\n$3\r\nDEL\r\n$5\r\nshort\r\n";
     let deadline = Instant::now() + Duration::from_secs(20);
     while !contains(&buf, del) {
