@@ -767,7 +767,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "cluster-config-file", "cluster-announce-hostname", "server_cpulist",
     "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", 
     "bind-source-addr", 
-    "acl-pubsub-default", "sanitize-dump-payload", "enable-protected-configs",     "enable-module-command", "cluster-preferred-endpoint-type", "propagation-error-behavior", "shutdown-on-sigint",
+    "acl-pubsub-default", "sanitize-dump-payload", "enable-protected-configs",     "enable-module-command", "cluster-preferred-endpoint-type", "shutdown-on-sigint",
     "shutdown-on-sigterm", "io-threads", "cluster-replica-validity-factor",
     "cluster-slave-validity-factor", "cluster-migration-barrier", "active-defrag-cycle-min",
     "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "cluster-port",
