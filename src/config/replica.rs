@@ -33,7 +33,7 @@ pub struct ReplicaSettings {
     pub diskless_load: DisklessLoad,
     /// `propagation-error-behavior` (ignore): what a replica does when a
     /// command from its master fails (an index into
-    /// [`PROPAGATION_ERROR_BEHAVIORS`]). hozon's own AOF replay refuses
+    /// `PROPAGATION_ERROR_BEHAVIORS`). hozon's own AOF replay refuses
     /// any failing command whatever this says.
     pub propagation_error_behavior: usize,
 }

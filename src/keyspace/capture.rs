@@ -542,7 +542,7 @@ impl Keyspace {
     }
 
     /// Paces captures at `rdb-key-save-delay` (`delay` µs per key; see
-    /// [`Pace::set_delay`]); read again before every slice, so a change
+    /// `Pace::set_delay`); read again before every slice, so a change
     /// applies to a running capture.
     pub fn set_capture_key_delay(&mut self, delay: i32) {
         self.capture_pace
