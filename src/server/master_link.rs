@@ -50,6 +50,9 @@ const READ_SLICE: usize = 4 << 20;
 /// Stream bytes held while a payload loads, beyond which the socket is
 /// not read until the load ends.
 const LOAD_INBUF_LIMIT: usize = 64 << 20;
+/// How often a replica that is loading a payload sends its master a
+/// keepalive newline.
+const KEEPALIVE_MS: i64 = 500;
 
 /// How many payload files this process received (their names).
 static SYNC_FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -110,6 +113,8 @@ pub(super) struct MasterLink {
     progress_ms: i64,
     /// The second of the last cron tick and of the last ACK.
     last_tick_s: i64,
+    /// When the last keepalive newline went out during a load (Unix ms).
+    last_keepalive_ms: i64,
     /// The master understands PSYNC (it gets ACKs).
     psync_master: bool,
     /// The master's id and offset from `+FULLRESYNC`.
@@ -168,6 +173,7 @@ impl MasterLink {
             session: None,
             progress_ms: now_ms(),
             last_tick_s: 0,
+            last_keepalive_ms: 0,
             psync_master: false,
             full_sync: None,
             fack_marks: std::collections::VecDeque::new(),
@@ -214,9 +220,15 @@ impl Server {
         if matches!(link.phase, Phase::Loading { .. }) {
             self.poll_load(&mut link);
         }
-        if second != link.last_tick_s && matches!(link.phase, Phase::Loading { .. }) {
+        if now - link.last_keepalive_ms >= KEEPALIVE_MS
+            && matches!(link.phase, Phase::Loading { .. })
+        {
             // Redis's replicationSendNewlineToMaster: the master counts
             // it as liveness while we load; our own transfer timer waits.
+            // Twice a second, where Redis sends one a second: a master
+            // checks its `repl-timeout` in whole seconds, so one newline
+            // a little late can cost a 1 s timeout's replica its sync.
+            link.last_keepalive_ms = now;
             link.out.push(b'\n');
             link.progress_ms = now;
         }
