@@ -317,15 +317,7 @@ impl Core {
     /// comes) or while writes are paused (reads skip such keys). Returns
     /// true when the key was removed.
     pub(crate) fn expire_if_needed(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
-        if self.loading || self.expiry_held() {
-            return false;
-        }
-        let database = self.keyspace.db_mut(db);
-        if !database.is_expired(key, now_ms) {
-            return false;
-        }
-        self.delete_expired(db, key);
-        true
+        !self.expiry_held() && self.delete_if_past_ttl(db, key, now_ms)
     }
 
     /// [`Core::expire_if_needed`] for a client's write on a writable
@@ -337,10 +329,13 @@ impl Core {
         key: &[u8],
         now_ms: i64,
     ) -> bool {
-        if self.loading || self.pauses.writes_paused() {
-            return false;
-        }
-        if !self.keyspace.db(db).is_expired(key, now_ms) {
+        !self.pauses.writes_paused() && self.delete_if_past_ttl(db, key, now_ms)
+    }
+
+    /// Deletes `key` when its TTL has passed at `now_ms` (never while
+    /// loading); true when it did.
+    fn delete_if_past_ttl(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        if self.loading || !self.keyspace.db(db).is_expired(key, now_ms) {
             return false;
         }
         self.delete_expired(db, key);
