@@ -16,21 +16,19 @@ pub(crate) mod writer;
 use crate::keyspace::{Db, Keyspace};
 use crate::types::{Blob, Value};
 
-/// Every key of `keyspace` not expired at `now_ms`, database by database,
-/// as SAVE writes them: (database index, the database, key, value,
-/// absolute expiry).
-pub(crate) fn live_keys(
+/// Every key of `keyspace`, database by database, as SAVE writes them:
+/// (database index, the database, key, value, absolute expiry). Keys past
+/// their TTL but not yet deleted are included, as Redis 7.0 saves them:
+/// a replica may hold them until the master's DEL, and a master restarted
+/// from the file deletes them and sends those DELs (`Engine::finish_open`).
+pub(crate) fn saved_keys(
     keyspace: &Keyspace,
-    now_ms: i64,
 ) -> impl Iterator<Item = (usize, &Db, &Blob, &Value, Option<i64>)> {
     keyspace.iter().enumerate().flat_map(move |(index, db)| {
         let has_expires = db.expires_len() > 0;
-        db.iter().filter_map(move |(key, value)| {
+        db.iter().map(move |(key, value)| {
             let expire = if has_expires { db.expire_at(key) } else { None };
-            match expire {
-                Some(at) if at < now_ms => None,
-                _ => Some((index, db, key, value, expire)),
-            }
+            (index, db, key, value, expire)
         })
     })
 }

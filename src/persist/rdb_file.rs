@@ -78,8 +78,8 @@ pub struct RdbOptions<'a> {
 }
 
 /// Writes `keyspace` as an RDB file `dir/file_name` and returns when it is
-/// durable (SAVE with `snapshot-format rdb`). Keys already expired at
-/// `now_ms` are left out. On error nothing is left under the final name
+/// durable (SAVE with `snapshot-format rdb`). Keys past their TTL are
+/// kept ([`super::saved_keys`]). On error nothing is left under the final name
 /// and a previous file there is untouched. Returns (keys, bytes).
 pub fn save_keyspace(
     keyspace: &Keyspace,
@@ -99,7 +99,7 @@ pub fn save_keyspace(
     let mut file = RdbFile::create(Arc::clone(&io), &temp)?;
     let mut records = RecordEncoder::with_header_and_position(encoder, now_ms, 0, false, position);
     records.put_functions(functions);
-    for (db_index, db, key, value, expire) in super::live_keys(keyspace, now_ms) {
+    for (db_index, db, key, value, expire) in super::saved_keys(keyspace) {
         records.push_key(db_index, key, value, expire, |_| {
             (db.len() as u64, db.expires_len() as u64)
         });

@@ -382,9 +382,6 @@ impl RewriteState {
                             );
                         }
                         Preamble::None => {
-                            if matches!(expire, Some(at) if at < started_ms) {
-                                return;
-                            }
                             push_key_commands(commands, selected_db, db, key, value, expire);
                             if commands.len() >= RESP_BATCH_BYTES {
                                 queued.push_back(ToThread::Commands(commands.finish(started_ms)));

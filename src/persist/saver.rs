@@ -238,16 +238,11 @@ impl SaveState {
             let builder = &mut job.builder;
             let rdb = &mut job.rdb;
             let queued = &mut job.queued;
-            let started_ms = job.started_ms;
             let mut captured = 0u64;
             let done = keyspace.capture_step(RECORDS_PER_CHECK, &mut |db, key, value, expire| {
                 captured += 1;
                 match rdb.as_mut() {
                     Some((records, sizes)) => {
-                        // Redis leaves keys expired at save time out.
-                        if matches!(expire, Some(at) if at < started_ms) {
-                            return;
-                        }
                         records.push_key(db, key, value, expire, |db| {
                             sizes.get(db).copied().unwrap_or((0, 0))
                         });

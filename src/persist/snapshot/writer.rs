@@ -201,7 +201,7 @@ pub fn temp_path(dir: &Path, file_name: &str) -> PathBuf {
 }
 
 /// Writes `keyspace` as `dir/file_name` and returns when it is durable
-/// (SAVE; tests). Keys already expired at `now_ms` are left out. Records
+/// (SAVE; tests), keys past their TTL included (`persist::saved_keys`). Records
 /// are encoded on the calling thread while a helper thread compresses and
 /// writes. On error nothing is left under the final name and a previous
 /// file there is untouched.
@@ -261,7 +261,6 @@ pub(super) fn save_keyspace_with_header(
     file_name: &str,
     block_bytes: usize,
 ) -> Result<Summary, SnapshotError> {
-    let now_ms = header.created_ms;
     let temp = temp_path(dir, file_name);
     let key_access = header.key_access;
     let writer = FileWriter::create(io.clone(), &temp, header)?;
@@ -277,8 +276,7 @@ pub(super) fn save_keyspace_with_header(
             }
             Ok(writer)
         });
-        'keys: for (db_index, _, key, value, expire) in crate::persist::live_keys(keyspace, now_ms)
-        {
+        'keys: for (db_index, _, key, value, expire) in crate::persist::saved_keys(keyspace) {
             for block in builder.push_key(db_index, key, value, expire) {
                 if to_writer.send(block).is_err() {
                     break 'keys; // the writer failed: its error is reported below
