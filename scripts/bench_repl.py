@@ -221,7 +221,8 @@ def lag_run(B, args, rb, master, replica, n, pipe):
     p99 = B.percentile(s, 99)
     return {"ops": rps, "p50": B.percentile(s, 50), "p99": p99,
             "max": s[-1], "samples": len(s), "p99_ms": p99 / rate * 1e3 if rate else None,
-            "rshare": (rcpu1 - rcpu0) / secs * 100 if None not in (rcpu0, rcpu1) else None,
+            "rshare": (B.cpu_us_per_op(rcpu0, rcpu1, 1) / 1e6 / secs * 100
+                       if None not in (rcpu0, rcpu1) else None),
             "rqueue": (rq1 - rq0) / secs * 100 if None not in (rq0, rq1) else None}
 
 
