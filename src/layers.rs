@@ -31,8 +31,10 @@ const LAYERS: &[(&str, usize)] = &[
     // The engine's error type: a damaged file carries the decoders' typed
     // errors, so it sits with them.
     ("error", 2),
-    // 3: the engine's state and its background work.
+    // 3: the engine's state and its background work; ACL users (the
+    // command layer installs their command table).
     ("core", 3),
+    ("acl", 3),
     // 4: commands and the scripts that run them.
     ("command", 4),
     ("script", 4),

@@ -93,6 +93,7 @@ pub mod rand;
 pub mod server;
 
 // Crate-private.
+mod acl;
 mod clock;
 mod command;
 mod core;

@@ -11,6 +11,7 @@
 //! received; a handler that must log something else (absolute expiry times,
 //! SPOP as SREM, …) calls [`Ctx::log`] instead.
 
+pub(crate) mod acl;
 pub mod bitops;
 pub mod ctx;
 pub(crate) mod debug;
@@ -221,8 +222,9 @@ pub fn container_handler(_: &mut Ctx, _: &[&[u8]]) -> CmdResult {
 }
 
 /// Every command family's table.
-fn families() -> [&'static [CommandSpec]; 26] {
+fn families() -> [&'static [CommandSpec]; 27] {
     [
+        acl::COMMANDS,
         debug::COMMANDS,
         monitor::COMMANDS,
         lolwut::COMMANDS,

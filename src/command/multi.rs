@@ -93,7 +93,20 @@ fn exec(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
             None => break,
         };
         let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-        let reply = call_nested(ctx, &args);
+        let allowed = match super::resolve(&args) {
+            Ok((top, spec)) => super::acl::check_at_exec(ctx.core, ctx.session, top, spec, &args),
+            Err(_) => Ok(()),
+        };
+        let reply = match allowed {
+            Ok(()) => call_nested(ctx, &args),
+            Err(refusal) => {
+                ctx.core.observe.count_error(match &refusal {
+                    Reply::Error(text) => text,
+                    _ => "",
+                });
+                refusal
+            }
+        };
         protocols.push(ctx.session.resp);
         // Messages a queued PUBLISH sends to this very client come before
         // that command's reply, inside EXEC's array (as Redis writes them).

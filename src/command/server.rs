@@ -14,7 +14,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{is, CmdResult, CommandSpec, Ctx, Session};
-use crate::config::Config;
+use crate::core::Core;
 use crate::reply::Reply;
 
 pub(crate) mod client;
@@ -263,30 +263,15 @@ fn quit(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
 // ---------------------------------------------------------------------------
 // AUTH HELLO RESET
 
-/// Compares two secrets in time that depends on their lengths only, never
-/// on where they first differ (a password must not leak byte by byte
-/// through response timing).
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let len = a.len().max(b.len());
-    let mut diff = u8::from(a.len() != b.len());
-    for i in 0..len {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= x ^ y;
-    }
-    std::hint::black_box(diff) == 0
-}
-
-/// Redis's ACL check for the only user hozon has, `default`: any password
-/// is accepted when no `requirepass` is set (the user is `nopass`).
-fn credentials_ok(config: &Config, user: &[u8], password: &[u8]) -> bool {
-    if user != b"default" {
+/// Logs `session` in as `user` when the credentials are right (Redis's
+/// `ACLAuthenticateUser`).
+fn authenticate(core: &Core, session: &mut Session, user: &[u8], password: &[u8]) -> bool {
+    if !core.acl.credentials_ok(user, password) {
         return false;
     }
-    match &config.requirepass {
-        None => true,
-        Some(expected) => constant_time_eq(expected, password),
-    }
+    session.authenticated = true;
+    session.user = user.to_vec();
+    true
 }
 
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
@@ -296,7 +281,7 @@ fn auth(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return super::syntax_error();
     }
     let (user, password): (&[u8], &[u8]) = if argv.len() == 2 {
-        if ctx.core.config.requirepass.is_none() {
+        if ctx.core.acl.default_user().nopass {
             return Err(Reply::err(
                 "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
             ));
@@ -305,8 +290,7 @@ fn auth(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     } else {
         (argv[1], argv[2])
     };
-    if credentials_ok(&ctx.core.config, user, password) {
-        ctx.session.authenticated = true;
+    if authenticate(ctx.core, ctx.session, user, password) {
         Ok(Reply::ok())
     } else {
         Err(Reply::err(WRONGPASS))
@@ -345,10 +329,9 @@ fn hello(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     while j < argv.len() {
         let more = argv.len() - 1 - j;
         if is(argv[j], "auth") && more >= 2 {
-            if !credentials_ok(&ctx.core.config, argv[j + 1], argv[j + 2]) {
+            if !authenticate(ctx.core, ctx.session, argv[j + 1], argv[j + 2]) {
                 return Err(Reply::err(WRONGPASS));
             }
-            ctx.session.authenticated = true;
             j += 3;
         } else if is(argv[j], "setname") && more >= 1 {
             set_client_name(ctx.session, argv[j + 1])?;
@@ -390,7 +373,8 @@ fn reset(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
     let session = &mut *ctx.session;
     session.db = 0;
     session.resp = 2;
-    session.authenticated = ctx.core.config.requirepass.is_none();
+    session.authenticated = ctx.core.acl.default_needs_no_auth();
+    session.user = b"default".to_vec();
     session.name = None;
     session.reply_off = false;
     session.reply_skip = false;

@@ -85,6 +85,9 @@ pub struct Core {
     /// Per-command and error statistics, slowlog, latency monitor,
     /// instantaneous rates (docs/observability.md).
     pub(crate) observe: stats_calls::Observe,
+    /// ACL users (`crate::acl`); the default user's password follows
+    /// `requirepass` ([`Core::sync_requirepass`]).
+    pub(crate) acl: crate::acl::Users,
     /// Random source for RANDOMKEY, SPOP, sampling.
     pub(crate) rng: Rng,
     /// Eviction's pool and out-of-memory state (`evict.rs`).
@@ -227,8 +230,16 @@ impl Core {
     pub(crate) fn new_session(&mut self) -> Session {
         let id = self.next_session_id;
         self.next_session_id += 1;
-        let authenticated = self.config.requirepass.is_none();
+        let authenticated = self.acl.default_needs_no_auth();
         Session::new(id, authenticated, now_ms())
+    }
+
+    /// Gives the default user `requirepass` as its only password, or
+    /// `nopass` without one (Redis's `ACLUpdateDefaultUserPassword`, run
+    /// when the setting is loaded or changed).
+    pub(crate) fn sync_requirepass(&mut self) {
+        let password = self.config.requirepass.clone();
+        self.acl.set_default_password(password.as_deref());
     }
     /// The MISCONF error writes get while the AOF cannot be written.
     pub(crate) fn write_refusal(&self) -> Option<String> {

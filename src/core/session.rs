@@ -16,6 +16,8 @@ pub struct Session {
     pub name: Option<Vec<u8>>,
     /// True once AUTH succeeded, or when no password is required.
     pub authenticated: bool,
+    /// The ACL user the connection runs as (`default` until AUTH).
+    pub user: Vec<u8>,
     /// Unix ms when the session was created.
     pub created_ms: i64,
     /// Set by QUIT / CLIENT KILL: the server closes the connection after
@@ -90,6 +92,7 @@ impl Session {
             resp: 2,
             name: None,
             authenticated,
+            user: b"default".to_vec(),
             created_ms,
             close_after_reply: false,
             last_command: "NULL",

@@ -340,11 +340,12 @@ impl Engine {
             return Err(Reply::err(command::debug::NOT_ALLOWED_ERR));
         }
         if !session.authenticated
-            && self.core.config.requirepass.is_some()
+            && !self.core.acl.default_needs_no_auth()
             && !spec.has(flags::NO_AUTH)
         {
             return Err(Reply::err("NOAUTH Authentication required."));
         }
+        command::acl::check(&self.core, session, top, spec, argv)?;
         if self.core.config.maxmemory != 0 && !self.core.loading {
             self.check_memory(session, top, spec, argv, host)?;
         }
@@ -498,7 +499,7 @@ impl Engine {
         let Some(mode) = self.core.pauses.mode() else {
             return false;
         };
-        if !session.authenticated && self.core.config.requirepass.is_some() {
+        if !session.authenticated && !self.core.acl.default_needs_no_auth() {
             return false;
         }
         let Ok((top, spec)) = crate::command::resolve(argv) else {

@@ -228,6 +228,12 @@ impl Engine {
             capture_effects: true,
             load_counters: None,
             core: Core {
+                acl: {
+                    crate::command::acl::install_table();
+                    let mut users = crate::acl::Users::new();
+                    users.set_default_password(config.requirepass.as_deref());
+                    users
+                },
                 keyspace: Keyspace::new(config.databases).with_access_mode(
                     crate::core::evict::Policy::from_index(config.maxmemory_policy).is_lfu(),
                     now,

@@ -957,7 +957,10 @@ fn bridge(
         4 => match command_argv(args) {
             Ok(argv) => {
                 let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-                if command::resolve(&refs).is_ok() || command::lookup(refs[0]).is_some() {
+                if let Ok((top, spec)) = command::resolve(&refs) {
+                    let allowed = command::acl::check(ctx.core, ctx.session, top, spec, &refs);
+                    (true, allowed.is_ok()).into_lua_multi(lua)
+                } else if command::lookup(refs[0]).is_some() {
                     (true, true).into_lua_multi(lua)
                 } else {
                     let t = convert::error_table(
@@ -1072,8 +1075,8 @@ fn call(
             return Err("ERR Unknown Redis command called from script".into());
         }
     }
-    let spec = match command::resolve(refs) {
-        Ok((_, spec)) => spec,
+    let (top, spec) = match command::resolve(refs) {
+        Ok(found) => found,
         Err(_) => {
             let known = command::lookup(refs[0]).is_some_and(|top| {
                 top.subcommands.is_empty()
@@ -1090,6 +1093,8 @@ fn call(
     if spec.has(flags::NOSCRIPT) && !ctx.core.debug.allow_noscript_in_scripts {
         return Err("ERR This Redis command is not allowed from script".into());
     }
+    // The caller's ACL user (Redis's `scriptVerifyACL`).
+    command::acl::check_from_script(ctx.core, ctx.session, top, spec, refs)?;
     if state.read_only && (spec.is_write() || spec.has(flags::MAY_REPLICATE)) {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }

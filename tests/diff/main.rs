@@ -6,6 +6,7 @@
 
 use testkit::harness;
 
+mod acl;
 mod bitops;
 mod blocking;
 mod config;

@@ -235,7 +235,7 @@ fn client_line(
     // rbs/rbp: hozon has one growable output buffer per client; it is
     // reported as both the reply buffer size and its peak.
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user=default redir={} resp={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user={} redir={} resp={}",
         session.id,
         conn.addr,
         conn.laddr,
@@ -258,6 +258,7 @@ fn client_line(
         conn.total_bytes,
         conn.events,
         cmd,
+        String::from_utf8_lossy(&session.user),
         tracking.map_or(-1, |t| t.redirect as i64),
         session.resp
     )
@@ -393,6 +394,7 @@ struct KillFilter {
     laddr: Option<Vec<u8>>,
     id: Option<u64>,
     client_type: Option<ClientType>,
+    user: Option<Vec<u8>>,
     skipme: bool,
 }
 
@@ -409,6 +411,7 @@ impl KillFilter {
             && self
                 .client_type
                 .is_none_or(|t| t == ClientType::of(session))
+            && self.user.as_deref().is_none_or(|u| u == session.user)
     }
 }
 
@@ -439,13 +442,13 @@ pub(super) fn client_kill(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
             } else if is(opt, "laddr") && more {
                 filter.laddr = Some(argv[i + 1].to_vec());
             } else if is(opt, "user") && more {
-                // `default` is the only user; every client is logged in as it.
-                if argv[i + 1] != b"default" {
+                if ctx.core.acl.get(argv[i + 1]).is_none() {
                     let mut msg = b"ERR No such user '".to_vec();
                     msg.extend_from_slice(argv[i + 1]);
                     msg.push(b'\'');
                     return Err(Reply::error(crate::command::error_text(&msg)));
                 }
+                filter.user = Some(argv[i + 1].to_vec());
             } else if is(opt, "skipme") && more {
                 if is(argv[i + 1], "yes") {
                     filter.skipme = true;

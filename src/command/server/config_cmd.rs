@@ -192,7 +192,11 @@ pub(super) fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if let Some(aof) = ctx.core.aof.as_mut() {
         aof.set_policy(new.appendfsync);
     }
+    let password_changed = new.requirepass != old.requirepass;
     ctx.core.config = new;
+    if password_changed {
+        ctx.core.sync_requirepass();
+    }
     if ctx.core.config.maxmemory_policy != old.maxmemory_policy {
         ctx.core.refresh_access_clock(ctx.now_ms);
     }
