@@ -9,7 +9,7 @@ pub mod describe;
 pub mod rules;
 pub mod table;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::glob;
 
@@ -276,6 +276,75 @@ impl User {
     }
 }
 
+/// Why an ACL LOG entry was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// A command the user may not run.
+    Command,
+    /// A key it may not use.
+    Key,
+    /// A channel it may not use.
+    Channel,
+    /// A failed AUTH or HELLO AUTH.
+    Auth,
+}
+
+impl Reason {
+    /// ACL LOG's `reason`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Command => "command",
+            Reason::Key => "key",
+            Reason::Channel => "channel",
+            Reason::Auth => "auth",
+        }
+    }
+}
+
+/// Where a refused command came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// A client's command.
+    Toplevel,
+    /// A command queued in MULTI, or run by EXEC.
+    Multi,
+    /// A script's `redis.call`.
+    Lua,
+}
+
+impl Context {
+    /// ACL LOG's `context`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Context::Toplevel => "toplevel",
+            Context::Multi => "multi",
+            Context::Lua => "lua",
+        }
+    }
+}
+
+/// One ACL LOG entry (Redis's `ACLLogEntry`).
+#[derive(Debug, Clone)]
+pub struct LogEntry {
+    /// How many times it happened (alike refusals within a minute merge).
+    pub count: u64,
+    /// Why.
+    pub reason: Reason,
+    /// Where.
+    pub context: Context,
+    /// The command's full name, the key, the channel, or AUTH's name.
+    pub object: Vec<u8>,
+    /// The user (for AUTH, the name tried).
+    pub username: Vec<u8>,
+    /// Unix ms of the last occurrence.
+    pub updated_ms: i64,
+    /// The client's CLIENT LIST line at the last occurrence.
+    pub client_info: String,
+}
+
+/// Refusals this close in time (ms) merge into one entry.
+const LOG_GROUPING_MS: i64 = 60_000;
+
 /// Every user, by name (ACL LIST's order), the `default` user always
 /// among them.
 #[derive(Debug, Clone)]
@@ -287,6 +356,8 @@ pub struct Users {
     /// A change number, bumped on every change.
     pub version: u64,
     default_unrestricted: bool,
+    /// ACL LOG, newest first.
+    log: VecDeque<LogEntry>,
 }
 
 impl Default for Users {
@@ -303,6 +374,7 @@ impl Users {
             pubsub_all: false,
             version: 0,
             default_unrestricted: true,
+            log: VecDeque::new(),
         };
         let mut default = User::new(b"default", false);
         for op in ["+@all", "~*", "&*", "on", "nopass"] {
@@ -393,6 +465,40 @@ impl Users {
             None => rules::apply(default, b"nopass", false).expect("nopass"),
         }
         self.changed();
+    }
+
+    /// Adds a refusal to ACL LOG (Redis's `addACLLogEntry`): an entry of
+    /// the same reason, context, object and user updated within the last
+    /// minute, among the 10 newest, counts it and moves to the front;
+    /// otherwise a new entry, the oldest dropped beyond `max_len`.
+    pub fn log(&mut self, entry: LogEntry, max_len: usize) {
+        let alike = |e: &LogEntry| {
+            e.reason == entry.reason
+                && e.context == entry.context
+                && (e.updated_ms - entry.updated_ms).abs() <= LOG_GROUPING_MS
+                && e.object == entry.object
+                && e.username == entry.username
+        };
+        if let Some(at) = self.log.iter().take(10).position(alike) {
+            let mut found = self.log.remove(at).expect("found");
+            found.count += 1;
+            found.updated_ms = entry.updated_ms;
+            found.client_info = entry.client_info;
+            self.log.push_front(found);
+            return;
+        }
+        self.log.push_front(entry);
+        self.log.truncate(max_len);
+    }
+
+    /// ACL LOG's entries, newest first.
+    pub fn log_entries(&self) -> impl Iterator<Item = &LogEntry> {
+        self.log.iter()
+    }
+
+    /// ACL LOG RESET.
+    pub fn reset_log(&mut self) {
+        self.log.clear();
     }
 
     fn changed(&mut self) {

@@ -2,7 +2,7 @@
 //! DRYRUN, HELP) and the permission check every command passes
 //! (docs/security.md, "ACL"; the model is in `crate::acl`).
 
-use super::ctx::Ctx;
+use super::ctx::{Ctx, Host};
 use super::docs::{self, ACL_NAMES};
 use super::{CmdResult, CommandSpec};
 use crate::acl::{self, describe, table, Denied, Request, User};
@@ -25,6 +25,7 @@ static SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::from_docs("getuser", "acl|getuser", "server", acl_getuser),
     CommandSpec::from_docs("help", "acl|help", "server", acl_help),
     CommandSpec::from_docs("list", "acl|list", "server", acl_list),
+    CommandSpec::from_docs("log", "acl|log", "server", acl_log),
     CommandSpec::from_docs("setuser", "acl|setuser", "server", acl_setuser),
     CommandSpec::from_docs("users", "acl|users", "server", acl_users),
     CommandSpec::from_docs("whoami", "acl|whoami", "server", acl_whoami),
@@ -211,6 +212,44 @@ fn acl_list(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
                 line.push(b' ');
                 line.extend_from_slice(&describe::user(u));
                 Reply::Bulk(line)
+            })
+            .collect(),
+    ))
+}
+
+fn acl_log(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
+    if argv.len() > 3 {
+        return Err(super::subcommand_syntax_error(argv));
+    }
+    let mut count = 10i64;
+    if let Some(arg) = argv.get(2) {
+        if arg.eq_ignore_ascii_case(b"reset") {
+            ctx.core.acl.reset_log();
+            return Ok(Reply::ok());
+        }
+        count = crate::types::num::parse_i64(arg)
+            .ok_or(Reply::err("ERR value is not an integer or out of range"))?
+            .max(0);
+    }
+    let now = crate::clock::now_ms();
+    Ok(Reply::Array(
+        ctx.core
+            .acl
+            .log_entries()
+            .take(count as usize)
+            .map(|e| {
+                Reply::Map(vec![
+                    (text("count"), Reply::Int(e.count as i64)),
+                    (text("reason"), text(e.reason.name())),
+                    (text("context"), text(e.context.name())),
+                    (text("object"), Reply::bulk(&e.object)),
+                    (text("username"), Reply::bulk(&e.username)),
+                    (
+                        text("age-seconds"),
+                        Reply::Double((now - e.updated_ms) as f64 / 1000.0),
+                    ),
+                    (text("client-info"), text(&e.client_info)),
+                ])
             })
             .collect(),
     ))
@@ -458,29 +497,104 @@ fn check_user(
     }
 }
 
-/// The check of a command before it runs (Redis's `processCommand`): the
-/// NOPERM error when the session's user may not run it. Free for a user
-/// allowed everything.
-pub(crate) fn check(
+/// Whether the session's user may run the command (no log entry).
+pub(crate) fn permitted(
     core: &Core,
     session: &Session,
     top: &CommandSpec,
     spec: &CommandSpec,
     argv: &[&[u8]],
-) -> Result<(), Reply> {
+) -> Result<(), Denied> {
     if session.is_master || core.acl.unrestricted(&session.user) {
         return Ok(());
     }
-    let Some(user) = core.acl.get(&session.user) else {
+    match core.acl.get(&session.user) {
+        Some(user) => check_user(user, top, spec, argv),
         // Deleted meanwhile: its connection is being closed.
-        return Err(Reply::err(
-            "NOPERM this user has no permissions to run this command",
-        ));
+        None => Err(Denied::Command),
+    }
+}
+
+/// Adds a refusal to ACL LOG, with the client's CLIENT LIST line.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn log_refusal(
+    core: &mut Core,
+    session: &Session,
+    host: &dyn Host,
+    reason: acl::Reason,
+    context: acl::Context,
+    object: &[u8],
+    username: &[u8],
+    argv: &[&[u8]],
+    cmd: &str,
+) {
+    let now = crate::clock::now_ms();
+    let client_info = super::server::client::info_line(core, session, host, now, argv, cmd);
+    let entry = acl::LogEntry {
+        count: 1,
+        reason,
+        context,
+        object: object.to_vec(),
+        username: username.to_vec(),
+        updated_ms: now,
+        client_info,
     };
-    check_user(user, top, spec, argv).map_err(|denied| match denied {
+    let max = core.config.acllog_max_len as usize;
+    core.acl.log(entry, max);
+}
+
+/// Logs a `denied` command of the session's user. The client's line
+/// shows the refused command, or for a script's call the script's own
+/// (Redis logs the script's caller).
+fn log_denied(
+    core: &mut Core,
+    session: &Session,
+    host: &dyn Host,
+    denied: Denied,
+    context: acl::Context,
+    full: &str,
+    argv: &[&[u8]],
+) {
+    let (reason, object) = match denied {
+        Denied::Command => (acl::Reason::Command, full.as_bytes()),
+        Denied::Key(i) => (acl::Reason::Key, argv[i]),
+        Denied::Channel(i) => (acl::Reason::Channel, argv[i]),
+    };
+    let user = session.user.clone();
+    let cmd = if context == acl::Context::Lua {
+        session.last_command
+    } else {
+        full
+    };
+    log_refusal(
+        core, session, host, reason, context, object, &user, argv, cmd,
+    );
+}
+
+/// The check of a command before it runs or is queued (Redis's
+/// `processCommand`): the NOPERM error, logged, when the session's user
+/// may not run it. Free for a user allowed everything.
+pub(crate) fn check(
+    core: &mut Core,
+    session: &Session,
+    host: &dyn Host,
+    top: &CommandSpec,
+    spec: &CommandSpec,
+    argv: &[&[u8]],
+) -> Result<(), Reply> {
+    let Err(denied) = permitted(core, session, top, spec, argv) else {
+        return Ok(());
+    };
+    let full = super::full_name(top, spec);
+    let context = if session.multi.is_some() {
+        acl::Context::Multi
+    } else {
+        acl::Context::Toplevel
+    };
+    log_denied(core, session, host, denied, context, &full, argv);
+    Err(match denied {
         Denied::Command => Reply::error(format!(
-            "NOPERM this user has no permissions to run the '{}' command",
-            super::full_name(top, spec)
+            "NOPERM this user has no permissions to run the '{full}' command"
         )),
         Denied::Key(_) => Reply::err(
             "NOPERM this user has no permissions to access one of the keys used as arguments",
@@ -492,28 +606,26 @@ pub(crate) fn check(
 }
 
 /// The check of a command a script calls (Redis's `scriptVerifyACL`):
-/// the caller's user, Redis's error text.
+/// the caller's user, Redis's error text, logged in context `lua`.
 pub(crate) fn check_from_script(
-    core: &Core,
+    core: &mut Core,
     session: &Session,
+    host: &dyn Host,
     top: &CommandSpec,
     spec: &CommandSpec,
     argv: &[&[u8]],
 ) -> Result<(), String> {
-    if session.is_master || core.acl.unrestricted(&session.user) {
+    let Err(denied) = permitted(core, session, top, spec, argv) else {
         return Ok(());
-    }
-    let denied = match core.acl.get(&session.user) {
-        Some(user) => check_user(user, top, spec, argv).err(),
-        None => Some(Denied::Command),
     };
+    let full = super::full_name(top, spec);
+    log_denied(core, session, host, denied, acl::Context::Lua, &full, argv);
     let what = match denied {
-        None => return Ok(()),
-        Some(Denied::Command) => "can't run this command or subcommand",
-        Some(Denied::Key(_)) => {
+        Denied::Command => "can't run this command or subcommand",
+        Denied::Key(_) => {
             "can't access at least one of the keys mentioned in the command arguments"
         }
-        Some(Denied::Channel(_)) => "can't publish to the channel mentioned in the command",
+        Denied::Channel(_) => "can't publish to the channel mentioned in the command",
     };
     Err(format!("ERR The user executing the script {what}"))
 }
@@ -521,24 +633,30 @@ pub(crate) fn check_from_script(
 /// The check EXEC makes again before each queued command (Redis's
 /// `execCommand`): the rules may have changed since it was queued.
 pub(crate) fn check_at_exec(
-    core: &Core,
+    core: &mut Core,
     session: &Session,
+    host: &dyn Host,
     top: &CommandSpec,
     spec: &CommandSpec,
     argv: &[&[u8]],
 ) -> Result<(), Reply> {
-    if session.is_master || core.acl.unrestricted(&session.user) {
+    let Err(denied) = permitted(core, session, top, spec, argv) else {
         return Ok(());
-    }
-    let denied = match core.acl.get(&session.user) {
-        Some(user) => check_user(user, top, spec, argv).err(),
-        None => Some(Denied::Command),
     };
+    let full = super::full_name(top, spec);
+    log_denied(
+        core,
+        session,
+        host,
+        denied,
+        acl::Context::Multi,
+        &full,
+        argv,
+    );
     let reason = match denied {
-        None => return Ok(()),
-        Some(Denied::Command) => "no permission to execute the command or subcommand",
-        Some(Denied::Key(_)) => "no permission to touch the specified keys",
-        Some(Denied::Channel(_)) => "no permission to access one of the channels used as arguments",
+        Denied::Command => "no permission to execute the command or subcommand",
+        Denied::Key(_) => "no permission to touch the specified keys",
+        Denied::Channel(_) => "no permission to access one of the channels used as arguments",
     };
     Err(Reply::error(format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}")))
 }

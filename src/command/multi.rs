@@ -94,7 +94,9 @@ fn exec(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
         };
         let args: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
         let allowed = match super::resolve(&args) {
-            Ok((top, spec)) => super::acl::check_at_exec(ctx.core, ctx.session, top, spec, &args),
+            Ok((top, spec)) => {
+                super::acl::check_at_exec(ctx.core, ctx.session, &*ctx.host, top, spec, &args)
+            }
             Err(_) => Ok(()),
         };
         let reply = match allowed {

@@ -14,7 +14,6 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{is, CmdResult, CommandSpec, Ctx, Session};
-use crate::core::Core;
 use crate::reply::Reply;
 
 pub(crate) mod client;
@@ -263,14 +262,36 @@ fn quit(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
 // ---------------------------------------------------------------------------
 // AUTH HELLO RESET
 
-/// Logs `session` in as `user` when the credentials are right (Redis's
-/// `ACLAuthenticateUser`).
-fn authenticate(core: &Core, session: &mut Session, user: &[u8], password: &[u8]) -> bool {
-    if !core.acl.credentials_ok(user, password) {
+/// Logs the client in as `user` when the credentials are right (Redis's
+/// `ACLAuthenticateUser`); a failure goes to ACL LOG (reason `auth`, the
+/// command's name as sent).
+fn authenticate(ctx: &mut Ctx, argv: &[&[u8]], user: &[u8], password: &[u8]) -> bool {
+    if !ctx.core.acl.credentials_ok(user, password) {
+        let context = if ctx.session.multi.is_some() {
+            crate::acl::Context::Multi
+        } else {
+            crate::acl::Context::Toplevel
+        };
+        let cmd = if is(argv[0], "hello") {
+            "hello"
+        } else {
+            "auth"
+        };
+        super::acl::log_refusal(
+            ctx.core,
+            ctx.session,
+            &*ctx.host,
+            crate::acl::Reason::Auth,
+            context,
+            argv[0],
+            user,
+            argv,
+            cmd,
+        );
         return false;
     }
-    session.authenticated = true;
-    session.user = user.to_vec();
+    ctx.session.authenticated = true;
+    ctx.session.user = user.to_vec();
     true
 }
 
@@ -290,7 +311,7 @@ fn auth(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     } else {
         (argv[1], argv[2])
     };
-    if authenticate(ctx.core, ctx.session, user, password) {
+    if authenticate(ctx, argv, user, password) {
         Ok(Reply::ok())
     } else {
         Err(Reply::err(WRONGPASS))
@@ -329,7 +350,7 @@ fn hello(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     while j < argv.len() {
         let more = argv.len() - 1 - j;
         if is(argv[j], "auth") && more >= 2 {
-            if !authenticate(ctx.core, ctx.session, argv[j + 1], argv[j + 2]) {
+            if !authenticate(ctx, argv, argv[j + 1], argv[j + 2]) {
                 return Err(Reply::err(WRONGPASS));
             }
             j += 3;

@@ -242,6 +242,8 @@ pub struct Config {
     pub slowlog_log_slower_than: i64,
     /// `slowlog-max-len`: entries the slowlog keeps.
     pub slowlog_max_len: u64,
+    /// `acllog-max-len`: entries ACL LOG keeps.
+    pub acllog_max_len: u64,
     /// `latency-monitor-threshold`: milliseconds from which an event is
     /// sampled by the latency monitor (0: off).
     pub latency_monitor_threshold: u64,
@@ -490,6 +492,7 @@ impl Default for Config {
             tracking_table_max_keys: 0,
             slowlog_log_slower_than: 0,
             slowlog_max_len: 0,
+            acllog_max_len: 0,
             latency_monitor_threshold: 0,
             latency_tracking: false,
             latency_tracking_info_percentiles: Vec::new(),

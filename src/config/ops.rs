@@ -138,7 +138,6 @@ pub const INERT: &[Inert] = &[
     Inert { name: "set-proc-title", honored: Some("no"), reason: NO_PROC_TITLE },
     Inert { name: "proc-title-template", honored: None, reason: NO_PROC_TITLE },
     Inert { name: "rdb-del-sync-files", honored: None, reason: "hozon manages the files of a disk-based full sync itself" },
-    Inert { name: "acllog-max-len", honored: None, reason: "hozon has no ACL log" },
     Inert { name: "lazyfree-lazy-eviction", honored: Some("no"), reason: NO_LAZYFREE },
     Inert { name: "lazyfree-lazy-expire", honored: Some("no"), reason: NO_LAZYFREE },
     Inert { name: "lazyfree-lazy-server-del", honored: Some("no"), reason: NO_LAZYFREE },

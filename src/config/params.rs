@@ -596,7 +596,7 @@ pub static PARAMS: &[Param] = &[
     inert_bool!("set-proc-title", None, IMMUTABLE, "yes"),
     ops_params::PROC_TITLE_TEMPLATE,
     inert_bool!("rdb-del-sync-files", None, 0, "no"),
-    inert_int!("acllog-max-len", 0, "128", 0, LONG_MAX),
+    int_param!("acllog-max-len", None, 0, "128", 0, LONG_MAX, false, false, |c| c.acllog_max_len, |c, v| c.acllog_max_len = v as u64),
     inert_bool!("lazyfree-lazy-eviction", None, 0, "no"),
     inert_bool!("lazyfree-lazy-expire", None, 0, "no"),
     inert_bool!("lazyfree-lazy-server-del", None, 0, "no"),

@@ -345,7 +345,7 @@ impl Engine {
         {
             return Err(Reply::err("NOAUTH Authentication required."));
         }
-        command::acl::check(&self.core, session, top, spec, argv)?;
+        command::acl::check(&mut self.core, session, &*host, top, spec, argv)?;
         if self.core.config.maxmemory != 0 && !self.core.loading {
             self.check_memory(session, top, spec, argv, host)?;
         }

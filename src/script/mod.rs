@@ -958,7 +958,7 @@ fn bridge(
             Ok(argv) => {
                 let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
                 if let Ok((top, spec)) = command::resolve(&refs) {
-                    let allowed = command::acl::check(ctx.core, ctx.session, top, spec, &refs);
+                    let allowed = command::acl::permitted(ctx.core, ctx.session, top, spec, &refs);
                     (true, allowed.is_ok()).into_lua_multi(lua)
                 } else if command::lookup(refs[0]).is_some() {
                     (true, true).into_lua_multi(lua)
@@ -1094,7 +1094,7 @@ fn call(
         return Err("ERR This Redis command is not allowed from script".into());
     }
     // The caller's ACL user (Redis's `scriptVerifyACL`).
-    command::acl::check_from_script(ctx.core, ctx.session, top, spec, refs)?;
+    command::acl::check_from_script(ctx.core, ctx.session, &*ctx.host, top, spec, refs)?;
     if state.read_only && (spec.is_write() || spec.has(flags::MAY_REPLICATE)) {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }

@@ -548,3 +548,98 @@ ACL GENPASS 1 2
     let (a, b) = (p.hozon(&["ACL", "GENPASS"]), p.hozon(&["ACL", "GENPASS"]));
     assert_ne!(a, b, "two passwords differ");
 }
+
+/// ACL LOG's entries, each reduced to what both servers must agree on:
+/// every field but `age-seconds` (checked to be a number) and
+/// `client-info` (reduced to its `cmd=` and `user=` fields).
+fn log_entries(conn: &mut Conn, args: &[&str]) -> Vec<Vec<(String, String)>> {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    let reply = testkit::value::decode(&conn.call(&args));
+    reply
+        .items()
+        .iter()
+        .map(|entry| {
+            let fields = entry.items();
+            assert_eq!(fields.len(), 14, "{entry:?}");
+            fields
+                .chunks(2)
+                .map(|pair| {
+                    let name = pair[0].text();
+                    let value = match &pair[1] {
+                        testkit::value::Value::Int(n) => n.to_string(),
+                        other => other.text(),
+                    };
+                    let value = match name.as_str() {
+                        "age-seconds" => {
+                            let age: f64 = value.parse().expect("age is a number");
+                            assert!((0.0..60.0).contains(&age), "{age}");
+                            String::new()
+                        }
+                        "client-info" => value
+                            .split(' ')
+                            .filter(|f| f.starts_with("cmd=") || f.starts_with("user="))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        _ => value,
+                    };
+                    (name, value)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn acl_log_records_refusals_as_redis_does() {
+    let mut p = Pair::new();
+    p.script("ACL SETUSER bob on >pw +get ~foo* &ch +multi +exec +eval +auth +publish");
+    let (mut r, mut h) = login(&p, "bob", "pw");
+    script_on(
+        &mut r,
+        &mut h,
+        r#"
+GET zzz
+GET zzz
+SET foo1 v
+GET foo1
+PUBLISH other m
+AUTH bob wrong
+AUTH nobody x
+MULTI
+SET foo1 v
+EXEC
+EVAL "return redis.call('get', 'zzz')" 0
+"#,
+    );
+    let (a, b) = (
+        log_entries(&mut p.r, &["ACL", "LOG"]),
+        log_entries(&mut p.h, &["ACL", "LOG"]),
+    );
+    assert_eq!(a, b, "ACL LOG");
+    assert!(a.len() >= 5, "{a:?}");
+    for args in [
+        &["ACL", "LOG", "2"][..],
+        &["ACL", "LOG", "-1"],
+        &["ACL", "LOG", "0"],
+    ] {
+        assert_eq!(
+            log_entries(&mut p.r, args),
+            log_entries(&mut p.h, args),
+            "{args:?}"
+        );
+    }
+    p.script(
+        r#"
+ACL LOG abc
+ACL LOG 1 2
+CONFIG SET acllog-max-len 2
+CONFIG GET acllog-max-len
+"#,
+    );
+    script_on(&mut r, &mut h, "GET zzz1\nGET zzz2\nGET zzz3");
+    assert_eq!(
+        log_entries(&mut p.r, &["ACL", "LOG"]),
+        log_entries(&mut p.h, &["ACL", "LOG"])
+    );
+    p.script("ACL LOG RESET\nACL LOG");
+}

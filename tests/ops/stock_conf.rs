@@ -19,7 +19,6 @@ const WARNED_IN_STOCK: &[&str] = &[
     "set-proc-title",
     "proc-title-template",
     "rdb-del-sync-files",
-    "acllog-max-len",
     "oom-score-adj-values",
     "dynamic-hz",
     "jemalloc-bg-thread",

@@ -1,9 +1,10 @@
 //! CLIENT and its subcommands.
 
 use super::{help_reply, set_client_name};
-use crate::command::ctx::Connection;
+use crate::command::ctx::{Connection, Host};
 use crate::command::{is, CmdResult, Ctx, Session};
 use crate::core::tracking::TrackState;
+use crate::core::Core;
 use crate::reply::Reply;
 
 const CLIENT_HELP: &[&str] = &[
@@ -265,20 +266,33 @@ fn client_line(
 }
 
 pub(crate) fn current_line(ctx: &Ctx, argv: &[&[u8]], cmd: &str) -> String {
-    let conn = ctx.host.connection().unwrap_or_else(|| Connection {
+    // Inside EXEC the client's last command is EXEC itself.
+    let cmd = if ctx.in_exec { "exec" } else { cmd };
+    info_line(ctx.core, ctx.session, &*ctx.host, ctx.now_ms, argv, cmd)
+}
+
+/// The CLIENT LIST line of `session` while it runs `cmd` (`argv`), from
+/// outside a command handler (ACL LOG's `client-info`).
+pub(crate) fn info_line(
+    core: &Core,
+    session: &Session,
+    host: &dyn Host,
+    now_ms: i64,
+    argv: &[&[u8]],
+    cmd: &str,
+) -> String {
+    let conn = host.connection().unwrap_or_else(|| Connection {
         events: "r",
-        last_interaction_ms: ctx.now_ms,
+        last_interaction_ms: now_ms,
         ..Connection::default()
     });
     let argv_mem = argv.iter().map(|a| a.len()).sum();
-    let dirty = ctx.core.clients.is_dirty(ctx.session.id);
-    // Inside EXEC the client's last command is EXEC itself.
-    let cmd = if ctx.in_exec { "exec" } else { cmd };
-    let tracking = ctx.core.tracking.state(ctx.session.id);
+    let dirty = core.clients.is_dirty(session.id);
+    let tracking = core.tracking.state(session.id);
     client_line(
-        ctx.session,
+        session,
         &conn,
-        ctx.now_ms,
+        now_ms,
         Some((cmd, argv_mem)),
         dirty,
         tracking,
