@@ -229,7 +229,8 @@ pub struct Request<'a> {
 }
 
 impl Selector {
-    fn check(&self, request: &Request) -> Result<(), Denied> {
+    /// Whether this selector alone allows `request`.
+    pub fn check(&self, request: &Request) -> Result<(), Denied> {
         let entry = &table::table().entries[request.id];
         if !self.all_commands && !entry.no_auth && !self.allows(request.id) {
             let allowed = request.first_arg.is_some_and(|arg| {

@@ -497,6 +497,28 @@ fn check_user(
     }
 }
 
+/// Whether the session's user may run `argv` with read access to every
+/// key (Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess`): SORT's BY
+/// and GET patterns need it.
+pub(crate) fn full_key_read_access(core: &Core, session: &Session, argv: &[&[u8]]) -> bool {
+    if session.is_master || core.acl.unrestricted(&session.user) {
+        return true;
+    }
+    let (Some(user), Ok((top, spec))) = (core.acl.get(&session.user), super::resolve(argv)) else {
+        return false;
+    };
+    let Some(request) = request(top, spec, argv) else {
+        return false;
+    };
+    user.selectors.iter().any(|s| {
+        s.check(&request).is_ok()
+            && (s.all_keys
+                || s.patterns
+                    .iter()
+                    .any(|p| p.perms & acl::READ != 0 && p.pattern == b"*"))
+    })
+}
+
 /// Whether the session's user may run the command (no log entry).
 pub(crate) fn permitted(
     core: &Core,

@@ -46,7 +46,13 @@ struct Options<'a> {
     gets: Vec<&'a [u8]>,
 }
 
-fn parse_options<'a>(argv: &[&'a [u8]], readonly: bool) -> Result<Options<'a>, Reply> {
+/// `full_key_access`: the user may read every key (Redis refuses BY with
+/// a pattern and GET otherwise, as they read keys no key spec names).
+fn parse_options<'a>(
+    argv: &[&'a [u8]],
+    readonly: bool,
+    full_key_access: bool,
+) -> Result<Options<'a>, Reply> {
     let mut o = Options {
         desc: false,
         alpha: false,
@@ -77,8 +83,18 @@ fn parse_options<'a>(argv: &[&'a [u8]], readonly: bool) -> Result<Options<'a>, R
         } else if is(word, "by") && left >= 1 {
             o.by = Some(argv[j + 1]);
             o.dontsort = !argv[j + 1].contains(&b'*');
+            if !o.dontsort && !full_key_access {
+                return Err(Reply::err(
+                    "ERR BY option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             j += 1;
         } else if is(word, "get") && left >= 1 {
+            if !full_key_access {
+                return Err(Reply::err(
+                    "ERR GET option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             o.gets.push(argv[j + 1]);
             j += 1;
         } else {
@@ -127,7 +143,8 @@ struct Item {
 }
 
 fn sort_generic(ctx: &mut Ctx, argv: &[&[u8]], readonly: bool) -> CmdResult {
-    let mut o = parse_options(argv, readonly)?;
+    let full_key_access = super::acl::full_key_read_access(ctx.core, ctx.session, argv);
+    let mut o = parse_options(argv, readonly, full_key_access)?;
     let key = argv[1];
     // The elements, in the value's own order (a set's as it iterates).
     let (is_set, len) = match ctx.lookup_read(key) {

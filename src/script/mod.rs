@@ -1101,6 +1101,7 @@ fn call(
     // The scripts' client acts for the caller: the master's scripts write
     // on a read-only replica and see keys past their TTL.
     session.is_master = ctx.session.is_master;
+    session.user.clone_from(&ctx.session.user);
     if spec.is_write() && !ctx.core.loading {
         if let Some(refusal) = ctx.core.replica_refusal(true, true, session.is_master) {
             return Err(refusal.to_string());

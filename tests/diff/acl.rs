@@ -643,3 +643,30 @@ CONFIG GET acllog-max-len
     );
     p.script("ACL LOG RESET\nACL LOG");
 }
+
+#[test]
+fn sort_by_and_get_patterns_need_access_to_every_key() {
+    let mut p = Pair::new();
+    p.script(
+        r#"
+RPUSH foo:list 3 1 2
+ACL SETUSER part on >pw +sort ~foo:*
+ACL SETUSER all on >pw +sort %R~* %W~foo:*
+ACL SETUSER writes on >pw +sort %W~*
+"#,
+    );
+    for user in ["part", "all", "writes"] {
+        let (mut r, mut h) = login(&p, user, "pw");
+        script_on(
+            &mut r,
+            &mut h,
+            r#"
+SORT foo:list
+SORT foo:list BY nosort
+SORT foo:list BY w_*
+SORT foo:list GET #
+SORT foo:list BY w_* GET # STORE foo:out
+"#,
+        );
+    }
+}
