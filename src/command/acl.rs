@@ -593,6 +593,29 @@ fn log_denied(
     );
 }
 
+/// Whether the session's user may run the command; a refusal is logged
+/// in `context` (the session's MULTI state decides toplevel or multi when
+/// None) and returned with the command's full name.
+fn refusal(
+    core: &mut Core,
+    session: &Session,
+    host: &dyn Host,
+    top: &CommandSpec,
+    spec: &CommandSpec,
+    argv: &[&[u8]],
+    context: Option<acl::Context>,
+) -> Option<(Denied, String)> {
+    let denied = permitted(core, session, top, spec, argv).err()?;
+    let full = super::full_name(top, spec);
+    let context = context.unwrap_or(if session.multi.is_some() {
+        acl::Context::Multi
+    } else {
+        acl::Context::Toplevel
+    });
+    log_denied(core, session, host, denied, context, &full, argv);
+    Some((denied, full))
+}
+
 /// The check of a command before it runs or is queued (Redis's
 /// `processCommand`): the NOPERM error, logged, when the session's user
 /// may not run it. Free for a user allowed everything.
@@ -604,16 +627,9 @@ pub(crate) fn check(
     spec: &CommandSpec,
     argv: &[&[u8]],
 ) -> Result<(), Reply> {
-    let Err(denied) = permitted(core, session, top, spec, argv) else {
+    let Some((denied, full)) = refusal(core, session, host, top, spec, argv, None) else {
         return Ok(());
     };
-    let full = super::full_name(top, spec);
-    let context = if session.multi.is_some() {
-        acl::Context::Multi
-    } else {
-        acl::Context::Toplevel
-    };
-    log_denied(core, session, host, denied, context, &full, argv);
     Err(match denied {
         Denied::Command => Reply::error(format!(
             "NOPERM this user has no permissions to run the '{full}' command"
@@ -637,11 +653,10 @@ pub(crate) fn check_from_script(
     spec: &CommandSpec,
     argv: &[&[u8]],
 ) -> Result<(), String> {
-    let Err(denied) = permitted(core, session, top, spec, argv) else {
+    let lua = Some(acl::Context::Lua);
+    let Some((denied, _)) = refusal(core, session, host, top, spec, argv, lua) else {
         return Ok(());
     };
-    let full = super::full_name(top, spec);
-    log_denied(core, session, host, denied, acl::Context::Lua, &full, argv);
     let what = match denied {
         Denied::Command => "can't run this command or subcommand",
         Denied::Key(_) => {
@@ -662,19 +677,10 @@ pub(crate) fn check_at_exec(
     spec: &CommandSpec,
     argv: &[&[u8]],
 ) -> Result<(), Reply> {
-    let Err(denied) = permitted(core, session, top, spec, argv) else {
+    let multi = Some(acl::Context::Multi);
+    let Some((denied, _)) = refusal(core, session, host, top, spec, argv, multi) else {
         return Ok(());
     };
-    let full = super::full_name(top, spec);
-    log_denied(
-        core,
-        session,
-        host,
-        denied,
-        acl::Context::Multi,
-        &full,
-        argv,
-    );
     let reason = match denied {
         Denied::Command => "no permission to execute the command or subcommand",
         Denied::Key(_) => "no permission to touch the specified keys",
