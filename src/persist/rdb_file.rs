@@ -79,7 +79,7 @@ pub struct RdbOptions<'a> {
 
 /// Writes `keyspace` as an RDB file `dir/file_name` and returns when it is
 /// durable (SAVE with `snapshot-format rdb`). Keys past their TTL are
-/// kept ([`super::saved_keys`]). On error nothing is left under the final name
+/// kept (`persist::saved_keys`). On error nothing is left under the final name
 /// and a previous file there is untouched. Returns (keys, bytes).
 pub fn save_keyspace(
     keyspace: &Keyspace,
