@@ -487,7 +487,14 @@ impl<'a> Ctx<'a> {
         self.db().expire_at(key)
     }
 
-    /// Sets the absolute expiry of an existing key.
+    /// Whether an expiry at `at_ms` means deleting the key now (Redis's
+    /// `checkAlreadyExpired`): never on a replica, where the key is kept
+    /// with its past TTL until the master's DEL.
+    pub fn already_expired(&self, at_ms: i64) -> bool {
+        at_ms <= self.now_ms && !self.core.replica.is_replica()
+    }
+
+    /// Sets `key`'s absolute expiry.
     pub fn set_expire(&mut self, key: &[u8], at_ms: i64) -> bool {
         let set = self.db().set_expire(key, at_ms);
         if set {

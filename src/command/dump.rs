@@ -177,7 +177,7 @@ fn restore(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     };
     // While replaying the log a past TTL still creates the key (Redis's
     // `checkAlreadyExpired`): the log says when it was deleted.
-    if expire_ms != 0 && expire_ms <= ctx.now_ms && !ctx.core.loading {
+    if expire_ms != 0 && ctx.already_expired(expire_ms) && !ctx.core.loading {
         if deleted {
             ctx.log(vec![b"DEL".to_vec(), key.to_vec()]);
             ctx.signal_modified(key);

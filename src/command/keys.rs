@@ -237,7 +237,7 @@ fn expire_generic(
         return Ok(Reply::Int(0));
     }
     ctx.dirty(1);
-    if when_ms <= ctx.now_ms {
+    if ctx.already_expired(when_ms) {
         // Already expired: delete now and log it as the DEL it amounts to.
         ctx.db().remove(key);
         ctx.signal_modified(key);

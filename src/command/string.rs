@@ -397,7 +397,9 @@ fn getex(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         None => None,
     };
     match expire {
-        Some((at_ms, unit)) if unit & (opt::EXAT | opt::PXAT) != 0 && at_ms <= ctx.now_ms => {
+        Some((at_ms, unit))
+            if unit & (opt::EXAT | opt::PXAT) != 0 && ctx.already_expired(at_ms) =>
+        {
             // An absolute time already past deletes the key at once.
             ctx.db().remove(key);
             ctx.signal_modified(key);

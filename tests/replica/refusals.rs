@@ -304,5 +304,22 @@ fn a_writable_replica_expires_its_own_keys_as_a_redis_replica_does() {
             Some("0")
         );
     }
+    // A time already past keeps the key on a replica (Redis's
+    // checkAlreadyExpired): a read sees it absent, DBSIZE counts it.
+    same(
+        &mut r,
+        &mut h,
+        &[
+            &["SET", "p", "1"],
+            &["PEXPIREAT", "p", "1"],
+            &["SET", "g", "1"],
+            &["GETEX", "g", "PXAT", "1"],
+            &["SET", "e", "1"],
+            &["EXPIRE", "e", "-5"],
+            &["DBSIZE"],
+            &["GET", "p"],
+            &["FLUSHALL"],
+        ],
+    );
     call(&mut m, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
 }
