@@ -6,6 +6,7 @@
 //! with every key and channel it names.
 
 pub mod describe;
+pub mod file;
 pub mod rules;
 pub mod table;
 
@@ -438,6 +439,51 @@ impl Users {
         self.users.insert(name.to_vec(), user);
         self.changed();
         Ok(old)
+    }
+
+    /// Replaces every user by `users` (ACL LOAD; Redis's
+    /// `ACLLoadFromFile` on success): without a `default` among them, the
+    /// stock default user. ACL LOG is kept. Returns the names of the
+    /// users replaced other than `default`, whose connections Redis
+    /// closes.
+    pub fn replace_all(&mut self, users: Vec<User>) -> Vec<Vec<u8>> {
+        let old: Vec<Vec<u8>> = self
+            .users
+            .keys()
+            .filter(|n| n.as_slice() != b"default")
+            .cloned()
+            .collect();
+        let stock = Users::new().users;
+        self.users = users.into_iter().map(|u| (u.name.clone(), u)).collect();
+        if !self.users.contains_key(&b"default"[..]) {
+            self.users.extend(stock);
+        }
+        self.changed();
+        old
+    }
+
+    /// A `user` line of the configuration file (Redis's
+    /// `ACLLoadConfiguredUsers`): a new user, or for `default` the
+    /// default user reset first, given `rules` in order.
+    pub fn define(&mut self, name: &[u8], rules: &[Vec<u8>]) -> Result<(), String> {
+        let mut user = User::new(name, self.pubsub_all);
+        if name == b"default" {
+            user = self.default_user().clone();
+            rules::apply(&mut user, b"reset", self.pubsub_all).expect("reset");
+        }
+        for op in rules {
+            rules::apply(&mut user, op, self.pubsub_all).map_err(|e| {
+                format!(
+                    "Error loading ACL rule '{}' for the user named '{}': {}",
+                    String::from_utf8_lossy(op),
+                    String::from_utf8_lossy(name),
+                    e.message()
+                )
+            })?;
+        }
+        self.users.insert(name.to_vec(), user);
+        self.changed();
+        Ok(())
     }
 
     /// Removes user `name`; true when it existed.

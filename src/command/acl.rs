@@ -1,5 +1,5 @@
 //! ACL (SETUSER, GETUSER, DELUSER, LIST, USERS, WHOAMI, CAT, GENPASS,
-//! DRYRUN, HELP) and the permission check every command passes
+//! DRYRUN, LOAD, SAVE, LOG, HELP) and the permission check every command passes
 //! (docs/security.md, "ACL"; the model is in `crate::acl`).
 
 use super::ctx::{Ctx, Host};
@@ -25,7 +25,9 @@ static SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::from_docs("getuser", "acl|getuser", "server", acl_getuser),
     CommandSpec::from_docs("help", "acl|help", "server", acl_help),
     CommandSpec::from_docs("list", "acl|list", "server", acl_list),
+    CommandSpec::from_docs("load", "acl|load", "server", acl_load),
     CommandSpec::from_docs("log", "acl|log", "server", acl_log),
+    CommandSpec::from_docs("save", "acl|save", "server", acl_save),
     CommandSpec::from_docs("setuser", "acl|setuser", "server", acl_setuser),
     CommandSpec::from_docs("users", "acl|users", "server", acl_users),
     CommandSpec::from_docs("whoami", "acl|whoami", "server", acl_whoami),
@@ -135,6 +137,40 @@ fn acl_deluser(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         }
     }
     Ok(Reply::Int(deleted))
+}
+
+/// Redis's answer to ACL LOAD and SAVE without `aclfile`.
+const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.";
+
+fn acl_load(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
+    if ctx.core.aclfile_path().is_none() {
+        return Err(Reply::err(NO_ACL_FILE));
+    }
+    let replaced = ctx
+        .core
+        .load_acl_file()
+        .map_err(|e| Reply::error(format!("ERR {e}")))?;
+    // Redis's ACLFreeUsersSet: the replaced users' connections close.
+    ctx.host
+        .kill_clients(&mut |session, _| replaced.contains(&session.user));
+    if replaced.contains(&ctx.session.user) {
+        ctx.session.close_after_reply = true;
+    }
+    Ok(Reply::ok())
+}
+
+fn acl_save(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
+    if ctx.core.aclfile_path().is_none() {
+        return Err(Reply::err(NO_ACL_FILE));
+    }
+    if let Err(e) = ctx.core.save_acl_file() {
+        ctx.core
+            .repl_log(true, format!("Saving the ACL file for ACL SAVE: {e}"));
+        return Err(Reply::err(
+            "ERR There was an error trying to save the ACLs. Please check the server logs for more information",
+        ));
+    }
+    Ok(Reply::ok())
 }
 
 fn text(s: &str) -> Reply {

@@ -130,6 +130,10 @@ impl Config {
                     super::replica::parse_replicaof(&args[1], &args[2]).map_err(at)?;
                 continue;
             }
+            if name == b"user" && args.len() >= 2 {
+                super::acl::add_user(&mut self.acl, &args[1..], commands).map_err(at)?;
+                continue;
+            }
             if name == b"include" && args.len() == 2 {
                 if depth >= MAX_INCLUDE_DEPTH {
                     return Err(at("include nesting is too deep".into()));

@@ -139,7 +139,7 @@ mod tests {
         assert!(refused.to_string().contains(INVALID_CLASS), "{refused}");
         assert_eq!(config.notify_keyspace_events, ALL | KEYSPACE | KEYEVENT);
         // Redis writes the value quoted (sdscatrepr), and only when set.
-        let text = crate::config::rewrite_content(b"", &config, None, cwd);
+        let text = crate::config::rewrite_content(b"", &config, None, &[], cwd);
         let text = String::from_utf8(text).unwrap();
         assert!(
             text.contains("\nnotify-keyspace-events \"AKE\"\n"),
@@ -147,7 +147,7 @@ mod tests {
         );
         let old = b"notify-keyspace-events Ex\n";
         config.notify_keyspace_events = 0;
-        let text = crate::config::rewrite_content(old, &config, None, cwd);
+        let text = crate::config::rewrite_content(old, &config, None, &[], cwd);
         let text = String::from_utf8(text).unwrap();
         assert!(text.starts_with("notify-keyspace-events \"\"\n"), "{text}");
     }

@@ -582,6 +582,8 @@ pub static PARAMS: &[Param] = &[
         unsupported: None,
     },
     // Operations (config/ops_params.rs, docs/operations.md).
+    super::acl::ACLFILE,
+    super::acl::ACL_PUBSUB_DEFAULT,
     ops_params::UNIXSOCKET,
     ops_params::UNIXSOCKETPERM,
     ops_params::PIDFILE,
@@ -762,12 +764,12 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "activedefrag", 
     "cluster-enabled", "cluster-allow-reads-when-down", "cluster-allow-pubsubshard-when-down", "crash-log-enabled",
     "crash-memcheck-enabled", "cluster-allow-replica-migration", 
-    "aof-disable-auto-gc", "replica-ignore-disk-write-errors", "aclfile", 
+    "aof-disable-auto-gc", "replica-ignore-disk-write-errors", 
     "cluster-announce-ip",
     "cluster-config-file", "cluster-announce-hostname", "server_cpulist",
     "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", 
     "bind-source-addr", 
-    "acl-pubsub-default", "sanitize-dump-payload", "enable-protected-configs",     "enable-module-command", "cluster-preferred-endpoint-type", "shutdown-on-sigint",
+    "sanitize-dump-payload", "enable-protected-configs",     "enable-module-command", "cluster-preferred-endpoint-type", "shutdown-on-sigint",
     "shutdown-on-sigterm", "io-threads", "cluster-replica-validity-factor",
     "cluster-slave-validity-factor", "cluster-migration-barrier", "active-defrag-cycle-min",
     "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "cluster-port",
@@ -778,7 +780,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes",     "maxmemory-clients", 
     
-    "tls-port", "user", "loadmodule",
+    "tls-port", "loadmodule",
 ];
 
 /// Directives Redis still accepts and ignores (with their argument count).

@@ -148,6 +148,9 @@ fn owner(directive: &str) -> Option<&'static str> {
     if directive == "replicaof" || directive == "slaveof" {
         return Some("replicaof");
     }
+    if directive == "user" {
+        return Some("user");
+    }
     super::params::lookup(directive.as_bytes()).map(|p| p.name)
 }
 
@@ -264,11 +267,14 @@ fn rewrite_param(state: &mut State, param: &Param, config: &Config, cwd: &Path) 
 
 /// The rewritten content of the configuration file whose old content is
 /// `old`, for `config` with `master` the replication setting in force
-/// (`replicaof host port`, None on a master).
+/// (`replicaof host port`, None on a master) and `users` the ACL users as
+/// `user <name> <rules>` lines (Redis's `rewriteConfigUserOption`: with
+/// an `aclfile` the users live there, and `user` lines are removed).
 pub fn rewrite_content(
     old: &[u8],
     config: &Config,
     master: Option<(&str, u16)>,
+    users: &[Vec<u8>],
     cwd: &Path,
 ) -> Vec<u8> {
     let mut state = State::read(old);
@@ -283,6 +289,12 @@ pub fn rewrite_content(
         ),
         None => state.mark_processed("replicaof"),
     }
+    if config.acl.aclfile.is_empty() {
+        for user in users {
+            state.rewrite_line("user", user.clone(), true);
+        }
+    }
+    state.mark_processed("user");
     state.content()
 }
 
@@ -292,6 +304,7 @@ pub fn rewrite_file(
     path: &Path,
     config: &Config,
     master: Option<(&str, u16)>,
+    users: &[Vec<u8>],
 ) -> Result<(), String> {
     let text = |e: std::io::Error| super::load::os_error_text(&e);
     let old = match std::fs::read(path) {
@@ -300,7 +313,7 @@ pub fn rewrite_file(
         Err(e) => return Err(text(e)),
     };
     let cwd = std::env::current_dir().map_err(text)?;
-    let content = rewrite_content(&old, config, master, &cwd);
+    let content = rewrite_content(&old, config, master, users, &cwd);
     let dir = path.parent().unwrap_or(Path::new("."));
     let file_name = path
         .file_name()

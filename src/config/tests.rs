@@ -349,7 +349,7 @@ fn config_rewrite_keeps_foreign_lines_and_is_stable() {
         changes: 1,
     }];
     let cwd = std::path::Path::new("/srv");
-    let once = crate::config::rewrite_content(old, &config, Some(("10.0.0.1", 6380)), cwd);
+    let once = crate::config::rewrite_content(old, &config, Some(("10.0.0.1", 6380)), &[], cwd);
     let text = String::from_utf8(once.clone()).unwrap();
     assert!(
         text.starts_with(
@@ -362,14 +362,15 @@ fn config_rewrite_keeps_foreign_lines_and_is_stable() {
     assert!(text.contains("\ndir \"/srv/data\"\n"), "{text}");
     // Rewrites of the result change nothing but, once, the empty last
     // line Redis's rewrite gives a file that ends with a newline.
-    let twice = crate::config::rewrite_content(&once, &config, Some(("10.0.0.1", 6380)), cwd);
+    let twice = crate::config::rewrite_content(&once, &config, Some(("10.0.0.1", 6380)), &[], cwd);
     assert_eq!(
         String::from_utf8(twice.clone()).unwrap(),
         format!("{text}\n")
     );
-    let thrice = crate::config::rewrite_content(&twice, &config, Some(("10.0.0.1", 6380)), cwd);
+    let thrice =
+        crate::config::rewrite_content(&twice, &config, Some(("10.0.0.1", 6380)), &[], cwd);
     assert_eq!(thrice, twice);
     // A master drops the replicaof line.
-    let master = crate::config::rewrite_content(&once, &config, None, cwd);
+    let master = crate::config::rewrite_content(&once, &config, None, &[], cwd);
     assert!(!String::from_utf8(master).unwrap().contains("replicaof"));
 }

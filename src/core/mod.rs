@@ -5,6 +5,7 @@
 //! This layer sits below the commands and above the files
 //! (ARCHITECTURE.md, "Layers"): it knows nothing of the command table.
 
+mod acl_file;
 mod background;
 pub mod clients;
 pub(crate) mod evict;

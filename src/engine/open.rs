@@ -34,6 +34,29 @@ impl CommandCatalog for CommandTable {
     fn known_to_redis(&self, name: &str) -> bool {
         command::docs::lookup(name).is_some()
     }
+
+    /// Redis's `ACLAppendUserForLoading`: the rules applied to a scratch
+    /// user.
+    fn check_user(&self, name: &[u8], rules: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, String> {
+        if crate::acl::rules::has_spaces(name) {
+            return Err("Spaces not allowed in ACL usernames".into());
+        }
+        command::acl::install_table();
+        let refs: Vec<&[u8]> = rules.iter().map(Vec::as_slice).collect();
+        let merged = crate::acl::rules::merge_selector_args(&refs)
+            .map_err(|e| format!("Error in user declaration: {e}"))?;
+        let mut scratch = crate::acl::User::new(name, false);
+        for op in &merged {
+            crate::acl::rules::apply(&mut scratch, op, false).map_err(|e| {
+                format!(
+                    "Error in user declaration '{}': {}",
+                    String::from_utf8_lossy(op),
+                    e.message()
+                )
+            })?;
+        }
+        Ok(merged)
+    }
 }
 
 impl Config {
@@ -112,6 +135,10 @@ impl Engine {
             return Err(crate::Error::Config("databases must be at least 1".into()));
         }
         let mut engine = Engine::bare(config, Arc::clone(&io));
+        engine
+            .core
+            .load_users_at_startup()
+            .map_err(crate::Error::Config)?;
         let plan = engine.prepare_dir(io.as_ref())?;
         let mut scratch = Engine::bare(engine.core.config.clone(), io);
         let progress = SyncLoad::new(now_ms(), 0);

@@ -719,11 +719,13 @@ pub fn adjust_open_files_limit(config: &mut Config) -> Result<(), String> {
 // ---------------------------------------------------------------------------
 // Protected mode
 
-/// Redis's protected-mode decision: with `protected-mode yes` and no
-/// password, only clients from `127.0.0.1` or `::1` are served (exactly
-/// those two addresses, as Redis compares them, not all of 127/8).
-pub fn protected_mode_refuses(config: &Config, peer: IpAddr) -> bool {
-    config.protected_mode && config.requirepass.is_none() && !is_local(peer)
+/// Redis's protected-mode decision: with `protected-mode yes` and the
+/// default user `nopass` (`default_nopass`: no `requirepass`, no password
+/// given by ACL), only clients from `127.0.0.1` or `::1` are served
+/// (exactly those two addresses, as Redis compares them, not all of
+/// 127/8).
+pub fn protected_mode_refuses(config: &Config, default_nopass: bool, peer: IpAddr) -> bool {
+    config.protected_mode && default_nopass && !is_local(peer)
 }
 
 fn is_local(peer: IpAddr) -> bool {
@@ -837,27 +839,33 @@ mod tests {
     fn protected_mode_serves_only_the_two_loopback_addresses_without_a_password() {
         let mut config = Config::default();
         let remote: IpAddr = "10.1.2.3".parse().unwrap();
-        assert!(protected_mode_refuses(&config, remote));
+        assert!(protected_mode_refuses(&config, true, remote));
         assert!(!protected_mode_refuses(
             &config,
+            true,
             "127.0.0.1".parse().unwrap()
         ));
-        assert!(!protected_mode_refuses(&config, "::1".parse().unwrap()));
+        assert!(!protected_mode_refuses(
+            &config,
+            true,
+            "::1".parse().unwrap()
+        ));
         // Redis compares the text: other 127/8 addresses and mapped
         // addresses are not local.
         assert!(protected_mode_refuses(
             &config,
+            true,
             "127.0.0.2".parse().unwrap()
         ));
         assert!(protected_mode_refuses(
             &config,
+            true,
             "::ffff:127.0.0.1".parse().unwrap()
         ));
-        config.requirepass = Some(b"secret".to_vec());
-        assert!(!protected_mode_refuses(&config, remote));
-        config.requirepass = None;
+        // A password on the default user (requirepass or ACL SETUSER).
+        assert!(!protected_mode_refuses(&config, false, remote));
         config.protected_mode = false;
-        assert!(!protected_mode_refuses(&config, remote));
+        assert!(!protected_mode_refuses(&config, true, remote));
     }
 
     #[test]

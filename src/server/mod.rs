@@ -348,7 +348,9 @@ impl Server {
                 self.engine.core().stats.rejected_connections += 1;
                 continue;
             }
-            if host::protected_mode_refuses(config, addr.ip()) {
+            let nopass = self.engine.core().acl.default_user().nopass;
+            let config = self.engine.config();
+            if host::protected_mode_refuses(config, nopass, addr.ip()) {
                 let _ = stream.write(DENIED_PROTECTED.as_bytes());
                 self.engine.core().stats.rejected_connections += 1;
                 continue;
@@ -379,10 +381,11 @@ impl Server {
     /// during the script and was not answered) processed.
     fn adopt_parked(&mut self) {
         for mut client in std::mem::take(&mut self.parked) {
+            let nopass = self.engine.core().acl.default_user().nopass;
             let config = self.engine.config();
             let refusal = if self.clients.len() as u64 >= config.maxclients {
                 Some("-ERR max number of clients reached\r\n")
-            } else if host::protected_mode_refuses(config, client.addr.ip()) {
+            } else if host::protected_mode_refuses(config, nopass, client.addr.ip()) {
                 Some(DENIED_PROTECTED)
             } else {
                 None

@@ -20,7 +20,7 @@ fn single_command_rule(token: &[u8]) -> bool {
 
 /// `bytes` with every run of single-command rules sorted (a RESP reply or
 /// a line of text; sorting within a line keeps the RESP framing intact).
-fn normalize(bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn normalize(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         if i > 0 {
@@ -72,7 +72,7 @@ fn normalize(bytes: &[u8]) -> Vec<u8> {
 /// Sends `line` (redis-cli quoting) to both servers; the replies must be
 /// equal once their single-command runs are sorted.
 #[track_caller]
-fn check_described(p: &mut Pair, line: &str) {
+pub(crate) fn check_described(p: &mut Pair, line: &str) {
     let args = split_line(line);
     let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
     let (r, h) = p.both_bytes(&refs);
@@ -87,7 +87,7 @@ fn check_described(p: &mut Pair, line: &str) {
 
 /// ACL LIST and ACL GETUSER of every user, in RESP2 and RESP3.
 #[track_caller]
-fn check_users(p: &mut Pair) {
+pub(crate) fn check_users(p: &mut Pair) {
     check_described(p, "ACL LIST");
     let names = p.check(&["ACL", "USERS"]);
     let names = testkit::value::decode(&names);
@@ -295,7 +295,7 @@ fn random_rule_sequences_describe_alike() {
 }
 
 /// One connection to each server, authenticated as `user`/`password`.
-fn login(p: &Pair, user: &str, password: &str) -> (Conn, Conn) {
+pub(crate) fn login(p: &Pair, user: &str, password: &str) -> (Conn, Conn) {
     let (mut r, mut h) = p.connect_more();
     for c in [&mut r, &mut h] {
         let reply = c.call(&[b"AUTH", user.as_bytes(), password.as_bytes()]);
@@ -307,7 +307,7 @@ fn login(p: &Pair, user: &str, password: &str) -> (Conn, Conn) {
 /// Runs `text` (one command per line) on the two connections; the replies
 /// must be equal.
 #[track_caller]
-fn script_on(r: &mut Conn, h: &mut Conn, text: &str) {
+pub(crate) fn script_on(r: &mut Conn, h: &mut Conn, text: &str) {
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
         let args = split_line(line);
         let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();

@@ -7,6 +7,7 @@
 use testkit::harness;
 
 mod acl;
+mod acl_file;
 mod bitops;
 mod blocking;
 mod config;

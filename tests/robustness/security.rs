@@ -76,16 +76,32 @@ fn ping_from_127_0_0_2(port: u16) -> Vec<u8> {
 
 #[test]
 fn protected_mode_refuses_non_local_peers_without_a_password_like_redis() {
-    let cases: [&[&str]; 3] = [&[], &["--requirepass", "pw"], &["--protected-mode", "no"]];
+    // What counts is the default user's `nopass`, however it lost it: by
+    // requirepass, a `user` line, or ACL SETUSER at runtime.
+    let cases: [&[&str]; 5] = [
+        &[],
+        &["--requirepass", "pw"],
+        &["--protected-mode", "no"],
+        &["--user", "default", "on", ">pw", "~*", "&*", "+@all"],
+        &["--user", "default", "on", "nopass", "~*", "&*", "-@all"],
+    ];
     for args in cases {
         let p = Pair::with_args(args, args);
         let redis = ping_from_127_0_0_2(p.redis_server.port);
         let hozon = ping_from_127_0_0_2(p.hozon_server.port);
         assert_eq!(show(&redis), show(&hozon), "with {args:?}");
-        if args.is_empty() {
+        if args.is_empty() || args.contains(&"nopass") {
             assert!(hozon.starts_with(b"-DENIED Redis is running in protected mode"));
+        } else if args.contains(&">pw") {
+            assert!(hozon.starts_with(b"-NOAUTH"), "{}", show(&hozon));
         }
     }
+    let mut p = Pair::new();
+    p.check(&["ACL", "SETUSER", "default", ">pw"]);
+    let redis = ping_from_127_0_0_2(p.redis_server.port);
+    let hozon = ping_from_127_0_0_2(p.hozon_server.port);
+    assert_eq!(show(&redis), show(&hozon), "after ACL SETUSER default >pw");
+    assert!(hozon.starts_with(b"-NOAUTH"), "{}", show(&hozon));
 }
 
 /// A hozon-server started by the test with exactly `args` (plus port and

@@ -197,6 +197,7 @@ pub(super) fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     if password_changed {
         ctx.core.sync_requirepass();
     }
+    ctx.core.sync_acl_settings();
     if ctx.core.config.maxmemory_policy != old.maxmemory_policy {
         ctx.core.refresh_access_clock(ctx.now_ms);
     }
@@ -250,7 +251,8 @@ pub(super) fn config_rewrite(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
         .master
         .as_ref()
         .map(|m| (m.host.as_str(), m.port));
-    match crate::config::rewrite_file(&path, &ctx.core.config, master) {
+    let users: Vec<Vec<u8>> = ctx.core.acl.iter().map(crate::acl::file::line).collect();
+    match crate::config::rewrite_file(&path, &ctx.core.config, master, &users) {
         Ok(()) => {
             ctx.core
                 .repl_log(true, "CONFIG REWRITE executed with success.".into());
