@@ -293,11 +293,11 @@ impl Drop for ActiveGuard<'_> {
 }
 
 /// What [`Scripting::run_prepared`] runs.
-enum Callable {
+enum Callable<'a> {
     /// An EVAL script (KEYS and ARGV already set).
     Script(Function),
-    /// A library function with its key and argument arrays.
-    Function(Function, Table, Table),
+    /// A library function with its keys and arguments.
+    Function(&'a Function, &'a [&'a [u8]], &'a [&'a [u8]]),
 }
 
 /// The function FCALL runs: its callback, flags and name (for errors).
@@ -656,27 +656,8 @@ impl Scripting {
         if let Err(refusal) = prepare(ctx, flags, read_only) {
             return refusal;
         }
-        // SAFETY: one protected call that pushes the two arrays and owns
-        // nothing a Lua error could leak (as set_arrays).
-        let arrays = unsafe {
-            self.lua.exec_raw::<(Table, Table)>((), |state| {
-                use mlua::ffi;
-                for items in [keys, args] {
-                    ffi::lua_createtable(state, items.len() as i32, 0);
-                    for (i, item) in items.iter().enumerate() {
-                        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-                        ffi::lua_rawseti(state, -2, (i + 1) as _);
-                    }
-                }
-            })
-        };
-        let key_args = keys;
-        let (keys, args) = match arrays {
-            Ok(arrays) => arrays,
-            Err(e) => return Reply::error(format!("ERR Error running function: {e}")),
-        };
-        ctx.core.tracking.begin_script(ctx.session.id, key_args);
-        let callable = Callable::Function(callback.clone(), keys, args);
+        ctx.core.tracking.begin_script(ctx.session.id, keys);
+        let callable = Callable::Function(callback, keys, args);
         self.run_prepared(ctx, callable, flags, name, read_only)
     }
 
@@ -756,9 +737,28 @@ impl Scripting {
                 Callable::Script(function) => self
                     .runner
                     .call::<(bool, Value)>((function, self.bridge.clone())),
-                Callable::Function(function, keys, args) => self
-                    .run_function
-                    .call::<(bool, Value)>((function, self.bridge.clone(), keys, args)),
+                // SAFETY: one protected call: the wrapper, the callback and
+                // the bridge are on the stack; the key and argument arrays
+                // are pushed and the wrapper called there, so nothing a Lua
+                // error could leak is owned here (as set_arrays). One
+                // protected call per FCALL instead of two, and no registry
+                // references for the arrays.
+                Callable::Function(function, keys, args) => unsafe {
+                    self.lua.exec_raw::<(bool, Value)>(
+                        (&self.run_function, function, &self.bridge),
+                        |state| {
+                            use mlua::ffi;
+                            for items in [keys, args] {
+                                ffi::lua_createtable(state, items.len() as i32, 0);
+                                for (i, item) in items.iter().enumerate() {
+                                    ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                                    ffi::lua_rawseti(state, -2, (i + 1) as _);
+                                }
+                            }
+                            ffi::lua_call(state, 4, 2);
+                        },
+                    )
+                },
             }
         };
         ctx.core.tracking.end_script();
