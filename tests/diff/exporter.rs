@@ -38,6 +38,11 @@ impl Drop for Exporter {
 }
 
 fn start_exporter(redis_port: u16) -> Exporter {
+    start_exporter_with(redis_port, &[])
+}
+
+/// The exporter with `extra` arguments (a user and password).
+fn start_exporter_with(redis_port: u16, extra: &[&str]) -> Exporter {
     assert!(
         std::path::Path::new(EXPORTER).exists(),
         "{EXPORTER} is missing: install Debian's prometheus-redis-exporter \
@@ -61,6 +66,7 @@ fn start_exporter(redis_port: u16) -> Exporter {
             "db0=k*",
             "-ping-on-connect",
         ])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -204,5 +210,68 @@ fn exporter_scrapes_hozon_like_redis() {
             absent.is_empty(),
             "{family}: labels missing for hozon: {absent:?}"
         );
+    }
+}
+
+/// The monitoring user of docs/security.md's example: the exporter,
+/// logged in as it, scrapes the same metric families from both servers
+/// without an error.
+#[test]
+fn the_documented_exporter_user_can_scrape_everything() {
+    let mut p = Pair::new();
+    p.check(&[
+        "ACL",
+        "SETUSER",
+        "exporter",
+        "on",
+        ">exp-secret",
+        "-@all",
+        "+@read",
+        "+client|list",
+        "+info",
+        "+config|get",
+        "+ping",
+        "+slowlog|get",
+        "+slowlog|len",
+        "+latency|latest",
+        "+memory|usage",
+        "+select",
+        "+auth",
+        "+hello",
+        "+client|setname",
+        "~*",
+    ]);
+    workload(&mut p.r);
+    workload(&mut p.h);
+    let login = ["-redis.user", "exporter", "-redis.password", "exp-secret"];
+    let redis_exporter = start_exporter_with(p.redis_server.port, &login);
+    let hozon_exporter = start_exporter_with(p.hozon_server.port, &login);
+    let _ = (scrape(&redis_exporter), scrape(&hozon_exporter));
+    let redis = samples(&scrape(&redis_exporter));
+    let hozon = samples(&scrape(&hozon_exporter));
+    for (name, m) in [("redis", &redis), ("hozon", &hozon)] {
+        assert_eq!(
+            m["redis_up"],
+            vec![(String::new(), "1".to_string())],
+            "{name}"
+        );
+        assert_eq!(
+            m["redis_exporter_last_scrape_error"][0].1, "0",
+            "{name}: {:?}",
+            m["redis_exporter_last_scrape_error"]
+        );
+    }
+    let allowed: BTreeSet<&str> = CANNOT_HAVE.iter().map(|(n, _)| *n).collect();
+    let missing: Vec<&String> = redis
+        .keys()
+        .filter(|n| !hozon.contains_key(*n) && !allowed.contains(n.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "exported for redis-server, missing for hozon: {missing:#?}"
+    );
+    // Nothing was refused: the rules cover what the exporter runs.
+    for log in [p.redis(&["ACL", "LOG"]), p.hozon(&["ACL", "LOG"])] {
+        assert_eq!(log, b"*0\r\n", "{}", testkit::harness::show(&log));
     }
 }

@@ -157,6 +157,52 @@ fn slaveof_flag_and_masterauth_reach_a_master_with_a_password() {
     assert_eq!(info_field(&mut h, "replication", "master_port"), Some(port));
 }
 
+/// docs/security.md's replication user: a hozon master whose default
+/// user needs a password, and a user allowed only what a replica sends
+/// (PSYNC, REPLCONF, PING). A redis-server replica and a hozon replica
+/// log in as it with `masteruser`/`masterauth`, sync and stream, and the
+/// master refuses nothing (ACL LOG stays empty).
+#[test]
+fn replicas_sync_as_the_documented_replication_user() {
+    let master = start_hozon(&[
+        "--requirepass",
+        "secret",
+        "--user",
+        "replica-user",
+        "on",
+        ">rpw",
+        "+psync",
+        "+replconf",
+        "+ping",
+    ]);
+    let port = master.port.to_string();
+    let mut m = Conn::connect(master.port);
+    assert_eq!(
+        call(&mut m, &["AUTH", "secret"]),
+        Value::Simple("OK".into())
+    );
+    call(&mut m, &["SET", "before", "1"]);
+    let login = [
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--masteruser",
+        "replica-user",
+        "--masterauth",
+        "rpw",
+    ];
+    let redis = start_redis(&login);
+    let hozon = start_hozon(&login);
+    call(&mut m, &["SET", "after", "2"]);
+    for replica in [&redis, &hozon] {
+        let mut r = Conn::connect(replica.port);
+        wait_caught_up(&mut m, &mut r);
+        assert_eq!(call(&mut r, &["GET", "before"]), Value::Bulk(b"1".to_vec()));
+        assert_eq!(call(&mut r, &["GET", "after"]), Value::Bulk(b"2".to_vec()));
+    }
+    assert_eq!(call(&mut m, &["ACL", "LOG"]), Value::Array(Vec::new()));
+}
+
 #[test]
 fn masterdown_and_role_without_a_link_match_a_redis_replica() {
     // A port nobody listens on: the link never comes up.
