@@ -31,6 +31,7 @@ mod replica;
 mod rewrite;
 #[cfg(test)]
 mod tests;
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 
@@ -283,6 +284,8 @@ pub struct Config {
     pub ops: ops::OpsSettings,
     /// `aclfile`, `acl-pubsub-default` and the `user` lines ([`acl`]).
     pub acl: acl::AclSettings,
+    /// The `tls-*` settings ([`tls`]).
+    pub tls: tls::TlsSettings,
 }
 
 /// The replication settings with numbers (Redis 7.0's names, ranges and
@@ -518,6 +521,7 @@ impl Default for Config {
             replica: ReplicaSettings::default(),
             ops: ops::OpsSettings::default(),
             acl: acl::AclSettings::default(),
+            tls: tls::TlsSettings::default(),
         };
         for param in PARAMS {
             let args = default_args(param);

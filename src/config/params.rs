@@ -581,6 +581,27 @@ pub static PARAMS: &[Param] = &[
         },
         unsupported: None,
     },
+    // TLS (config/tls.rs, docs/security.md "TLS").
+    super::tls::TLS_PORT,
+    super::tls::TLS_CERT_FILE,
+    super::tls::TLS_KEY_FILE,
+    super::tls::TLS_KEY_FILE_PASS,
+    super::tls::TLS_CLIENT_CERT_FILE,
+    super::tls::TLS_CLIENT_KEY_FILE,
+    super::tls::TLS_CLIENT_KEY_FILE_PASS,
+    super::tls::TLS_DH_PARAMS_FILE,
+    super::tls::TLS_CA_CERT_FILE,
+    super::tls::TLS_CA_CERT_DIR,
+    super::tls::TLS_AUTH_CLIENTS,
+    super::tls::TLS_PROTOCOLS,
+    super::tls::TLS_CIPHERS,
+    super::tls::TLS_CIPHERSUITES,
+    super::tls::TLS_PREFER_SERVER_CIPHERS,
+    super::tls::TLS_SESSION_CACHING,
+    super::tls::TLS_SESSION_CACHE_SIZE,
+    super::tls::TLS_SESSION_CACHE_TIMEOUT,
+    super::tls::TLS_REPLICATION,
+    super::tls::TLS_CLUSTER,
     // Operations (config/ops_params.rs, docs/operations.md).
     super::acl::ACLFILE,
     super::acl::ACL_PUBSUB_DEFAULT,
@@ -780,7 +801,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     
     "cluster-link-sendbuf-limit", "active-defrag-ignore-bytes",     "maxmemory-clients", 
     
-    "tls-port", "loadmodule",
+    "loadmodule",
 ];
 
 /// Directives Redis still accepts and ignores (with their argument count).

@@ -102,6 +102,7 @@ impl Client {
         let _ = stream.set_nodelay(true);
         let local_addr = match (&stream, addr) {
             (Stream::Tcp(s), _) => s.local_addr().map_or(addr, PeerAddr::Tcp),
+            (Stream::Tls(s), _) => s.sock().local_addr().map_or(addr, PeerAddr::Tcp),
             (Stream::Unix(_), unix) => unix,
         };
         Client {

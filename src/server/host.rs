@@ -4,11 +4,10 @@
 //! allocator behind INFO `used_memory`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use mio::net::TcpListener;
-use mio::{Interest, Registry, Token};
+use mio::Registry;
 
 use super::log::{self, Level};
 use super::Client;
@@ -29,7 +28,7 @@ pub struct ServerHost<'a> {
     shutdown_in_progress: bool,
     current: ConnFacts,
     killed: &'a mut Vec<usize>,
-    listeners: &'a mut Vec<TcpListener>,
+    listeners: &'a mut super::listener::Listeners,
     registry: &'a Registry,
     /// The calling client's SHUTDOWN, for the server to carry out.
     pub shutdown_request: Option<ShutdownOptions>,
@@ -46,8 +45,6 @@ pub struct ServerHost<'a> {
     /// Where connections accepted while a script is busy wait for the
     /// server to take them in.
     parking: Option<&'a mut Vec<Client>>,
-    /// The Unix listener, accepted from with the TCP ones while busy.
-    unix: Option<&'a super::listener::UnixSocket>,
     /// The link to our master (a replica's): a client once its stream
     /// flows (its socket facts are read only when a command lists or
     /// kills clients).
@@ -67,7 +64,7 @@ impl<'a> ServerHost<'a> {
         shutdown_in_progress: bool,
         current: ConnFacts,
         killed: &'a mut Vec<usize>,
-        listeners: &'a mut Vec<TcpListener>,
+        listeners: &'a mut super::listener::Listeners,
         registry: &'a Registry,
     ) -> Self {
         ServerHost {
@@ -83,7 +80,6 @@ impl<'a> ServerHost<'a> {
             unblock_requests: Vec::new(),
             busy_touched: Vec::new(),
             parking: None,
-            unix: None,
             master: None,
             kill_master: false,
         }
@@ -94,15 +90,10 @@ impl<'a> ServerHost<'a> {
         self.master = master;
     }
 
-    /// Lets a busy script's poll accept connections (TCP, and `unix`'s)
+    /// Lets a busy script's poll accept connections (every listener's)
     /// into `parked`.
-    pub fn busy_parking(
-        &mut self,
-        parked: &'a mut Vec<Client>,
-        unix: Option<&'a super::listener::UnixSocket>,
-    ) {
+    pub fn busy_parking(&mut self, parked: &'a mut Vec<Client>) {
         self.parking = Some(parked);
-        self.unix = unix;
     }
 
     /// Accepts what the listeners have into the parking (Redis accepts
@@ -111,19 +102,8 @@ impl<'a> ServerHost<'a> {
         let Some(parked) = self.parking.as_mut() else {
             return;
         };
-        for listener in self.listeners.iter() {
-            while let Ok((stream, addr)) = listener.accept() {
-                let session = core.new_session();
-                parked.push(Client::new(
-                    stream,
-                    addr,
-                    crate::resp::Limits::default(),
-                    session,
-                ));
-            }
-        }
-        if let Some(unix) = self.unix {
-            while let Ok((stream, addr)) = unix.accept() {
+        for token in self.listeners.tokens() {
+            while let Some(Ok((stream, addr))) = self.listeners.accept(token) {
                 let session = core.new_session();
                 parked.push(Client::new(
                     stream,
@@ -213,9 +193,7 @@ impl Host for ServerHost<'_> {
     }
 
     fn apply_config(&mut self, old: &Config, new: &Config) -> Result<(), String> {
-        if old.port != new.port || old.bind != new.bind {
-            rebind(self.listeners, self.registry, old, new)?;
-        }
+        self.listeners.apply_config(self.registry, old, new)?;
         if old.loglevel != new.loglevel {
             log::set_level(log_level(new.loglevel));
         }
@@ -490,144 +468,6 @@ pub fn log_level(level: LogLevel) -> Level {
 }
 
 // ---------------------------------------------------------------------------
-// Listening sockets
-
-/// The socket addresses one `bind` entry stands for: `*` is every IPv4
-/// interface, `::*` every IPv6 one; a leading `-` makes the entry optional
-/// (skipped when unavailable). Returns (optional, addresses).
-fn bind_entry_addrs(entry: &str, port: u16) -> (bool, std::io::Result<Vec<SocketAddr>>) {
-    let (optional, host) = match entry.strip_prefix('-') {
-        Some(h) => (true, h),
-        None => (false, entry),
-    };
-    let addrs = match host {
-        "*" => Ok(vec![SocketAddr::new(
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            port,
-        )]),
-        "::*" => Ok(vec![SocketAddr::new(
-            IpAddr::V6(Ipv6Addr::UNSPECIFIED),
-            port,
-        )]),
-        _ => (host, port).to_socket_addrs().map(|a| a.collect()),
-    };
-    (optional, addrs)
-}
-
-/// Opens the listening sockets `config` asks for (Redis's `listenToPort`):
-/// every `bind` entry on `port`; with no entry, every interface (`*` and
-/// the optional `-::*`).
-pub fn open_listeners(config: &Config) -> Result<Vec<TcpListener>, String> {
-    let defaults = ["*".to_string(), "-::*".to_string()];
-    let entries: &[String] = if config.bind.is_empty() {
-        &defaults
-    } else {
-        &config.bind
-    };
-    let mut listeners = Vec::new();
-    if config.port == 0 && !config.ops.unixsocket.is_empty() {
-        // Redis's port 0: no TCP, the Unix socket only.
-        return Ok(listeners);
-    }
-    for entry in entries {
-        let (optional, addrs) = bind_entry_addrs(entry, config.port);
-        let addrs = match addrs {
-            Ok(a) => a,
-            Err(e) if optional => {
-                log::log(
-                    Level::Warning,
-                    &format!("Skipping bind address {entry}: {e}"),
-                );
-                continue;
-            }
-            Err(e) => return Err(format!("Could not resolve bind address {entry}: {e}")),
-        };
-        for addr in addrs {
-            match TcpListener::bind(addr) {
-                Ok(l) => {
-                    use std::os::fd::AsRawFd;
-                    super::listener::set_backlog(l.as_raw_fd(), config.ops.tcp_backlog);
-                    listeners.push(l)
-                }
-                Err(e) if optional => {
-                    log::log(
-                        Level::Warning,
-                        &format!("Could not bind {addr} (optional): {e}"),
-                    );
-                }
-                Err(e) => {
-                    return Err(format!(
-                        "Warning: Could not create server TCP listening socket {addr}: {}",
-                        crate::config::os_error_text(&e)
-                    ))
-                }
-            }
-        }
-    }
-    if listeners.is_empty() {
-        return Err(
-            "Failed listening on port {port} (TCP): no address to listen on (bind)"
-                .replace("{port}", &config.port.to_string()),
-        );
-    }
-    Ok(listeners)
-}
-
-/// Registers `listeners` under tokens 0.. (listener tokens).
-pub fn register_listeners(
-    registry: &Registry,
-    listeners: &mut [TcpListener],
-) -> std::io::Result<()> {
-    for (i, l) in listeners.iter_mut().enumerate() {
-        registry.register(l, Token(i), Interest::READABLE)?;
-    }
-    Ok(())
-}
-
-/// Replaces the listening sockets after CONFIG SET port/bind. The old ones
-/// close first (the new set may reuse their addresses); if the new ones
-/// cannot be opened, the old configuration is opened again and the change
-/// is refused, as Redis's `changeBindAddr` does.
-fn rebind(
-    listeners: &mut Vec<TcpListener>,
-    registry: &Registry,
-    old: &Config,
-    new: &Config,
-) -> Result<(), String> {
-    for l in listeners.iter_mut() {
-        let _ = registry.deregister(l);
-    }
-    listeners.clear();
-    let (opened, result) = match open_listeners(new) {
-        Ok(l) => (l, Ok(())),
-        Err(e) => {
-            log::log(Level::Warning, &e);
-            let restored = open_listeners(old).unwrap_or_else(|e| {
-                log::log(
-                    Level::Warning,
-                    &format!("Failed to restore the old listening sockets: {e}"),
-                );
-                Vec::new()
-            });
-            let why = if old.port != new.port {
-                "Unable to listen on this port. Check server logs."
-            } else {
-                "Failed to bind to specified addresses."
-            };
-            (restored, Err(why.to_string()))
-        }
-    };
-    *listeners = opened;
-    if let Err(e) = register_listeners(registry, listeners) {
-        log::log(
-            Level::Warning,
-            &format!("Registering listening sockets: {e}"),
-        );
-    }
-    result
-}
-
-// ---------------------------------------------------------------------------
 // Open files
 
 /// File descriptors kept for everything but clients (listeners, the AOF,
@@ -866,26 +706,5 @@ mod tests {
         assert!(!protected_mode_refuses(&config, false, remote));
         config.protected_mode = false;
         assert!(!protected_mode_refuses(&config, true, remote));
-    }
-
-    #[test]
-    fn bind_entries() {
-        let (optional, addrs) = bind_entry_addrs("-::*", 7000);
-        assert!(optional);
-        assert_eq!(
-            addrs.unwrap(),
-            vec!["[::]:7000".parse::<SocketAddr>().unwrap()]
-        );
-        let (optional, addrs) = bind_entry_addrs("*", 7000);
-        assert!(!optional);
-        assert_eq!(
-            addrs.unwrap(),
-            vec!["0.0.0.0:7000".parse::<SocketAddr>().unwrap()]
-        );
-        let (_, addrs) = bind_entry_addrs("127.0.0.1", 7000);
-        assert_eq!(
-            addrs.unwrap(),
-            vec!["127.0.0.1:7000".parse::<SocketAddr>().unwrap()]
-        );
     }
 }

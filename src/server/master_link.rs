@@ -15,8 +15,6 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mio::net::TcpStream;
-
 use super::log::{self, Level};
 use super::Server;
 use crate::command::Session;
@@ -100,7 +98,7 @@ enum PayloadSink {
 pub(super) struct MasterLink {
     generation: u64,
     handshake: Handshake,
-    socket: Option<TcpStream>,
+    socket: Option<socket::LinkSocket>,
     phase: Phase,
     /// Bytes to write to the master.
     out: Vec<u8>,
@@ -147,9 +145,9 @@ impl MasterLink {
         Some((
             session,
             crate::command::ctx::Connection {
-                addr: addr(socket.peer_addr()),
-                laddr: addr(socket.local_addr()),
-                fd: i64::from(socket.as_raw_fd()),
+                addr: addr(socket.tcp().peer_addr()),
+                laddr: addr(socket.tcp().local_addr()),
+                fd: i64::from(socket.tcp().as_raw_fd()),
                 last_interaction_ms: self.progress_ms,
                 query_buffer_bytes: self.inbuf.len(),
                 output_bytes: self.out.len(),
@@ -292,14 +290,17 @@ impl Server {
         if link.handshake.state() == crate::repl::handshake::State::Connecting {
             let closed = event.is_error() || event.is_read_closed() || event.is_write_closed();
             // None: still connecting; Some(Ok): connected; Some(Err): failed.
-            let result = link.socket.as_ref().and_then(|s| match s.take_error() {
-                Ok(Some(e)) | Err(e) => Some(Err(e.to_string())),
-                Ok(None) => match s.peer_addr() {
-                    Ok(_) => Some(Ok(())),
-                    Err(e) if e.kind() == io::ErrorKind::NotConnected && !closed => None,
-                    Err(e) => Some(Err(e.to_string())),
-                },
-            });
+            let result = link
+                .socket
+                .as_ref()
+                .and_then(|s| match s.tcp().take_error() {
+                    Ok(Some(e)) | Err(e) => Some(Err(e.to_string())),
+                    Ok(None) => match s.tcp().peer_addr() {
+                        Ok(_) => Some(Ok(())),
+                        Err(e) if e.kind() == io::ErrorKind::NotConnected && !closed => None,
+                        Err(e) => Some(Err(e.to_string())),
+                    },
+                });
             match result {
                 Some(Ok(())) => {
                     link.progress_ms = now_ms();
@@ -320,6 +321,11 @@ impl Server {
             // Handshake bytes go at once; ACKs wait for the turn's AOF
             // write (cron writes them after it).
             flush_out(&mut link);
+        } else if event.is_writable() {
+            // Encrypted bytes the socket did not take earlier.
+            if let Some(socket) = link.socket.as_mut() {
+                let _ = socket.flush_tls();
+            }
         }
         self.sync_upstream_facts(&link);
         self.master_link = Some(link);
@@ -565,12 +571,14 @@ fn flush_out(link: &mut MasterLink) {
             Err(_) => return,
         }
     }
+    // What TLS holds goes too (a failure shows on the next read).
+    let _ = socket.flush_tls();
 }
 
 /// Reads until the socket has nothing more or [`READ_SLICE`] bytes came:
 /// the bytes, the error or end of file that ended the reading, if any,
 /// and whether the socket may hold more.
-fn read_some(socket: &mut TcpStream) -> (Vec<u8>, Option<String>, bool) {
+fn read_some(socket: &mut impl Read) -> (Vec<u8>, Option<String>, bool) {
     let mut bytes = Vec::new();
     let mut chunk = [0u8; 64 * 1024];
     while bytes.len() < READ_SLICE {

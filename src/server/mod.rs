@@ -24,6 +24,11 @@ mod replica;
 mod shutdown;
 mod startup;
 pub mod supervise;
+#[cfg(feature = "tls")]
+pub mod tls;
+#[cfg(not(feature = "tls"))]
+#[path = "tls_off.rs"]
+pub mod tls;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -32,7 +37,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::engine::{now_ms, Engine};
@@ -62,6 +66,9 @@ const OUTPUT_PAUSE_BYTES: u64 = 1024 * 1024;
 /// Short, because a request arriving during a slice waits for its end; a
 /// poll between slices costs a microsecond or two.
 const BACKGROUND_SLICE: Duration = Duration::from_micros(500);
+/// Refused TLS clients kept beyond `maxclients` until their handshake
+/// ends and the refusal is sent; past that, one is closed without it.
+const TLS_REFUSALS_HELD: u64 = 64;
 /// Tokens below this value are listeners.
 const FIRST_CLIENT_TOKEN: usize = 1024;
 
@@ -77,7 +84,8 @@ pub type ClientMap = HashMap<usize, Client, foldhash::fast::RandomState>;
 pub struct Server {
     engine: Engine,
     poll: Poll,
-    listeners: Vec<TcpListener>,
+    /// The listening sockets (TCP, TLS, Unix) and the TLS configuration.
+    listeners: listener::Listeners,
     clients: ClientMap,
     next_token: usize,
     shutdown: Arc<AtomicBool>,
@@ -121,8 +129,6 @@ pub struct Server {
     master_link: Option<master_link::MasterLink>,
     /// The thread loading the files read at startup, until it is done.
     startup: Option<startup::StartupThread>,
-    /// The Unix-domain listener (`unixsocket`).
-    unix: Option<listener::UnixSocket>,
 }
 
 impl Server {
@@ -133,14 +139,8 @@ impl Server {
         engine.set_capture_effects(false);
         host::adjust_open_files_limit(&mut engine.core().config).map_err(crate::Error::Config)?;
         let poll = Poll::new().map_err(|e| io_error("creating the event loop", e))?;
-        let mut listeners = host::open_listeners(engine.config()).map_err(crate::Error::Config)?;
-        host::register_listeners(poll.registry(), &mut listeners)
-            .map_err(|e| io_error("registering a listener", e))?;
-        let mut unix = listener::open_unix(engine.config()).map_err(crate::Error::Config)?;
-        if let Some(u) = unix.as_mut() {
-            u.register(poll.registry())
-                .map_err(|e| io_error("registering the Unix socket", e))?;
-        }
+        let listeners = listener::Listeners::open(engine.config(), poll.registry())
+            .map_err(crate::Error::Config)?;
         Ok(Server {
             engine,
             poll,
@@ -166,21 +166,22 @@ impl Server {
             pause_seen: None,
             master_link: None,
             startup: None,
-            unix,
         })
     }
 
     /// The addresses actually bound (useful with port 0).
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
-        self.listeners
-            .iter()
-            .filter_map(|l| l.local_addr().ok())
-            .collect()
+        self.listeners.tcp_addrs()
+    }
+
+    /// The TLS addresses bound (`tls-port`).
+    pub fn tls_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners.tls_addrs()
     }
 
     /// The Unix socket's path, when `unixsocket` is set.
     pub fn unix_socket_path(&self) -> Option<&str> {
-        self.unix.as_ref().map(|u| u.path)
+        self.listeners.unix.as_ref().map(|u| u.path)
     }
 
     /// Runs until shutdown is requested.
@@ -326,12 +327,8 @@ impl Server {
         loop {
             // CONFIG SET port/bind may have replaced the listeners since
             // the event was reported.
-            let accepted = match (listener, &self.unix) {
-                (listener::UNIX_TOKEN, Some(unix)) => unix.accept(),
-                _ => match self.listeners.get(listener) {
-                    Some(l) => l.accept().map(|(s, a)| (s.into(), a.into())),
-                    None => return,
-                },
+            let Some(accepted) = self.listeners.accept(listener) else {
+                return;
             };
             let (mut stream, addr): (listener::Stream, listener::PeerAddr) = match accepted {
                 Ok(s) => s,
@@ -342,17 +339,26 @@ impl Server {
                     return;
                 }
             };
-            let config = self.engine.config();
-            if self.clients.len() as u64 >= config.maxclients {
-                let _ = stream.write(b"-ERR max number of clients reached\r\n");
-                self.engine.core().stats.rejected_connections += 1;
-                continue;
-            }
             let nopass = self.engine.core().acl.default_user().nopass;
             let config = self.engine.config();
-            if host::protected_mode_refuses(config, nopass, addr.ip()) {
-                let _ = stream.write(DENIED_PROTECTED.as_bytes());
+            let refusal = if self.clients.len() as u64 >= config.maxclients {
+                Some("-ERR max number of clients reached\r\n")
+            } else if host::protected_mode_refuses(config, nopass, addr.ip()) {
+                Some(DENIED_PROTECTED)
+            } else {
+                None
+            };
+            if let Some(refusal) = refusal {
+                let room = (self.clients.len() as u64) < config.maxclients + TLS_REFUSALS_HELD;
                 self.engine.core().stats.rejected_connections += 1;
+                if stream.is_tls() && room {
+                    // Sent once the handshake ends, as Redis sends it.
+                    let session = self.engine.new_session();
+                    let client = Client::new(stream, addr, resp::Limits::default(), session);
+                    self.refuse_tls(client, refusal);
+                } else {
+                    let _ = stream.write(refusal.as_bytes());
+                }
                 continue;
             }
             self.engine.core().stats.connections_received += 1;
@@ -391,8 +397,12 @@ impl Server {
                 None
             };
             if let Some(refusal) = refusal {
-                let _ = client.stream.write(refusal.as_bytes());
                 self.engine.core().stats.rejected_connections += 1;
+                if client.stream.is_tls() {
+                    self.refuse_tls(client, refusal);
+                } else {
+                    let _ = client.stream.write(refusal.as_bytes());
+                }
                 continue;
             }
             self.engine.core().stats.connections_received += 1;
@@ -411,6 +421,28 @@ impl Server {
             self.unblocked.push(token);
             self.pending.push(token);
         }
+    }
+
+    /// Keeps a refused TLS client until its handshake ends and the
+    /// refusal is sent (then it is closed); its session never runs a
+    /// command.
+    fn refuse_tls(&mut self, mut client: Client, refusal: &str) {
+        let token = self.next_token;
+        self.next_token += 1;
+        if let Err(e) = self.poll.registry().register(
+            &mut client.stream,
+            Token(token),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            log::log(Level::Warning, &format!("Registering client: {e}"));
+            return;
+        }
+        client.writable_registered = true;
+        client.closing = true;
+        client.out.extend_from_slice(refusal.as_bytes());
+        self.session_tokens.insert(client.session.id, token);
+        self.clients.insert(token, client);
+        self.pending.push(token);
     }
 
     fn read_client(&mut self, token: usize) {
@@ -490,7 +522,7 @@ impl Server {
     /// Puts a client back after its input was processed: closes it if it
     /// asked to be closed and has nothing left to write, queues its output.
     fn finish_processing(&mut self, token: usize, client: Client) {
-        if client.closing && client.output_len() == 0 {
+        if client.closing && client.output_len() == 0 && !client.stream.tls_unsent() {
             self.close(token, client);
             return;
         }
@@ -509,7 +541,9 @@ impl Server {
         if client.awaiting_log {
             self.held.push(token);
         }
-        if client.output_len() > 0 {
+        // TLS may hold handshake messages (or a reply written during the
+        // handshake) the socket did not take.
+        if client.output_len() > 0 || client.stream.tls_unsent() {
             self.pending.push(token);
         }
         self.clients.insert(token, client);
@@ -700,7 +734,7 @@ impl Server {
                 &mut self.listeners,
                 self.poll.registry(),
             );
-            host.busy_parking(&mut self.parked, self.unix.as_ref());
+            host.busy_parking(&mut self.parked);
             host.with_master(self.master_link.as_ref());
             let reply = self
                 .engine
@@ -968,6 +1002,11 @@ impl Server {
             } else {
                 self.write_client(&mut client)
             };
+            // Done only once TLS has sent what it holds too.
+            let written = written.and_then(|done| match done {
+                true => client.stream.flush_tls(),
+                false => Ok(false),
+            });
             match written {
                 Ok(done) => {
                     if done && client.closing {

@@ -185,7 +185,7 @@ impl Server {
         if let Some(path) = self.engine.config().pidfile_path() {
             super::supervise::remove_pidfile(path);
         }
-        if let Some(unix) = &self.unix {
+        if let Some(unix) = &self.listeners.unix {
             unix.remove_file();
         }
         log::log(Level::Warning, "Redis is now ready to exit, bye bye...");

@@ -71,7 +71,7 @@ impl Server {
         for notice in self.engine.take_notices() {
             log::log(Level::Warning, &notice);
         }
-        if !self.listeners.is_empty() {
+        if self.listeners.has_network() {
             log::log(Level::Notice, "Ready to accept connections");
         }
         if let Some(path) = self.unix_socket_path() {

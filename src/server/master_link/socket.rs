@@ -2,6 +2,7 @@
 //! temporary file goes with it, a load in progress is cancelled), dropping a link of an older REPLICAOF, and
 //! the clients a change of master unblocks.
 
+use std::io::{self, Read, Write};
 use std::net::ToSocketAddrs;
 
 use mio::net::TcpStream;
@@ -13,6 +14,66 @@ use crate::repl::handshake::Event;
 use crate::resp;
 use crate::server::log::{self, Level};
 use crate::server::Server;
+
+/// The link's socket: TCP, or TLS over it (`tls-replication yes`).
+pub(in crate::server) enum LinkSocket {
+    /// Plain TCP.
+    Tcp(TcpStream),
+    /// TLS, the master's certificate checked against the CA.
+    Tls(Box<crate::server::tls::TlsClientStream>),
+}
+
+impl LinkSocket {
+    /// The TCP socket underneath.
+    pub(super) fn tcp(&self) -> &TcpStream {
+        match self {
+            LinkSocket::Tcp(s) => s,
+            LinkSocket::Tls(s) => s.sock(),
+        }
+    }
+
+    /// The TCP socket underneath, to register with the event loop.
+    fn tcp_mut(&mut self) -> &mut TcpStream {
+        match self {
+            LinkSocket::Tcp(s) => s,
+            LinkSocket::Tls(s) => s.sock_mut(),
+        }
+    }
+
+    /// Sends what TLS holds (nothing to do on TCP); Ok(false) while the
+    /// socket is full (the link's WRITABLE events flush it again).
+    pub(super) fn flush_tls(&mut self) -> io::Result<bool> {
+        match self {
+            LinkSocket::Tcp(_) => Ok(true),
+            LinkSocket::Tls(s) => s.flush_tls(),
+        }
+    }
+}
+
+impl Read for LinkSocket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            LinkSocket::Tcp(s) => s.read(buf),
+            LinkSocket::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for LinkSocket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            LinkSocket::Tcp(s) => s.write(buf),
+            LinkSocket::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            LinkSocket::Tcp(s) => s.flush(),
+            LinkSocket::Tls(s) => s.flush(),
+        }
+    }
+}
 
 impl Server {
     /// Clients blocked while we were a master (or followed another one)
@@ -48,11 +109,14 @@ impl Server {
             .to_socket_addrs()
             .map_err(|e| e.to_string())
             .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()));
-        let started = address.and_then(|a| TcpStream::connect(a).map_err(|e| e.to_string()));
+        let host = config.host.clone();
+        let started = address
+            .and_then(|a| TcpStream::connect(a).map_err(|e| e.to_string()))
+            .and_then(|sock| self.link_socket(sock, &host));
         match started {
             Ok(mut socket) => {
                 let registered = self.poll.registry().register(
-                    &mut socket,
+                    socket.tcp_mut(),
                     Token(MASTER_TOKEN),
                     Interest::READABLE | Interest::WRITABLE,
                 );
@@ -72,11 +136,25 @@ impl Server {
         }
     }
 
+    /// The link's socket over a connecting TCP socket: TLS under
+    /// `tls-replication yes` (the handshake starts once connected).
+    fn link_socket(&self, sock: TcpStream, host: &str) -> Result<LinkSocket, String> {
+        if !self.engine.config().tls.replication {
+            return Ok(LinkSocket::Tcp(sock));
+        }
+        let ctx = self
+            .listeners
+            .tls_context()
+            .ok_or("tls-replication is set but TLS is not configured")?;
+        let tls = ctx.connect(sock, host).map_err(|e| e.to_string())?;
+        Ok(LinkSocket::Tls(Box::new(tls)))
+    }
+
     /// Closes the socket and abandons what it was receiving (a payload's
     /// temporary file goes; the old data stays).
     pub(super) fn close_link_socket(&mut self, link: &mut MasterLink) {
         if let Some(mut socket) = link.socket.take() {
-            let _ = self.poll.registry().deregister(&mut socket);
+            let _ = self.poll.registry().deregister(socket.tcp_mut());
         }
         match std::mem::replace(&mut link.phase, Phase::Handshake) {
             Phase::Payload { sink, streamed, .. } => {
