@@ -10,9 +10,12 @@
 //! - [`value`]: RESP2 replies decoded into values (the `repl` and
 //!   `replica` suites).
 //! - [`clients`]: the pinned real client programs (redis-py, ioredis).
+//! - [`certs`]: TLS certificates made with openssl.
 //! - [`checks`]: the property check of every fuzz target, which the
 //!   `fuzz_corpus` suite runs over the committed corpus (docs/fuzzing.md).
 
+#[cfg(feature = "harness")]
+pub mod certs;
 pub mod checks;
 #[cfg(feature = "harness")]
 pub mod clients;

@@ -12,3 +12,4 @@ mod abusive;
 mod busy_poll;
 mod harness_ports;
 mod security;
+mod tls;
