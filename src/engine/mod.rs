@@ -26,7 +26,6 @@ mod open;
 pub use commit::LogSync;
 pub use open::{LoadedFiles, StartupLoad};
 mod payload_feed;
-#[cfg(feature = "server")]
 mod repl;
 mod replica;
 mod replica_load;
