@@ -184,10 +184,15 @@ pub(super) fn config_set(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
         return failed(shown, why);
     }
     if let Err(why) = ctx.host.apply_config(&old, &new) {
-        let port_or_bind = chosen
-            .iter()
-            .find(|(p, _, _)| p.name == "port" || p.name == "bind");
-        return failed(port_or_bind.map_or("bind", |c| c.1), &why);
+        // Redis names the first argument whose apply step failed: a TLS
+        // setting when the TLS configuration could not be built, else the
+        // listening address or port.
+        let tls_failed = why.starts_with("Unable to update TLS");
+        let culprit = chosen.iter().find(|(p, _, _)| match tls_failed {
+            true => p.name.starts_with("tls-"),
+            false => matches!(p.name, "port" | "bind" | "tls-port"),
+        });
+        return failed(culprit.map_or("bind", |c| c.1), &why);
     }
     if let Some(aof) = ctx.core.aof.as_mut() {
         aof.set_policy(new.appendfsync);
