@@ -100,7 +100,10 @@ fn stalled_and_garbage_handshakes_do_not_hold_up_other_clients_like_redis() {
         }
         // `timeout` closes the stalled ones as it closes idle clients.
         let mut control = Conn::connect(server.port());
-        assert_eq!(control.call(&[b"CONFIG", b"SET", b"timeout", b"1"]), b"+OK\r\n");
+        assert_eq!(
+            control.call(&[b"CONFIG", b"SET", b"timeout", b"1"]),
+            b"+OK\r\n"
+        );
         for (i, sock) in stalled.iter_mut().enumerate() {
             assert!(
                 closed_within(sock, Duration::from_secs(15)),
@@ -145,12 +148,62 @@ fn pipelined_requests_and_large_values_go_through_tls_whole_like_redis() {
             let value: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
             assert_eq!(client.call(&[b"SET", b"big", &value]), b"+OK\r\n");
             let reply = client.call(&[b"GET", b"big"]);
-            assert_eq!(harness::bulk_payload(&reply), value, "{}: {size} bytes", server.name);
+            assert_eq!(
+                harness::bulk_payload(&reply),
+                value,
+                "{}: {size} bytes",
+                server.name
+            );
             transcript.extend(format!("{size} ok\n").as_bytes());
         }
         transcripts.push(transcript);
     }
-    assert!(transcripts[0] == transcripts[1], "the replies differ between redis-server and hozon-server");
+    assert!(
+        transcripts[0] == transcripts[1],
+        "the replies differ between redis-server and hozon-server"
+    );
+}
+
+#[test]
+fn the_end_of_a_reply_left_in_tls_buffers_goes_out_when_the_reader_comes_back_like_redis() {
+    // A client with a small receive window asks for a reply and reads
+    // nothing for a while: the server's socket fills and, for reply sizes
+    // a little above what the socket holds, the last part waits encrypted
+    // in rustls. It must go out once the client reads (the client stays
+    // writable while rustls holds output). Sizes sweep up to MAX in steps
+    // smaller than rustls's 64 KiB, so that some reply ends there whatever
+    // the kernel's send buffer (about 4 MiB here: its autotuning limit).
+    const STEP: usize = 56 * 1024;
+    const MAX: usize = 8 * 1024 * 1024;
+    let certs = Certs::generate();
+    let servers = start_both(&certs, &[]);
+    for server in &servers {
+        let sock = super::connect_with_small_receive_buffer(server.tls_port, 4096);
+        sock.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let config = client_config(&certs, Identity::Client, Versions::Both);
+        let mut client = TlsClient::over(sock, config).expect("TLS over a small window");
+        let value: Vec<u8> = (0..MAX).map(|i| (i % 253) as u8).collect();
+        assert_eq!(client.call(&[b"SET", b"big", &value]), b"+OK\r\n");
+        for size in (STEP..=MAX).step_by(STEP) {
+            let end = (size - 1).to_string();
+            client.send(&encode_command(&[
+                b"GETRANGE",
+                b"big",
+                b"0",
+                end.as_bytes(),
+            ]));
+            std::thread::sleep(Duration::from_millis(25));
+            let reply = client
+                .read_reply_paced(256 * 1024, Duration::ZERO)
+                .unwrap_or_else(|e| panic!("{}: a {size}-byte reply: {e}", server.name));
+            assert!(
+                harness::bulk_payload(&reply) == value[..size],
+                "{}: {size}",
+                server.name
+            );
+        }
+    }
 }
 
 #[test]

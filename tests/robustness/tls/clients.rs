@@ -50,7 +50,11 @@ fn redis_cli_is_served_or_refused_by_its_certificate_under_each_auth_mode_like_r
         let mut control = Conn::connect(server.port());
         for (mode, who, served) in cases {
             let set = control.call(&[b"CONFIG", b"SET", b"tls-auth-clients", mode.as_bytes()]);
-            assert_eq!(set, b"+OK\r\n", "{}: CONFIG SET tls-auth-clients {mode}", server.name);
+            assert_eq!(
+                set, b"+OK\r\n",
+                "{}: CONFIG SET tls-auth-clients {mode}",
+                server.name
+            );
             let (ok, out, err) = redis_cli(
                 server.tls_port,
                 &cli_identity(&certs, who),
@@ -59,8 +63,11 @@ fn redis_cli_is_served_or_refused_by_its_certificate_under_each_auth_mode_like_r
             let label = format!("{} tls-auth-clients {mode}", server.name);
             if served {
                 assert!(ok && out.trim() == "OK", "{label}: refused: {out}{err}");
-                let (_, got, _) =
-                    redis_cli(server.tls_port, &cli_identity(&certs, who), &["GET", "cli:key"]);
+                let (_, got, _) = redis_cli(
+                    server.tls_port,
+                    &cli_identity(&certs, who),
+                    &["GET", "cli:key"],
+                );
                 assert_eq!(got.trim(), mode, "{label}");
             } else {
                 assert!(
@@ -70,8 +77,14 @@ fn redis_cli_is_served_or_refused_by_its_certificate_under_each_auth_mode_like_r
             }
             // The rustls client agrees (TLS 1.2 and 1.3 both).
             for versions in [Versions::Tls12, Versions::Tls13] {
-                let result = TlsClient::connect(server.tls_port, client_config(&certs, who, versions));
-                assert_eq!(result.is_ok(), served, "{label}: rustls client: {:?}", result.err());
+                let result =
+                    TlsClient::connect(server.tls_port, client_config(&certs, who, versions));
+                assert_eq!(
+                    result.is_ok(),
+                    served,
+                    "{label}: rustls client: {:?}",
+                    result.err()
+                );
             }
         }
     }
@@ -140,14 +153,21 @@ fn redis_benchmark_over_tls_completes_without_errors_like_redis() {
                 .lines()
                 .find(|l| l.starts_with(&format!("\"{test}")))
                 .unwrap_or_else(|| panic!("{}: no {test} row in {stdout}", server.name));
-            let rps: f64 = line.split(',').nth(1).and_then(|v| v.trim_matches('"').parse().ok())
+            let rps: f64 = line
+                .split(',')
+                .nth(1)
+                .and_then(|v| v.trim_matches('"').parse().ok())
                 .unwrap_or_else(|| panic!("{}: {line}", server.name));
             assert!(rps > 0.0, "{}: {line}", server.name);
             eprintln!("{} over TLS: {line}", server.name);
         }
         let mut control = Conn::connect(server.port());
         let keys = control.call(&[b"DBSIZE"]);
-        assert_ne!(keys, b":0\r\n", "{}: the benchmark wrote nothing", server.name);
+        assert_ne!(
+            keys, b":0\r\n",
+            "{}: the benchmark wrote nothing",
+            server.name
+        );
     }
 }
 
@@ -162,7 +182,11 @@ fn redis_py_over_tls_runs_commands_pipelines_pubsub_and_a_large_value_like_redis
         command
             .arg(repo_root().join("tests/clients/python/tls_client.py"))
             .arg(server.tls_port.to_string())
-            .args([certs.path("ca.crt"), certs.path("client.crt"), certs.path("client.key")]);
+            .args([
+                certs.path("ca.crt"),
+                certs.path("client.crt"),
+                certs.path("client.key"),
+            ]);
         let output = run_client(command, "tls_client.py", Duration::from_secs(120));
         let last = output.lines().last().unwrap_or_default().to_string();
         eprintln!("redis-py over TLS, {}: {last}", server.name);

@@ -92,7 +92,11 @@ pub enum Versions {
 }
 
 /// A rustls client configuration that trusts the test CA.
-pub fn client_config(certs: &Certs, who: Identity, versions: Versions) -> Arc<rustls::ClientConfig> {
+pub fn client_config(
+    certs: &Certs,
+    who: Identity,
+    versions: Versions,
+) -> Arc<rustls::ClientConfig> {
     #[allow(deprecated)] // ring's provider: what the server uses too
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
@@ -111,7 +115,11 @@ pub fn client_config(certs: &Certs, who: Identity, versions: Versions) -> Arc<ru
     let config = match who {
         Identity::Anonymous => builder.with_no_client_auth(),
         Identity::Client | Identity::Stranger => {
-            let name = if who == Identity::Client { "client" } else { "stranger" };
+            let name = if who == Identity::Client {
+                "client"
+            } else {
+                "stranger"
+            };
             let chain = CertificateDer::pem_file_iter(certs.path(&format!("{name}.crt")))
                 .expect("client certificate")
                 .collect::<Result<Vec<_>, _>>()
@@ -137,6 +145,11 @@ impl TlsClient {
     /// the reason it failed (a refused certificate, a closed socket).
     pub fn connect(port: u16, config: Arc<rustls::ClientConfig>) -> Result<TlsClient, String> {
         let sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+        TlsClient::over(sock, config)
+    }
+
+    /// As [`TlsClient::connect`], over a socket already connected.
+    pub fn over(sock: TcpStream, config: Arc<rustls::ClientConfig>) -> Result<TlsClient, String> {
         sock.set_nodelay(true).expect("nodelay");
         sock.set_read_timeout(Some(Duration::from_secs(20)))
             .expect("read timeout");
@@ -185,11 +198,20 @@ impl TlsClient {
     }
 
     fn read_reply_result(&mut self) -> Result<Vec<u8>, String> {
+        self.read_reply_paced(64 * 1024, Duration::ZERO)
+    }
+
+    /// Reads one whole RESP reply `chunk` bytes at a time with a `pause`
+    /// after each read: a slow reader, whose socket stays full.
+    pub fn read_reply_paced(&mut self, chunk: usize, pause: Duration) -> Result<Vec<u8>, String> {
+        let mut chunk = vec![0u8; chunk];
         loop {
             if let Some(n) = reply_len(&self.buf) {
                 return Ok(self.buf.drain(..n).collect());
             }
-            let mut chunk = [0u8; 64 * 1024];
+            if !pause.is_zero() {
+                std::thread::sleep(pause);
+            }
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Err("connection closed".into()),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
@@ -200,7 +222,11 @@ impl TlsClient {
 
     /// The certificate the server showed, DER-encoded.
     pub fn server_cert(&self) -> Vec<u8> {
-        self.stream.conn.peer_certificates().expect("a server certificate")[0].to_vec()
+        self.stream
+            .conn
+            .peer_certificates()
+            .expect("a server certificate")[0]
+            .to_vec()
     }
 }
 
@@ -263,4 +289,38 @@ pub fn der(certs: &Certs, name: &str) -> Vec<u8> {
     CertificateDer::from_pem_file(certs.path(name))
         .expect("a certificate")
         .to_vec()
+}
+
+/// A TCP connection to 127.0.0.1:`port` whose receive buffer is `bytes`
+/// (set before connecting, so the window stays small): the server's side
+/// of it fills after a few KiB.
+pub fn connect_with_small_receive_buffer(port: u16, bytes: i32) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let target = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: plain socket calls on a descriptor this function owns; the
+    // structs live across the calls; on success the descriptor goes to
+    // TcpStream, which closes it.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let set = libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&bytes as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        );
+        assert_eq!(set, 0, "SO_RCVBUF: {}", std::io::Error::last_os_error());
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let connected = libc::connect(fd, (&target as *const libc::sockaddr_in).cast(), len);
+        assert_eq!(connected, 0, "connect: {}", std::io::Error::last_os_error());
+        TcpStream::from_raw_fd(fd)
+    }
 }

@@ -33,7 +33,10 @@ fn config_get_of_the_tls_settings_matches_redis() {
         assert_eq!(pairs.len(), 19, "{}: {}", server.name, show(&reply));
         got.push(pairs);
     }
-    assert_eq!(got[0], got[1], "CONFIG GET tls-*: redis-server vs hozon-server");
+    assert_eq!(
+        got[0], got[1],
+        "CONFIG GET tls-*: redis-server vs hozon-server"
+    );
 }
 
 #[test]
@@ -69,7 +72,11 @@ fn a_new_certificate_by_config_set_serves_new_connections_and_keeps_old_ones_lik
 fn refused_tls_changes_answer_like_redis_and_leave_the_old_configuration_serving() {
     let certs = Certs::generate();
     let servers = start_both(&certs, &[]);
-    let missing = certs.dir().join("missing.crt").to_string_lossy().into_owned();
+    let missing = certs
+        .dir()
+        .join("missing.crt")
+        .to_string_lossy()
+        .into_owned();
     let changes: Vec<Vec<String>> = vec![
         vec!["tls-cert-file".into(), missing.clone()],
         vec!["tls-key-file".into(), missing.clone()],
@@ -102,7 +109,8 @@ fn refused_tls_changes_answer_like_redis_and_leave_the_old_configuration_serving
             replies.push((reply, value));
         }
         assert_eq!(
-            replies[0], replies[1],
+            replies[0],
+            replies[1],
             "CONFIG SET {change:?}: redis-server {} / {} vs hozon-server {} / {}",
             show(&replies[0].0),
             show(&replies[0].1),
@@ -119,7 +127,11 @@ fn tls_protocols_limits_the_versions_offered_like_redis() {
     let servers = start_both(&certs, &[]);
     for server in &servers {
         let mut control = Conn::connect(server.port());
-        for (setting, tls12, tls13) in [("TLSv1.2", true, false), ("TLSv1.3", false, true), ("TLSv1.2 TLSv1.3", true, true)] {
+        for (setting, tls12, tls13) in [
+            ("TLSv1.2", true, false),
+            ("TLSv1.3", false, true),
+            ("TLSv1.2 TLSv1.3", true, true),
+        ] {
             let set = control.call(&[b"CONFIG", b"SET", b"tls-protocols", setting.as_bytes()]);
             assert_eq!(set, b"+OK\r\n", "{}: {setting}", server.name);
             for (versions, served) in [(Versions::Tls12, tls12), (Versions::Tls13, tls13)] {
@@ -127,7 +139,12 @@ fn tls_protocols_limits_the_versions_offered_like_redis() {
                     server.tls_port,
                     client_config(&certs, Identity::Client, versions),
                 );
-                assert_eq!(result.is_ok(), served, "{} tls-protocols {setting}", server.name);
+                assert_eq!(
+                    result.is_ok(),
+                    served,
+                    "{} tls-protocols {setting}",
+                    server.name
+                );
             }
         }
     }
@@ -140,7 +157,12 @@ fn config_set_tls_port_moves_the_tls_listener_like_redis() {
     for server in &servers {
         let mut control = Conn::connect(server.port());
         let new_port = harness::unused_port();
-        let set = control.call(&[b"CONFIG", b"SET", b"tls-port", new_port.to_string().as_bytes()]);
+        let set = control.call(&[
+            b"CONFIG",
+            b"SET",
+            b"tls-port",
+            new_port.to_string().as_bytes(),
+        ]);
         assert_eq!(set, b"+OK\r\n", "{}", server.name);
         let mut moved = TlsClient::connect(new_port, client(&certs)).expect("the new TLS port");
         assert_eq!(moved.call(&[b"PING"]), b"+PONG\r\n");
@@ -150,7 +172,10 @@ fn config_set_tls_port_moves_the_tls_listener_like_redis() {
             server.name
         );
         // tls-port 0 closes it.
-        assert_eq!(control.call(&[b"CONFIG", b"SET", b"tls-port", b"0"]), b"+OK\r\n");
+        assert_eq!(
+            control.call(&[b"CONFIG", b"SET", b"tls-port", b"0"]),
+            b"+OK\r\n"
+        );
         assert!(std::net::TcpStream::connect(("127.0.0.1", new_port)).is_err());
         assert_eq!(control.call(&[b"PING"]), b"+PONG\r\n");
     }
@@ -164,7 +189,10 @@ fn listening_ports(pid: u32) -> Vec<u16> {
             continue;
         };
         let target = target.to_string_lossy().into_owned();
-        if let Some(inode) = target.strip_prefix("socket:[").and_then(|t| t.strip_suffix(']')) {
+        if let Some(inode) = target
+            .strip_prefix("socket:[")
+            .and_then(|t| t.strip_suffix(']'))
+        {
             inodes.push(inode.to_string());
         }
     }
@@ -194,7 +222,16 @@ fn port_0_with_a_tls_port_serves_tls_only_like_redis() {
         let dir = tempfile::tempdir().expect("dir");
         let tls_port = harness::unused_port();
         let mut child = Command::new(&binary)
-            .args(["--port", "0", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                "0",
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .args(["--dir", &dir.path().to_string_lossy()])
             .args(certs.server_args(tls_port))
             .stdout(Stdio::null())
@@ -212,7 +249,10 @@ fn port_0_with_a_tls_port_serves_tls_only_like_redis() {
                 }
             }
         };
-        assert_eq!(tls.call(&[b"CONFIG", b"GET", b"port"]), b"*2\r\n$4\r\nport\r\n$1\r\n0\r\n");
+        assert_eq!(
+            tls.call(&[b"CONFIG", b"GET", b"port"]),
+            b"*2\r\n$4\r\nport\r\n$1\r\n0\r\n"
+        );
         assert_eq!(listening_ports(child.id()), vec![tls_port], "{name}");
         let _ = child.kill();
         let _ = child.wait();
