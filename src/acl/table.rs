@@ -32,7 +32,9 @@ pub struct Table {
     pub entries: Vec<Entry>,
     /// Category names, in ACL CAT's order.
     pub categories: &'static [&'static str],
-    by_name: HashMap<&'static str, usize>,
+    /// Ids by full name (foldhash: the names are ours, and every
+    /// checked command looks one up).
+    by_name: HashMap<&'static str, usize, foldhash::fast::FixedState>,
 }
 
 static TABLE: OnceLock<Table> = OnceLock::new();
@@ -45,7 +47,7 @@ pub fn install(
 ) {
     TABLE.get_or_init(|| {
         let mut entries: Vec<Entry> = Vec::new();
-        let mut by_name = HashMap::new();
+        let mut by_name = HashMap::with_hasher(foldhash::fast::FixedState::default());
         for (name, cats, no_auth) in commands() {
             let parent = name
                 .split_once('|')
