@@ -258,6 +258,7 @@ mod failover;
 mod promotion;
 mod refusals;
 mod restart;
+mod tls;
 
 #[test]
 fn a_lost_link_continues_with_a_partial_resync() {
