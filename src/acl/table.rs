@@ -97,6 +97,7 @@ impl Table {
     }
 
     /// The id of an exact lower-case full name.
+    #[cfg(test)]
     pub fn id_of(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()
     }

@@ -477,12 +477,7 @@ fn request<'a>(
     keys: bool,
     channels: bool,
 ) -> Option<Request<'a>> {
-    let full: std::borrow::Cow<str> = if std::ptr::eq(top, spec) {
-        top.name.into()
-    } else {
-        super::full_name(top, spec).into()
-    };
-    let id = table::table().id_of(&full)?;
+    let id = usize::from(spec.acl_id);
     let sub = !std::ptr::eq(top, spec);
     let mut request = Request {
         id,
@@ -492,6 +487,11 @@ fn request<'a>(
     if !keys {
         return Some(request);
     }
+    let full: std::borrow::Cow<str> = if sub {
+        super::full_name(top, spec).into()
+    } else {
+        top.name.into()
+    };
     if let Ok(keys) = super::getkeys::keys_of_spec(spec, &full, argv) {
         for (index, flags) in keys {
             request.keys.push((index, argv[index], key_perms(flags)));
@@ -748,6 +748,29 @@ pub(crate) fn check_at_exec(
         Denied::Channel(_) => "no permission to access one of the channels used as arguments",
     };
     Err(Reply::error(format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}")))
+}
+
+#[cfg(test)]
+mod ids {
+    use crate::acl::table;
+
+    /// Every command and subcommand's compile-time `acl_id` names it in
+    /// ACL's table (the check looks up no name at run time).
+    #[test]
+    fn every_spec_carries_its_acl_table_id() {
+        super::install_table();
+        let entries = &table::table().entries;
+        let mut checked = 0;
+        for top in crate::command::table().values() {
+            let specs = std::iter::once(*top).chain(top.subcommands.iter());
+            for spec in specs {
+                let full = crate::command::full_name(top, spec);
+                assert_eq!(entries[usize::from(spec.acl_id)].name, full);
+                checked += 1;
+            }
+        }
+        assert!(checked > 300, "{checked} specs");
+    }
 }
 
 #[cfg(test)]

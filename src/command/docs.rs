@@ -206,6 +206,18 @@ pub struct Doc {
 /// constant tables: evaluated at compile time, a missing name fails the
 /// build.
 pub const fn find(fullname: &str) -> &'static Doc {
+    let i = index_of(fullname);
+    if i < DOCS.len() {
+        &DOCS[i]
+    } else {
+        &LATER_DOCS[i - DOCS.len()]
+    }
+}
+
+/// The position of `fullname` in [`DOCS`] followed by [`LATER_DOCS`]:
+/// its id in ACL's command table (`acl::table`, installed in that
+/// order). A name neither lists fails the build (in a const context).
+pub const fn index_of(fullname: &str) -> usize {
     const fn same(a: &str, b: &str) -> bool {
         let (a, b) = (a.as_bytes(), b.as_bytes());
         if a.len() != b.len() {
@@ -223,14 +235,14 @@ pub const fn find(fullname: &str) -> &'static Doc {
     let mut i = 0;
     while i < DOCS.len() {
         if same(DOCS[i].name, fullname) {
-            return &DOCS[i];
+            return i;
         }
         i += 1;
     }
     let mut i = 0;
     while i < LATER_DOCS.len() {
         if same(LATER_DOCS[i].name, fullname) {
-            return &LATER_DOCS[i];
+            return DOCS.len() + i;
         }
         i += 1;
     }

@@ -132,6 +132,9 @@ pub struct CommandSpec {
     pub handler: Handler,
     /// Subcommands (CONFIG GET, CLIENT LIST, …); empty for plain commands.
     pub subcommands: &'static [CommandSpec],
+    /// The id in ACL's command table (`acl::table`: the metadata's order),
+    /// fixed at compile time so the per-command ACL check looks up no name.
+    pub acl_id: u16,
 }
 
 impl CommandSpec {
@@ -147,6 +150,7 @@ impl CommandSpec {
         group: &'static str,
         handler: Handler,
     ) -> CommandSpec {
+        let acl_id = docs::index_of(full_name);
         let doc = docs::find(full_name);
         let (first_key, last_key, key_step) = doc.keys;
         CommandSpec {
@@ -159,6 +163,7 @@ impl CommandSpec {
             group,
             handler,
             subcommands: &[],
+            acl_id: acl_id as u16,
         }
     }
 

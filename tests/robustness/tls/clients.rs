@@ -194,3 +194,43 @@ fn redis_py_over_tls_runs_commands_pipelines_pubsub_and_a_large_value_like_redis
     }
     assert_eq!(summaries[0], summaries[1], "redis-server vs hozon-server");
 }
+
+#[test]
+fn a_tls_client_over_maxclients_is_told_so_over_tls_like_redis() {
+    // The refusal goes out once the handshake ends (Redis accepts, then
+    // answers over TLS and closes).
+    let certs = Certs::generate();
+    let servers = start_both(&certs, &[]);
+    let mut refusals = Vec::new();
+    for server in &servers {
+        let mut control = Conn::connect(server.port());
+        assert_eq!(
+            control.call(&[b"CONFIG", b"SET", b"maxclients", b"1"]),
+            b"+OK\r\n"
+        );
+        let refused = TlsClient::connect(
+            server.tls_port,
+            client_config(&certs, Identity::Client, Versions::Both),
+        );
+        let Err(why) = refused else {
+            panic!("{}: a client over maxclients was served", server.name);
+        };
+        refusals.push(why);
+        assert_eq!(
+            control.call(&[b"CONFIG", b"SET", b"maxclients", b"100"]),
+            b"+OK\r\n"
+        );
+        let mut served = TlsClient::connect(
+            server.tls_port,
+            client_config(&certs, Identity::Client, Versions::Both),
+        )
+        .expect("served under the limit");
+        assert_eq!(served.call(&[b"PING"]), b"+PONG\r\n");
+    }
+    assert!(
+        refusals[0].contains("max number of clients reached"),
+        "redis-server: {}",
+        refusals[0]
+    );
+    assert_eq!(refusals[0], refusals[1], "redis-server vs hozon-server");
+}
