@@ -102,7 +102,7 @@ fn refused_tls_changes_answer_like_redis_and_leave_the_old_configuration_serving
             let mut control = Conn::connect(server.port());
             let reply = control.call(&args);
             // Still serving TLS with the old settings.
-            let mut tls = TlsClient::connect(server.tls_port, client(&certs))
+            let tls = TlsClient::connect(server.tls_port, client(&certs))
                 .unwrap_or_else(|e| panic!("{} after {change:?}: {e}", server.name));
             assert_eq!(tls.server_cert(), der(&certs, "server.crt"));
             let value = control.call(&[b"CONFIG", b"GET", change[0].as_bytes()]);
