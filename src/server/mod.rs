@@ -66,8 +66,9 @@ const OUTPUT_PAUSE_BYTES: u64 = 1024 * 1024;
 /// Short, because a request arriving during a slice waits for its end; a
 /// poll between slices costs a microsecond or two.
 const BACKGROUND_SLICE: Duration = Duration::from_micros(500);
-/// Refused TLS clients kept beyond `maxclients` until their handshake
-/// ends and the refusal is sent; past that, one is closed without it.
+/// TLS clients refused by protected mode kept beyond `maxclients` until
+/// their handshake ends and the refusal is sent; past that, one is closed
+/// without it.
 const TLS_REFUSALS_HELD: u64 = 64;
 /// Tokens below this value are listeners.
 const FIRST_CLIENT_TOKEN: usize = 1024;
@@ -341,7 +342,8 @@ impl Server {
             };
             let nopass = self.engine.core().acl.default_user().nopass;
             let config = self.engine.config();
-            let refusal = if self.clients.len() as u64 >= config.maxclients {
+            let full = self.clients.len() as u64 >= config.maxclients;
+            let refusal = if full {
                 Some("-ERR max number of clients reached\r\n")
             } else if host::protected_mode_refuses(config, nopass, addr.ip()) {
                 Some(DENIED_PROTECTED)
@@ -351,7 +353,9 @@ impl Server {
             if let Some(refusal) = refusal {
                 let room = (self.clients.len() as u64) < config.maxclients + TLS_REFUSALS_HELD;
                 self.engine.core().stats.rejected_connections += 1;
-                if stream.is_tls() && room {
+                // Over maxclients a TLS connection is dropped unanswered,
+                // as Redis drops it (its handshake has not run).
+                if stream.is_tls() && room && !full {
                     // Sent once the handshake ends, as Redis sends it.
                     let session = self.engine.new_session();
                     let client = Client::new(stream, addr, resp::Limits::default(), session);
@@ -398,7 +402,8 @@ impl Server {
             };
             if let Some(refusal) = refusal {
                 self.engine.core().stats.rejected_connections += 1;
-                if client.stream.is_tls() {
+                let full = refusal.starts_with("-ERR max");
+                if client.stream.is_tls() && !full {
                     self.refuse_tls(client, refusal);
                 } else {
                     let _ = client.stream.write(refusal.as_bytes());

@@ -16,7 +16,7 @@ use crate::harness::{show, Conn, Pair};
 /// 127.0.0.2: a loopback peer that is not "local" to protected mode
 /// (Redis compares the peer's text with `127.0.0.1` and `::1`). Traffic
 /// stays on the loopback interface.
-fn connect_from_127_0_0_2(port: u16) -> TcpStream {
+pub(crate) fn connect_from_127_0_0_2(port: u16) -> TcpStream {
     fn sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
         libc::sockaddr_in {
             sin_family: libc::AF_INET as libc::sa_family_t,

@@ -196,26 +196,33 @@ fn redis_py_over_tls_runs_commands_pipelines_pubsub_and_a_large_value_like_redis
 }
 
 #[test]
-fn a_tls_client_over_maxclients_is_told_so_over_tls_like_redis() {
-    // The refusal goes out once the handshake ends (Redis accepts, then
-    // answers over TLS and closes).
+fn a_tls_client_over_maxclients_is_closed_unanswered_like_redis() {
+    // Redis checks maxclients before the handshake, and closes: nothing
+    // can be sent yet (its acceptCommonHandler says so).
     let certs = Certs::generate();
     let servers = start_both(&certs, &[]);
-    let mut refusals = Vec::new();
     for server in &servers {
         let mut control = Conn::connect(server.port());
         assert_eq!(
             control.call(&[b"CONFIG", b"SET", b"maxclients", b"1"]),
             b"+OK\r\n"
         );
-        let refused = TlsClient::connect(
+        let said = TlsClient::unprompted(
             server.tls_port,
             client_config(&certs, Identity::Client, Versions::Both),
         );
-        let Err(why) = refused else {
-            panic!("{}: a client over maxclients was served", server.name);
-        };
-        refusals.push(why);
+        assert!(
+            said.as_ref().map_or(true, |s| s.is_empty()),
+            "{}: a client over maxclients was told {said:?}",
+            server.name
+        );
+        let rejected = control.call(&[b"INFO", b"stats"]);
+        assert!(
+            String::from_utf8_lossy(&rejected).contains("rejected_connections:1"),
+            "{}: {}",
+            server.name,
+            String::from_utf8_lossy(&rejected)
+        );
         assert_eq!(
             control.call(&[b"CONFIG", b"SET", b"maxclients", b"100"]),
             b"+OK\r\n"
@@ -227,10 +234,31 @@ fn a_tls_client_over_maxclients_is_told_so_over_tls_like_redis() {
         .expect("served under the limit");
         assert_eq!(served.call(&[b"PING"]), b"+PONG\r\n");
     }
-    assert!(
-        refusals[0].contains("max number of clients reached"),
-        "redis-server: {}",
-        refusals[0]
+}
+
+#[test]
+fn protected_mode_refuses_a_remote_tls_client_over_tls_like_redis() {
+    // A peer at 127.0.0.2 is not local to protected mode; with no
+    // password Redis answers DENIED once the handshake is over.
+    let certs = Certs::generate();
+    let servers = start_both(
+        &certs,
+        &["--protected-mode", "yes", "--bind", "127.0.0.1 127.0.0.2"],
     );
-    assert_eq!(refusals[0], refusals[1], "redis-server vs hozon-server");
+    let mut said = Vec::new();
+    for server in &servers {
+        let sock = crate::security::connect_from_127_0_0_2(server.tls_port);
+        let words = TlsClient::unprompted_over(
+            sock,
+            client_config(&certs, Identity::Client, Versions::Both),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", server.name));
+        said.push(String::from_utf8_lossy(&words).into_owned());
+    }
+    assert!(
+        said[0].starts_with("-DENIED Redis is running in protected mode"),
+        "redis-server: {}",
+        said[0]
+    );
+    assert_eq!(said[0], said[1], "redis-server vs hozon-server");
 }

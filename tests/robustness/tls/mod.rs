@@ -180,6 +180,36 @@ impl TlsClient {
         }
     }
 
+    /// Completes a handshake with 127.0.0.1:`port`, sends nothing, and
+    /// returns what the server says before it closes (read for up to 10
+    /// seconds): a refusal's text.
+    pub fn unprompted(port: u16, config: Arc<rustls::ClientConfig>) -> Result<Vec<u8>, String> {
+        let sock = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+        TlsClient::unprompted_over(sock, config)
+    }
+
+    /// As [`TlsClient::unprompted`], over a socket already connected.
+    pub fn unprompted_over(
+        sock: TcpStream,
+        config: Arc<rustls::ClientConfig>,
+    ) -> Result<Vec<u8>, String> {
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("read timeout");
+        let name = ServerName::try_from("localhost").expect("a name");
+        let conn = rustls::ClientConnection::new(config, name).map_err(|e| e.to_string())?;
+        let mut stream = rustls::StreamOwned::new(conn, sock);
+        let mut said = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            match stream.read(&mut chunk) {
+                Ok(0) => return Ok(said),
+                Ok(n) => said.extend_from_slice(&chunk[..n]),
+                Err(e) if said.is_empty() => return Err(e.to_string()),
+                Err(_) => return Ok(said),
+            }
+        }
+    }
+
     /// Sends a command and reads its reply.
     pub fn call(&mut self, args: &[&[u8]]) -> Vec<u8> {
         self.send(&harness::encode_command(args));
