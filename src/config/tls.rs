@@ -61,7 +61,8 @@ pub struct TlsSettings {
     pub session_cache_timeout: u32,
     /// `tls-replication`: the master link uses TLS.
     pub replication: bool,
-    /// `tls-cluster` (`yes` refused: no cluster).
+    /// `tls-cluster` (no effect: hozon has no cluster; Redis too accepts
+    /// it outside cluster mode).
     pub cluster: bool,
 }
 

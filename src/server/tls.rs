@@ -65,9 +65,6 @@ impl TlsContext {
                 ));
             }
         }
-        if s.cluster {
-            return Err("tls-cluster yes is not supported: hozon has no cluster".into());
-        }
         let has_ca = !s.ca_cert_file.is_empty() || !s.ca_cert_dir.is_empty();
         if (s.auth_clients != AuthClients::No || s.replication) && !has_ca {
             return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
