@@ -29,13 +29,13 @@ pub struct TlsSettings {
     pub cert_file: String,
     /// `tls-key-file`: the server's private key (PEM).
     pub key_file: String,
-    /// `tls-key-file-pass` (refused when set: no encrypted keys).
+    /// `tls-key-file-pass`: the password of an encrypted key.
     pub key_file_pass: String,
     /// `tls-client-cert-file`: the certificate a replica shows its master.
     pub client_cert_file: String,
     /// `tls-client-key-file`.
     pub client_key_file: String,
-    /// `tls-client-key-file-pass` (refused when set).
+    /// `tls-client-key-file-pass`.
     pub client_key_file_pass: String,
     /// `tls-dh-params-file` (no effect: ECDHE only).
     pub dh_params_file: String,

@@ -55,16 +55,6 @@ impl TlsContext {
         if s.key_file.is_empty() {
             return Err("No tls-key-file configured!".into());
         }
-        for (name, pass) in [
-            ("tls-key-file-pass", &s.key_file_pass),
-            ("tls-client-key-file-pass", &s.client_key_file_pass),
-        ] {
-            if !pass.is_empty() {
-                return Err(format!(
-                    "{name} is set, but encrypted private keys are not supported: decrypt the key (openssl pkey -in key.pem -out plain-key.pem) and leave {name} empty"
-                ));
-            }
-        }
         let has_ca = !s.ca_cert_file.is_empty() || !s.ca_cert_dir.is_empty();
         if (s.auth_clients != AuthClients::No || s.replication) && !has_ca {
             return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
@@ -73,7 +63,7 @@ impl TlsContext {
         let versions = protocols(&s.protocols)?;
         let provider = Arc::new(provider(s)?);
         let roots = Arc::new(roots(s, dir)?);
-        let (certs, key) = cert_and_key(dir, &s.cert_file, &s.key_file)?;
+        let (certs, key) = cert_and_key(dir, &s.cert_file, &s.key_file, &s.key_file_pass)?;
 
         let verifier = match s.auth_clients {
             AuthClients::No => WebPkiClientVerifier::no_client_auth(),
@@ -119,7 +109,12 @@ impl TlsContext {
         // CA; `tls-client-cert-file` shown, else the server's own.
         let (client_certs, client_key) =
             if !s.client_cert_file.is_empty() && !s.client_key_file.is_empty() {
-                cert_and_key(dir, &s.client_cert_file, &s.client_key_file)?
+                cert_and_key(
+                    dir,
+                    &s.client_cert_file,
+                    &s.client_key_file,
+                    &s.client_key_file_pass,
+                )?
             } else {
                 (certs, key)
             };
@@ -361,11 +356,13 @@ fn path_in(dir: &Path, path: &str) -> std::path::PathBuf {
     dir.join(path)
 }
 
-/// A certificate chain and its key, from PEM files.
+/// A certificate chain and its key, from PEM files; `pass` decrypts an
+/// encrypted key.
 fn cert_and_key(
     dir: &Path,
     cert_file: &str,
     key_file: &str,
+    pass: &str,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
     let cert_path = path_in(dir, cert_file);
     let failed_cert = |e: &dyn std::fmt::Display| {
@@ -379,9 +376,32 @@ fn cert_and_key(
         return Err(failed_cert(&"no certificate in the file"));
     }
     let key_path = path_in(dir, key_file);
-    let key = PrivateKeyDer::from_pem_file(&key_path)
+    let key = private_key(&key_path, pass)
         .map_err(|e| format!("Failed to load private key: {}: {e}", key_path.display()))?;
     Ok((certs, key))
+}
+
+/// The private key of a PEM file: an `ENCRYPTED PRIVATE KEY` (PKCS#8,
+/// what OpenSSL 3 writes for `genrsa -aes256` or `pkcs8 -topk8`) is
+/// decrypted with `pass`; any other key is read as it is, the password
+/// unused (as OpenSSL does with a key that is not encrypted).
+fn private_key(path: &Path, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
+    const ENCRYPTED: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let Some(start) = text.find(ENCRYPTED) else {
+        return PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|e| e.to_string());
+    };
+    if pass.is_empty() {
+        return Err("the key is encrypted and no password is set (tls-key-file-pass)".into());
+    }
+    let (_, der) = pkcs8::der::pem::decode_vec(text[start..].as_bytes())
+        .map_err(|e| format!("an unreadable encrypted key: {e}"))?;
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_slice())
+        .map_err(|e| format!("an unreadable encrypted key: {e}"))?;
+    let plain = info
+        .decrypt(pass.as_bytes())
+        .map_err(|e| format!("cannot decrypt the key ({e}): a wrong password?"))?;
+    Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()))
 }
 
 /// The CA certificates of `tls-ca-cert-file` and of every file in

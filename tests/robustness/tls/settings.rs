@@ -258,3 +258,72 @@ fn port_0_with_a_tls_port_serves_tls_only_like_redis() {
         let _ = child.wait();
     }
 }
+
+#[test]
+fn an_encrypted_key_is_read_with_tls_key_file_pass_like_redis() {
+    let certs = Certs::generate();
+    let encrypted = certs.dir().join("server-encrypted.key");
+    let made = Command::new("openssl")
+        .args([
+            "pkcs8",
+            "-topk8",
+            "-v2",
+            "aes-256-cbc",
+            "-passout",
+            "pass:s3cret",
+        ])
+        .args(["-in", &certs.path("server.key"), "-out"])
+        .arg(&encrypted)
+        .output()
+        .expect("run openssl");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let head = std::fs::read_to_string(&encrypted).expect("the encrypted key");
+    assert!(
+        head.starts_with("-----BEGIN ENCRYPTED PRIVATE KEY-----"),
+        "{head}"
+    );
+    let encrypted = encrypted.to_string_lossy().into_owned();
+    let servers = start_both(
+        &certs,
+        &[
+            "--tls-key-file",
+            &encrypted,
+            "--tls-key-file-pass",
+            "s3cret",
+        ],
+    );
+    for server in &servers {
+        let mut tls = TlsClient::connect(server.tls_port, client(&certs))
+            .unwrap_or_else(|e| panic!("{}: {e}", server.name));
+        assert_eq!(tls.server_cert(), der(&certs, "server.crt"));
+        assert_eq!(tls.call(&[b"PING"]), b"+PONG\r\n");
+    }
+    // A wrong password is refused as any bad key is, the old key kept;
+    // the right one with a reload works.
+    let mut replies = Vec::new();
+    for server in &servers {
+        let mut control = Conn::connect(server.port());
+        let wrong = control.call(&[b"CONFIG", b"SET", b"tls-key-file-pass", b"wrong"]);
+        TlsClient::connect(server.tls_port, client(&certs))
+            .unwrap_or_else(|e| panic!("{} after a wrong password: {e}", server.name));
+        let right = control.call(&[
+            b"CONFIG",
+            b"SET",
+            b"tls-key-file-pass",
+            b"s3cret",
+            b"tls-cert-file",
+            certs.path("server.crt").as_bytes(),
+        ]);
+        replies.push((wrong, right));
+    }
+    assert_eq!(replies[0], replies[1], "redis-server vs hozon-server");
+    assert!(
+        replies[1].0.starts_with(b"-ERR"),
+        "a wrong password was accepted"
+    );
+    assert_eq!(replies[1].1, b"+OK\r\n");
+}
