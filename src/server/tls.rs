@@ -394,7 +394,7 @@ fn private_key(path: &Path, pass: &str) -> Result<PrivateKeyDer<'static>, String
     if pass.is_empty() {
         return Err("the key is encrypted and no password is set (tls-key-file-pass)".into());
     }
-    let (_, der) = pkcs8::der::pem::decode_vec(text[start..].as_bytes())
+    let (_, der) = pkcs8::der::pem::decode_vec(&text.as_bytes()[start..])
         .map_err(|e| format!("an unreadable encrypted key: {e}"))?;
     let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_slice())
         .map_err(|e| format!("an unreadable encrypted key: {e}"))?;
