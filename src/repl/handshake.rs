@@ -234,6 +234,13 @@ impl Handshake {
         &self.config
     }
 
+    /// The settings in force now (`masterauth`, `masteruser`, the
+    /// announced address, CONFIG SET since the link was made), for the
+    /// next attempt: Redis reads them at each one.
+    pub fn set_config(&mut self, config: Config) {
+        self.config = config;
+    }
+
     /// Sets the cached master: its id and the offset of the last stream
     /// byte applied (`reploff`). The next PSYNC asks for
     /// `<replid> <offset + 1>`; `None`: `PSYNC ? -1`.

@@ -204,6 +204,38 @@ fn replicas_sync_as_the_documented_replication_user() {
 }
 
 #[test]
+fn a_masterauth_set_after_replicaof_is_used_by_the_next_attempt_like_redis() {
+    // Redis's unit/auth "MASTERAUTH test with binary password": REPLICAOF
+    // first, the password after. Each connect attempt must send the
+    // password in force then, not the one the link started with.
+    let master = start_hozon(&[]);
+    let port = master.port.to_string();
+    let mut m = Conn::connect(master.port);
+    call(&mut m, &["CONFIG", "SET", "requirepass", "abc\u{0}def"]);
+    assert_eq!(
+        call(&mut m, &["AUTH", "abc\u{0}def"]),
+        Value::Simple("OK".into())
+    );
+    call(&mut m, &["SET", "k", "v"]);
+    let redis = start_redis(&[]);
+    let hozon = start_hozon(&[]);
+    for replica in [&redis, &hozon] {
+        let mut r = Conn::connect(replica.port);
+        call(&mut r, &["REPLICAOF", "127.0.0.1", &port]);
+        call(&mut r, &["CONFIG", "SET", "masterauth", "abc"]);
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(
+            info_field(&mut r, "replication", "master_link_status").as_deref(),
+            Some("down"),
+            "a wrong masterauth let the link up"
+        );
+        call(&mut r, &["CONFIG", "SET", "masterauth", "abc\u{0}def"]);
+        wait_caught_up(&mut m, &mut r);
+        assert_eq!(call(&mut r, &["GET", "k"]), Value::Bulk(b"v".to_vec()));
+    }
+}
+
+#[test]
 fn masterdown_and_role_without_a_link_match_a_redis_replica() {
     // A port nobody listens on: the link never comes up.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

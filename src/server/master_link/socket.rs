@@ -104,6 +104,9 @@ impl Server {
     pub(super) fn connect_link(&mut self, link: &mut MasterLink) {
         self.close_link_socket(link);
         link.progress_ms = now_ms();
+        if let Some(config) = self.link_config() {
+            link.handshake.set_config(config);
+        }
         let config = link.handshake.config();
         let address = (config.host.as_str(), config.port)
             .to_socket_addrs()
