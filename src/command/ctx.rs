@@ -154,6 +154,9 @@ pub struct MemoryUse {
     pub peak: u64,
     /// Allocated when the server became ready (INFO `used_memory_startup`).
     pub startup: u64,
+    /// The allocator's name (INFO `mem_allocator`: `jemalloc-5.3.0`,
+    /// `libc`).
+    pub allocator: &'static str,
 }
 
 /// The host of an embedded engine: no other clients, no process to stop.

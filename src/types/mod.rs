@@ -15,6 +15,7 @@ pub(crate) mod long_double;
 pub mod num;
 pub mod ordtree;
 pub mod set;
+pub mod size_class;
 pub mod stream;
 pub mod zset;
 

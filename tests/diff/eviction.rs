@@ -337,7 +337,14 @@ fn a_cut_eviction_run_continues_without_commands() {
             evicted > 1000,
             "{name}: {evicted} evicted: the cut run did not continue"
         );
-        assert!(used <= limit, "{name}: used {used} over the limit {limit}");
+        // INFO's figure includes what INFO itself holds while it runs
+        // (its reply so far, its lines): the eviction before it stops at
+        // the limit, so a few hundred bytes over are INFO's, not the
+        // keyspace's. A run that did not continue is megabytes over.
+        assert!(
+            used <= limit + 16 * 1024,
+            "{name}: used {used} over the limit {limit}"
+        );
     }
 }
 

@@ -10,19 +10,7 @@
 /// The size jemalloc hands out for a request of `n` bytes: 8, 16, then
 /// four classes per doubling (48, 64, 80, ... 128, 160, 192, 224, 256, ...).
 pub fn jemalloc_class(n: u64) -> u64 {
-    if n <= 8 {
-        return 8;
-    }
-    if n <= 16 {
-        return 16;
-    }
-    if n <= 128 {
-        return n.div_ceil(16) * 16;
-    }
-    // Spacing is a quarter of the power of two below.
-    let pow = 1u64 << (63 - (n - 1).leading_zeros());
-    let step = pow / 4;
-    n.div_ceil(step) * step
+    hozon::types::size_class::jemalloc(n as usize) as u64
 }
 
 /// Bytes of an sds string of `len` bytes: header (type, len, alloc for

@@ -54,15 +54,7 @@ const QUICKLIST_NODE: usize = 40;
 /// jemalloc's size class for an allocation of `n` bytes (what
 /// `zmalloc_size` returns for it).
 fn size_class(n: usize) -> usize {
-    if n <= 8 {
-        return 8;
-    }
-    if n <= 16 {
-        return 16;
-    }
-    let lg = usize::BITS - 1 - (n - 1).leading_zeros();
-    let spacing = (1usize << lg.saturating_sub(2)).max(16);
-    n.div_ceil(spacing) * spacing
+    crate::types::size_class::jemalloc(n)
 }
 
 /// `sdsZmallocSize` of a string of `len` bytes (sds header by length).

@@ -207,9 +207,20 @@ fn info_clients(ctx: &Ctx, out: &mut String) {
 /// counter); an embedded engine without one reports the resident set size.
 fn info_memory(ctx: &Ctx, out: &mut String) {
     let rss = process_rss();
-    let (used, peak, startup) = match ctx.host.used_memory() {
-        Some(m) => (m.used, m.peak.max(m.used), m.startup.min(m.used)),
-        None => (rss, rss, 0),
+    let (used, peak, startup, allocator) = match ctx.host.used_memory() {
+        Some(m) => (
+            m.used,
+            m.peak.max(m.used),
+            m.startup.min(m.used),
+            m.allocator,
+        ),
+        None => (rss, rss, 0, ""),
+    };
+    // An embedder's allocator is its own; Redis says `libc` for malloc.
+    let allocator = if allocator.is_empty() {
+        "libc"
+    } else {
+        allocator
     };
     let repl_buffer = ctx.core.repl.buffer.as_ref();
     let mut clients_mem = ctx.host.connection().map_or(0, |c| c.total_bytes as u64);
@@ -307,7 +318,7 @@ fn info_memory(ctx: &Ctx, out: &mut String) {
         format!("mem_clients_normal:{clients_mem}"),
         "mem_cluster_links:0".to_string(),
         "mem_aof_buffer:0".to_string(),
-        "mem_allocator:libc".to_string(),
+        format!("mem_allocator:{allocator}"),
         "active_defrag_running:0".to_string(),
         "lazyfree_pending_objects:0".to_string(),
         "lazyfreed_objects:0".to_string(),
