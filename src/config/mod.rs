@@ -230,7 +230,7 @@ pub struct Config {
     pub loading_process_events_interval_bytes: i32,
     /// `busy-poll-us` (hozon only): how long the event loop keeps polling
     /// for new requests before it sleeps, after turns whose requests came
-    /// close together (20 µs; 0: always sleep at once). See
+    /// close together (0, the default: always sleep at once). See
     /// `server::busy_poll`.
     pub busy_poll_us: u64,
     /// `notify-keyspace-events`: the keyspace notification classes in

@@ -710,7 +710,7 @@ pub static PARAMS: &[Param] = &[
         unsupported: None,
     },
     int_param!("tracking-table-max-keys", None, 0, "1000000", 0, LONG_MAX, false, false, |c| c.tracking_table_max_keys, |c, v| c.tracking_table_max_keys = v as u64),
-    int_param!("busy-poll-us", None, 0, "20", 0, 10000, false, false, |c| c.busy_poll_us, |c, v| c.busy_poll_us = v as u64),
+    int_param!("busy-poll-us", None, 0, "0", 0, 10000, false, false, |c| c.busy_poll_us, |c, v| c.busy_poll_us = v as u64),
     int_param!("slowlog-log-slower-than", None, 0, "10000", -1, LONG_MAX, false, false, |c| c.slowlog_log_slower_than, |c, v| c.slowlog_log_slower_than = v as i64),
     int_param!("slowlog-max-len", None, 0, "128", 0, LONG_MAX, false, true, |c| c.slowlog_max_len, |c, v| c.slowlog_max_len = v as u64),
     int_param!("latency-monitor-threshold", None, 0, "0", 0, LONG_MAX, false, false, |c| c.latency_monitor_threshold, |c, v| c.latency_monitor_threshold = v as u64),

@@ -64,7 +64,7 @@ fn the_server_takes_no_cpu_once_clients_stop_after_a_busy_spell() {
     // A busy spell of many unpipelined clients is what turns spinning on;
     // once they stop, the loop must sleep (a loop that keeps re-handling
     // old events or spinning would use a core: 100 ticks a second).
-    let server = start_hozon(&[]);
+    let server = start_hozon(&["--busy-poll-us", "20"]);
     assert_eq!(
         call(server.port, &[b"CONFIG", b"GET", b"busy-poll-us"]),
         b"*2\r\n$12\r\nbusy-poll-us\r\n$2\r\n20\r\n"
