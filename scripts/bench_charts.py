@@ -201,10 +201,11 @@ def bar_chart(title, subtitle, rows, axis_label, unit="", note=None, whiskers=Tr
     str (shown instead of a bar) | None})]. Each row's hozon/redis ratio of
     the medians is printed at the right."""
     left, right, top, bar_h, gap = 150, 110, 80, 13, 12
+    left = max(left, 24 + 7.5 * max((len(label) for label, _ in rows), default=0))
     plot_w = 600
     row_h = bar_h * len(SERVERS) + gap
     height = top + row_h * max(1, len(rows)) + 60 + (18 if note else 0)
-    svg = Svg(left + plot_w + right, height)
+    svg = Svg(int(left + plot_w + right), height)
     _header(svg, title, subtitle, [(s, COLORS[s]) for s in SERVERS]
             + ([("min-max of rounds", None)] if whiskers else []), 16)
     vmax = max([v[2] for _, cells in rows for v in cells.values() if isinstance(v, tuple)]
@@ -287,7 +288,13 @@ def latency_chart(title, subtitle, series, job_label):
         return svg.render()
     xmin = min(p[0] for p in pts_all)
     xmax = max([p[0] for p in pts_all] + [s["job_secs"] for s in series.values() if s])
-    xmin, xmax = min(xmin, 0.0), xmax + 0.02 * (xmax - xmin or 1)
+    # The baseline shown no longer than the longest job (at least 0.25 s),
+    # so that a short job is not a sliver at the right.
+    longest_job = max(s["job_secs"] for s in series.values() if s)
+    xmin = max(min(xmin, 0.0), -max(0.25, longest_job))
+    clipped = xmin > min(p[0] for p in pts_all)
+    pts_all = [p for p in pts_all if p[0] >= xmin] or pts_all
+    xmax = xmax + 0.02 * (xmax - xmin or 1)
     ylo = max(1.0, 10 ** math.floor(math.log10(max(1.0, min(p[1] for p in pts_all)))))
     yhi = 10 ** math.ceil(math.log10(max(ylo * 10, max(p[1] for p in pts_all))))
     lx = lambda t: left + (t - xmin) / (xmax - xmin) * plot_w  # noqa: E731
@@ -305,7 +312,9 @@ def latency_chart(title, subtitle, series, job_label):
                  color="#444")
         k += 1
     svg.line(lx(0), top, lx(0), top + plot_h, color="#333", dash="5,3")
-    svg.text(lx(0) + 4, top + 12, f"{job_label} sent", size=11, color="#333")
+    far_right = lx(0) > left + plot_w * 0.7
+    svg.text(lx(0) + (-4 if far_right else 4), top + 12, f"{job_label} sent", size=11,
+             color="#333", anchor="end" if far_right else "start")
     for name in SERVERS:
         s = series.get(name)
         if not s or not s.get("points"):
@@ -316,8 +325,8 @@ def latency_chart(title, subtitle, series, job_label):
         for t, us in s["points"]:
             c = int((lx(t) - left) // COLUMN_PX)
             cols[c] = max(cols.get(c, 0), us)
-        svg.polyline([(left + (c + 0.5) * COLUMN_PX, ly(us)) for c, us in sorted(cols.items())],
-                     COLORS[name], width=1.4)
+        svg.polyline([(left + (c + 0.5) * COLUMN_PX, ly(us)) for c, us in sorted(cols.items())
+                      if c >= 0], COLORS[name], width=1.4)
         xe = lx(s["job_secs"])
         svg.line(xe, top, xe, top + plot_h, color=COLORS[name], dash="2,3", width=1.2)
         svg.text(xe - 4, top + 26 + 14 * SERVERS.index(name), f"{name} done", size=10,
@@ -325,7 +334,8 @@ def latency_chart(title, subtitle, series, job_label):
     svg.line(left, top + plot_h, left + plot_w, top + plot_h, color="#444")
     svg.line(left, top, left, top + plot_h, color="#444")
     svg.text(left + plot_w / 2, top + plot_h + 36,
-             f"seconds since {job_label} was sent (before 0: baseline without it)", size=12,
+             f"seconds since {job_label} was sent (before 0: baseline without it"
+             + (f", its last {-xmin:.3g} s)" if clipped else ")"), size=12,
              anchor="middle")
     svg.text(18, top + plot_h / 2, "PING round trip (log scale)", size=12, anchor="middle",
              rotate=-90)
