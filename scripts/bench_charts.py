@@ -73,14 +73,16 @@ def jsonable(v):
 
 
 def results_document(args, started, machine, rev, redis_version, sections=(), snapshot=None,
-                     rewrite=None, memtypes=None):
+                     rewrite=None, memtypes=None, replication=None):
     """The results file's document. `rows` has one entry per (persistence,
     row, pipeline) the throughput section ran: each server's successful
     rounds in run order (`ops`: ops/s, `cpu_us`: server CPU µs per op, and
     the row's other figures) and the first error per server. `snapshot`
     and `rewrite` are those sections' figures (each BGSAVE/BGREWRITEAOF
     round with its PING `series`), `memory_types` the memory-per-type
-    section's; None when a section did not run."""
+    section's, `replication` the replication section's (scripts/
+    bench_repl.py's `repl_bench`: throughput, lag, WAIT and full syncs,
+    per mode); None when a section did not run."""
     rows = []
     for mode, row_list, res in sections:
         for (test, pipe) in row_list:
@@ -94,7 +96,8 @@ def results_document(args, started, machine, rev, redis_version, sections=(), sn
             "settings": jsonable(settings), "rows": rows,
             "snapshot": jsonable(snapshot) if snapshot is not None else None,
             "rewrite": jsonable(rewrite) if rewrite is not None else None,
-            "memory_types": jsonable(memtypes) if memtypes is not None else None}
+            "memory_types": jsonable(memtypes) if memtypes is not None else None,
+            "replication": jsonable(replication) if replication is not None else None}
 
 
 def write_results(path, doc):
