@@ -122,6 +122,18 @@ impl Probe {
             .expect("connected_clients in INFO")
     }
 
+    /// `used_memory` from INFO memory: what the server has allocated now
+    /// (its counting allocator), without what the allocator keeps after
+    /// frees.
+    pub fn used_memory(&mut self) -> u64 {
+        let reply = self.call_inline("INFO memory");
+        let text = String::from_utf8_lossy(&reply);
+        text.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("used_memory in INFO")
+    }
+
     /// Polls `connected_clients` until it is `count` (true) or `within`
     /// passes (false).
     pub fn wait_for_clients(&mut self, count: u64, within: Duration) -> bool {
