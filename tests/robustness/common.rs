@@ -114,24 +114,24 @@ impl Probe {
 
     /// `connected_clients` from INFO clients.
     pub fn connected_clients(&mut self) -> u64 {
-        let reply = self.call_inline("INFO clients");
+        self.info_int("clients", "connected_clients")
+    }
+
+    /// The integer field `name` of INFO `section`.
+    fn info_int(&mut self, section: &str, name: &str) -> u64 {
+        let reply = self.call_inline(&format!("INFO {section}"));
         let text = String::from_utf8_lossy(&reply);
         text.lines()
-            .find_map(|l| l.strip_prefix("connected_clients:"))
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
             .and_then(|v| v.trim().parse().ok())
-            .expect("connected_clients in INFO")
+            .unwrap_or_else(|| panic!("{name} in INFO {section}"))
     }
 
     /// `used_memory` from INFO memory: what the server has allocated now
     /// (its counting allocator), without what the allocator keeps after
     /// frees.
     pub fn used_memory(&mut self) -> u64 {
-        let reply = self.call_inline("INFO memory");
-        let text = String::from_utf8_lossy(&reply);
-        text.lines()
-            .find_map(|l| l.strip_prefix("used_memory:"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("used_memory in INFO")
+        self.info_int("memory", "used_memory")
     }
 
     /// Polls `connected_clients` until it is `count` (true) or `within`
