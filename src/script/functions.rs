@@ -43,7 +43,7 @@ pub struct FunctionEngine {
     generation: u64,
     /// Lower-cased function name → function (FCALL's names are
     /// case-insensitive, as Redis's function dictionary is).
-    functions: HashMap<Vec<u8>, FunctionEntry>,
+    functions: HashMap<Vec<u8>, FunctionEntry, foldhash::fast::RandomState>,
     /// Library name → its functions' keys in `functions`, in registration
     /// order.
     libraries: BTreeMap<Vec<u8>, Vec<Vec<u8>>>,
@@ -68,7 +68,7 @@ impl FunctionEngine {
         Ok(FunctionEngine {
             state: Scripting::new()?,
             generation,
-            functions: HashMap::new(),
+            functions: HashMap::default(),
             libraries: BTreeMap::new(),
         })
     }

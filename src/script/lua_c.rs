@@ -7,10 +7,14 @@ use std::sync::atomic::Ordering;
 use super::{call, convert, ActiveRun, Running};
 use crate::reply::Reply;
 
+/// Arguments of a `redis.call` held without an allocation.
+const INLINE_ARGS: usize = 8;
+
 /// `redis.call` (Redis's `luaRedisCallCommand`).
 ///
 /// # Safety
-/// Called by Lua only, with the ActiveRun pointer as upvalue 1.
+/// Called by Lua only, with the ActiveRun pointer as upvalue 1 and
+/// [`push_outcome`] as upvalue 2.
 pub(super) unsafe extern "C-unwind" fn redis_call_c(
     state: *mut mlua::lua_State,
 ) -> std::ffi::c_int {
@@ -43,7 +47,8 @@ struct Outcome<'a> {
 /// dropped is an error raised.
 ///
 /// # Safety
-/// Called by Lua only, with the ActiveRun pointer as upvalue 1.
+/// Called by Lua only, with the ActiveRun pointer as upvalue 1 and
+/// [`push_outcome`] as upvalue 2.
 unsafe fn command_c(state: *mut mlua::lua_State, raise: bool) -> std::ffi::c_int {
     use mlua::ffi;
     let active = ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const ActiveRun;
@@ -54,7 +59,8 @@ unsafe fn command_c(state: *mut mlua::lua_State, raise: bool) -> std::ffi::c_int
         let outcome = command_outcome(state, active);
         let failed = outcome.reply.as_ref().map_or(true, Reply::is_error);
         ffi::lua_settop(state, 0);
-        ffi::lua_pushcfunction(state, push_outcome);
+        // The pusher is upvalue 2: no new closure per call.
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
         ffi::lua_pushlightuserdata(state, (&outcome as *const Outcome).cast_mut().cast());
         (ffi::lua_pcall(state, 1, 1, 0), failed)
         // `outcome` (the reply, the argument copies) is dropped here.
@@ -84,21 +90,15 @@ unsafe fn command_outcome(
     // SAFETY: as in the bridge: set by Scripting::run for exactly this
     // call into Lua, never touched elsewhere meanwhile.
     let running = &mut *ptr.cast::<Running<'static, 'static>>();
-    let argc = ffi::lua_gettop(state);
+    let argc = ffi::lua_gettop(state).max(0) as usize;
+    // Numbers are formatted first (the only owned arguments); strings are
+    // read where they lie on the Lua stack.
     let mut numbers: Vec<Vec<u8>> = Vec::new();
-    let mut kinds: Vec<Option<(*const u8, usize)>> = Vec::with_capacity(argc as usize);
-    for i in 1..=argc {
+    for i in 1..=argc as i32 {
         match ffi::lua_type(state, i) {
-            ffi::LUA_TSTRING => {
-                let mut len = 0usize;
-                let p = ffi::lua_tolstring(state, i, &mut len);
-                kinds.push(Some((p.cast(), len)));
-            }
-            ffi::LUA_TNUMBER => {
-                numbers
-                    .push(crate::types::num::format_g17(ffi::lua_tonumber(state, i)).into_bytes());
-                kinds.push(None);
-            }
+            ffi::LUA_TSTRING => {}
+            ffi::LUA_TNUMBER => numbers
+                .push(crate::types::num::format_g17(ffi::lua_tonumber(state, i)).into_bytes()),
             _ => {
                 return Outcome {
                     reply: Err((
@@ -120,20 +120,34 @@ unsafe fn command_outcome(
         };
     }
     let mut next_number = numbers.iter();
-    let argv: Vec<&[u8]> = kinds
-        .iter()
-        .map(|k| match k {
+    let mut arg = |i: usize| -> &[u8] {
+        if ffi::lua_type(state, i as i32) == ffi::LUA_TSTRING {
+            let mut len = 0usize;
+            let p = ffi::lua_tolstring(state, i as i32, &mut len);
             // SAFETY: the string is on the Lua stack until command_c
             // clears it, after the command ran.
-            Some((p, len)) => std::slice::from_raw_parts(*p, *len),
-            None => next_number.next().map_or(&[][..], Vec::as_slice),
-        })
-        .collect();
+            std::slice::from_raw_parts(p.cast(), len)
+        } else {
+            next_number.next().map_or(&[][..], Vec::as_slice)
+        }
+    };
+    // Most commands fit in a few arguments: no allocation for those.
+    let mut inline: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+    let spilled: Vec<&[u8]>;
+    let argv: &[&[u8]] = if argc <= INLINE_ARGS {
+        for (i, slot) in inline[..argc].iter_mut().enumerate() {
+            *slot = arg(i + 1);
+        }
+        &inline[..argc]
+    } else {
+        spilled = (1..=argc).map(arg).collect();
+        &spilled
+    };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        call(running.ctx, running.session, running.state, &argv)
+        call(running.ctx, running.session, running.state, argv)
     }));
     if let Ok(Err(text)) = &result {
-        crate::command::observe::script_refusal(running.ctx, &argv, text);
+        crate::command::observe::script_refusal(running.ctx, argv, text);
     }
     let reply = match result {
         Ok(Ok(reply)) => Ok(reply),
@@ -152,7 +166,9 @@ unsafe fn command_outcome(
 /// # Safety
 /// Called through lua_pcall by [`command_c`] with the Outcome as light
 /// userdata.
-unsafe extern "C-unwind" fn push_outcome(state: *mut mlua::lua_State) -> std::ffi::c_int {
+pub(super) unsafe extern "C-unwind" fn push_outcome(
+    state: *mut mlua::lua_State,
+) -> std::ffi::c_int {
     let outcome = &*(mlua::ffi::lua_touserdata(state, 1) as *const Outcome);
     mlua::ffi::lua_settop(state, 0);
     match &outcome.reply {
@@ -229,4 +245,58 @@ pub(super) unsafe extern "C-unwind" fn checked_xpcall(
     ffi::lua_pushboolean(state, std::ffi::c_int::from(status == 0));
     ffi::lua_replace(state, 1);
     ffi::lua_gettop(state)
+}
+
+/// The key and argument arrays of one call, handed to [`fcall_entry`]
+/// and [`set_arrays_entry`] as light userdata.
+pub(super) struct Arrays<'a> {
+    pub keys: &'a [&'a [u8]],
+    pub args: &'a [&'a [u8]],
+}
+
+/// Pushes a new array of `items` (strings).
+unsafe fn push_array(state: *mut mlua::lua_State, items: &[&[u8]]) {
+    use mlua::ffi;
+    ffi::lua_createtable(state, items.len() as i32, 0);
+    for (i, item) in items.iter().enumerate() {
+        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+        ffi::lua_rawseti(state, -2, (i + 1) as _);
+    }
+}
+
+/// FCALL's way into Lua: called with the prelude's `run_function`, the
+/// callback, the bridge and a pointer to the [`Arrays`]; builds the key
+/// and argument tables (new ones each call, as in Redis) and calls
+/// `run_function` with the four, returning its two results.
+///
+/// # Safety
+/// Called by Lua only, through a protected call, with a valid [`Arrays`]
+/// pointer at index 4. Nothing owned lives in this frame when a memory
+/// error unwinds it.
+pub(super) unsafe extern "C-unwind" fn fcall_entry(state: *mut mlua::lua_State) -> std::ffi::c_int {
+    let arrays = &*(mlua::ffi::lua_touserdata(state, 4) as *const Arrays);
+    mlua::ffi::lua_settop(state, 3);
+    push_array(state, arrays.keys);
+    push_array(state, arrays.args);
+    mlua::ffi::lua_call(state, 4, 2);
+    2
+}
+
+/// EVAL's `KEYS` and `ARGV`: called with the scripts' globals table and a
+/// pointer to the [`Arrays`]; sets the two globals to new tables.
+///
+/// # Safety
+/// As [`fcall_entry`], with the globals at index 1 and the pointer at 2.
+pub(super) unsafe extern "C-unwind" fn set_arrays_entry(
+    state: *mut mlua::lua_State,
+) -> std::ffi::c_int {
+    use mlua::ffi;
+    let arrays = &*(ffi::lua_touserdata(state, 2) as *const Arrays);
+    ffi::lua_settop(state, 1);
+    for (name, items) in [(c"KEYS", arrays.keys), (c"ARGV", arrays.args)] {
+        ffi::lua_pushstring(state, name.as_ptr());
+        push_array(state, items);
+        ffi::lua_rawset(state, 1);
+    }
+    0
 }

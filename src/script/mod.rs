@@ -28,14 +28,17 @@
 mod convert;
 mod lua_c;
 
-use lua_c::{checked_pcall, checked_xpcall, redis_call_c, redis_pcall_c, status_trampoline};
+use lua_c::{
+    checked_pcall, checked_xpcall, fcall_entry, push_outcome, redis_call_c, redis_pcall_c,
+    set_arrays_entry, status_trampoline, Arrays,
+};
 pub mod functions;
 pub mod libs;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 
@@ -51,6 +54,10 @@ pub const HOOK_INSTRUCTIONS: u32 = 100_000;
 /// the script stops with "not enough memory" instead of growing the
 /// server without bound.
 pub const LUA_MEMORY_LIMIT_BYTES: usize = 1 << 30;
+
+/// The Lua collector's pause, in percent of the live heap (see
+/// `Scripting::new`).
+const LUA_GC_PAUSE: std::ffi::c_int = 400;
 
 /// The session id of the scripts' own client (never a real connection's).
 pub const SCRIPT_CLIENT_ID: u64 = u64::MAX;
@@ -222,7 +229,9 @@ impl Lrand48 {
 /// What the count hook and the helpers share with the running script.
 #[derive(Debug)]
 struct Watch {
-    base: Instant,
+    /// The clock's origin (the statistics clock: the TSC where it is
+    /// invariant, a cheaper read than `Instant`).
+    base: crate::core::stats_clock::Stamp,
     started_ns: AtomicU64,
     threshold_ms: AtomicU64,
     killed: AtomicBool,
@@ -236,7 +245,7 @@ struct Watch {
 
 impl Watch {
     fn elapsed(&self) -> Duration {
-        let now = self.base.elapsed().as_nanos() as u64;
+        let now = crate::core::stats_clock::nanos_since(self.base);
         Duration::from_nanos(now.saturating_sub(self.started_ns.load(Ordering::Relaxed)))
     }
 }
@@ -360,6 +369,11 @@ pub struct Scripting {
     runner: Function,
     load_library: Function,
     run_function: Function,
+    /// [`lua_c::fcall_entry`]: FCALL's way in, called with mlua's cached
+    /// error handler (no closure is made per call).
+    fcall_entry: Function,
+    /// [`lua_c::set_arrays_entry`], likewise for EVAL.
+    set_arrays_entry: Function,
     bridge: Function,
     active: Arc<ActiveRun>,
     globals: Table,
@@ -389,7 +403,7 @@ impl Scripting {
             .get_or_init(|| Arc::new(Lrand48(AtomicU64::new(Lrand48::INITIAL))))
             .clone();
         let watch = Arc::new(Watch {
-            base: Instant::now(),
+            base: crate::core::stats_clock::now(),
             started_ns: AtomicU64::new(0),
             threshold_ms: AtomicU64::new(0),
             killed: AtomicBool::new(false),
@@ -411,6 +425,14 @@ impl Scripting {
             )
         };
         lua.set_memory_limit(LUA_MEMORY_LIMIT_BYTES)?;
+        // A cycle starts once the heap reaches LUA_GC_PAUSE % of what the
+        // last one left (Lua's default: 200). The collector's work per
+        // byte allocated falls as 1/(pause − 100): every script call
+        // leaves a little garbage (its KEYS/ARGV tables and strings), and
+        // the heap between cycles stays small (docs/scripting.md).
+        lua.gc_set_mode(mlua::state::GcMode::Incremental(
+            mlua::state::GcIncParams::default().pause(LUA_GC_PAUSE),
+        ));
         libs::register(&lua)?;
         install_hook(&lua, watch.clone())?;
         let helpers = lua.create_table()?;
@@ -477,13 +499,15 @@ impl Scripting {
         for (name, raise) in [("redis_call", true), ("redis_pcall", false)] {
             let run = Arc::as_ptr(&active).cast_mut().cast::<std::ffi::c_void>();
             let f = if raise { redis_call_c } else { redis_pcall_c };
-            // SAFETY: pushes a C closure over one light userdata: the
+            // SAFETY: pushes a C closure over a light userdata, the
             // ActiveRun, which the Scripting owning this Lua state keeps
-            // alive (the Arc) for as long as the state exists.
+            // alive (the Arc) for as long as the state exists, and the
+            // reply pusher.
             let function = unsafe {
                 lua.exec_raw::<Function>((), |state| {
                     mlua::ffi::lua_pushlightuserdata(state, run);
-                    mlua::ffi::lua_pushcclosure(state, f, 1);
+                    mlua::ffi::lua_pushcfunction(state, push_outcome);
+                    mlua::ffi::lua_pushcclosure(state, f, 2);
                 })
             }?;
             helpers.set(name, function)?;
@@ -513,12 +537,18 @@ impl Scripting {
         // The setup's garbage (the prelude's chunks, temporary strings)
         // goes now: a new state reports what it holds (INFO
         // `used_memory_lua` after SCRIPT FLUSH).
+        // SAFETY: a plain Lua C function (see its comment).
+        let fcall_entry = unsafe { lua.create_c_function(fcall_entry) }?;
+        // SAFETY: likewise.
+        let set_arrays_entry = unsafe { lua.create_c_function(set_arrays_entry) }?;
         lua.gc_collect()?;
         Ok(Scripting {
             lua,
             runner,
             load_library,
             run_function,
+            fcall_entry,
+            set_arrays_entry,
             bridge: bridge_fn,
             active,
             globals,
@@ -680,8 +710,10 @@ impl Scripting {
                 format!("Error compiling function: {message}")
             })?;
         let w = &self.watch;
-        w.started_ns
-            .store(w.base.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        w.started_ns.store(
+            crate::core::stats_clock::nanos_since(w.base),
+            Ordering::Relaxed,
+        );
         w.load_timed_out.store(false, Ordering::Relaxed);
         w.load_limit_ms.store(limit_ms, Ordering::Relaxed);
         let outcome = self.load_library.call::<(bool, Value)>(chunk);
@@ -737,28 +769,20 @@ impl Scripting {
                 Callable::Script(function) => self
                     .runner
                     .call::<(bool, Value)>((function, self.bridge.clone())),
-                // SAFETY: one protected call: the wrapper, the callback and
-                // the bridge are on the stack; the key and argument arrays
-                // are pushed and the wrapper called there, so nothing a Lua
-                // error could leak is owned here (as set_arrays). One
-                // protected call per FCALL instead of two, and no registry
-                // references for the arrays.
-                Callable::Function(function, keys, args) => unsafe {
-                    self.lua.exec_raw::<(bool, Value)>(
-                        (&self.run_function, function, &self.bridge),
-                        |state| {
-                            use mlua::ffi;
-                            for items in [keys, args] {
-                                ffi::lua_createtable(state, items.len() as i32, 0);
-                                for (i, item) in items.iter().enumerate() {
-                                    ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-                                    ffi::lua_rawseti(state, -2, (i + 1) as _);
-                                }
-                            }
-                            ffi::lua_call(state, 4, 2);
-                        },
-                    )
-                },
+                // One protected call through a C function made once: it
+                // builds the key and argument arrays where the wrapper
+                // runs, from the slices the light userdata points at (on
+                // this stack frame for the whole call).
+                Callable::Function(function, keys, args) => {
+                    let arrays = Arrays { keys, args };
+                    let ptr = (&arrays as *const Arrays).cast_mut().cast();
+                    self.fcall_entry.call::<(bool, Value)>((
+                        &self.run_function,
+                        function,
+                        &self.bridge,
+                        mlua::LightUserData(ptr),
+                    ))
+                }
             }
         };
         ctx.core.tracking.end_script();
@@ -800,29 +824,18 @@ impl Scripting {
     /// Sets `KEYS` and `ARGV` (new tables each run, as in Redis) in one
     /// protected call.
     fn set_arrays(&self, keys: &[&[u8]], args: &[&[u8]]) -> mlua::Result<()> {
-        // SAFETY: the closure runs on a protected call with the globals
-        // table at index 1 and owns nothing a Lua error could leak.
-        unsafe {
-            self.lua.exec_raw::<()>(&self.globals, |state| {
-                use mlua::ffi;
-                for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
-                    ffi::lua_pushstring(state, name.as_ptr());
-                    ffi::lua_createtable(state, items.len() as i32, 0);
-                    for (i, item) in items.iter().enumerate() {
-                        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-                        ffi::lua_rawseti(state, -2, (i + 1) as _);
-                    }
-                    ffi::lua_rawset(state, 1);
-                }
-                ffi::lua_settop(state, 0);
-            })
-        }
+        let arrays = Arrays { keys, args };
+        let ptr = (&arrays as *const Arrays).cast_mut().cast();
+        self.set_arrays_entry
+            .call::<()>((&self.globals, mlua::LightUserData(ptr)))
     }
 
     fn arm_watch(&self, threshold_ms: u64) {
         let w = &self.watch;
-        w.started_ns
-            .store(w.base.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        w.started_ns.store(
+            crate::core::stats_clock::nanos_since(w.base),
+            Ordering::Relaxed,
+        );
         w.threshold_ms.store(threshold_ms, Ordering::Relaxed);
         w.killed.store(false, Ordering::Relaxed);
         w.timed_out.store(false, Ordering::Relaxed);
