@@ -143,7 +143,7 @@ fn exec(ctx: &mut Ctx, _argv: &[&[u8]]) -> CmdResult {
 /// its keyspace changes counted and its effects collected for the caller's
 /// unit.
 pub(crate) fn call_nested(ctx: &mut Ctx, argv: &[&[u8]]) -> Reply {
-    let (_, spec) = match super::resolve(argv) {
+    let (top, spec) = match super::resolve(argv) {
         Ok(specs) => specs,
         Err(reply) => return reply,
     };
@@ -168,7 +168,7 @@ pub(crate) fn call_nested(ctx: &mut Ctx, argv: &[&[u8]]) -> Reply {
         ctx.core,
         ctx.session,
         &*ctx.host,
-        spec,
+        (top, spec),
         argv,
         started,
         &reply,

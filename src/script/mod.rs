@@ -1160,7 +1160,14 @@ fn call(
         crate::command::monitor::feed_call(ctx.core, spec, refs, session.db, None);
     }
     command::observe::nested_call(
-        ctx.core, session, &*ctx.host, spec, refs, started, &reply, true,
+        ctx.core,
+        session,
+        &*ctx.host,
+        (top, spec),
+        refs,
+        started,
+        &reply,
+        true,
     );
     if spec.has(flags::READONLY) {
         // Client-side caching: the script's keys are its caller's reads.

@@ -99,7 +99,7 @@ pub(crate) fn nested_call(
     core: &mut Core,
     session: &Session,
     host: &dyn Host,
-    spec: &'static CommandSpec,
+    (top, spec): (&'static CommandSpec, &'static CommandSpec),
     argv: &[&[u8]],
     started: Stamp,
     reply: &Reply,
@@ -110,9 +110,8 @@ pub(crate) fn nested_call(
     }
     let nanos = stats_clock::nanos_since(started);
     let track = core.config.latency_tracking;
-    let top_name = super::lookup(argv[0]).map_or(spec.name, |t| t.name);
     core.observe.nested_call(
-        top_name,
+        top.name,
         spec.name,
         key_of(spec),
         nanos,
