@@ -111,11 +111,9 @@ fn fcall_ro(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 fn fcall_generic(ctx: &mut Ctx, argv: &[&[u8]], read_only: bool) -> CmdResult {
     super::monitor::feed_self(ctx, argv);
     with_engine(ctx, |engine, ctx| {
-        let Some(entry) = engine.function(argv[1]) else {
+        let Some((entry, state)) = engine.function_and_state(argv[1]) else {
             return Err(Reply::err("ERR Function not found"));
         };
-        let (callback, flags) = (entry.callback.clone(), entry.flags);
-        let name = entry.name_text.clone();
         let numkeys = crate::types::num::parse_i64(argv[2])
             .ok_or_else(|| Reply::err("ERR Bad number of keys provided"))?;
         if numkeys > (argv.len() - 3) as i64 {
@@ -131,17 +129,15 @@ fn fcall_generic(ctx: &mut Ctx, argv: &[&[u8]], read_only: bool) -> CmdResult {
         ctx.log_nothing();
         ctx.core
             .script_run
-            .start(Some(name.clone()), argv, ctx.now_ms);
+            .start(Some(entry.name_text.clone()), argv, ctx.now_ms);
         let keys = &argv[3..3 + numkeys];
         let args = &argv[3 + numkeys..];
         let callee = crate::script::Callee {
-            callback: &callback,
-            flags,
-            name: &name,
+            callback: &entry.callback,
+            flags: entry.flags,
+            name: &entry.name_text,
         };
-        let reply = engine
-            .state()
-            .call_function(ctx, callee, keys, args, read_only);
+        let reply = state.call_function(ctx, callee, keys, args, read_only);
         ctx.core.script_run.end();
         Ok(reply)
     })

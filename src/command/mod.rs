@@ -491,9 +491,7 @@ mod lookup_tests {
         for name in table().keys() {
             let home = name_hash(name.as_bytes()) & index.mask;
             let probes = (0..index.slots.len())
-                .position(|k| {
-                    index.slots[(home + k) & index.mask].is_some_and(|s| s.name == *name)
-                })
+                .position(|k| index.slots[(home + k) & index.mask].is_some_and(|s| s.name == *name))
                 .expect("in the index");
             assert!(probes <= 4, "{name}: {probes} probes");
         }

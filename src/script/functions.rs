@@ -118,11 +118,6 @@ impl FunctionEngine {
         Ok(())
     }
 
-    /// The Lua state the functions run in.
-    pub fn state(&mut self) -> &mut Scripting {
-        &mut self.state
-    }
-
     /// Bytes the engine's Lua state holds.
     pub fn lua_bytes(&self) -> usize {
         self.state.lua_bytes()
@@ -135,6 +130,18 @@ impl FunctionEngine {
         } else {
             self.functions.get(name)
         }
+    }
+
+    /// The function FCALL names (any letter case) together with the Lua
+    /// state that runs it, borrowed at once (no callback reference is
+    /// cloned per call).
+    pub fn function_and_state(&mut self, name: &[u8]) -> Option<(&FunctionEntry, &mut Scripting)> {
+        let entry = if name.iter().any(u8::is_ascii_uppercase) {
+            self.functions.get(&key(name))
+        } else {
+            self.functions.get(name)
+        }?;
+        Some((entry, &mut self.state))
     }
 
     /// Number of functions.
