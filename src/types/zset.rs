@@ -4,8 +4,9 @@
 //! visible to clients (OBJECT ENCODING, and the exact behaviour of some
 //! edge cases), so the rules for choosing follow Redis's:
 //!
-//! * **listpack**: a vector of `(member, score)` pairs ordered by score,
-//!   then member bytes, searched linearly, while the set has at most
+//! * **listpack**: one packed byte block of `(score, member)` entries
+//!   ordered by score, then member bytes, walked linearly (see the
+//!   `packed` submodule for the layout), while the set has at most
 //!   `zset-max-listpack-entries` members of at most `zset-max-listpack-value`
 //!   bytes. Redis stores listpack scores as integers when they are integral,
 //!   which turns `-0` into `0`; [`ZSet`] does the same.
@@ -571,12 +572,13 @@ impl ZSet {
         let pos = match &self.repr {
             // The last entry at or below the maximum, as Redis's backward
             // scan finds it.
-            Repr::Listpack(p) => p
-                .entries_from(0)
-                .enumerate()
-                .filter(|(_, e)| range.lte_max(e.score, e.member))
-                .last()?
-                .0,
+            Repr::Listpack(p) => {
+                p.entries_from(0)
+                    .enumerate()
+                    .filter(|(_, e)| range.lte_max(e.score, e.member))
+                    .last()?
+                    .0
+            }
             Repr::Skiplist(z) => z
                 .tree
                 .count_while(|s, m| range.lte_max(s, m))
@@ -969,6 +971,92 @@ mod tests {
                 .map(|(m, s)| (m.to_vec(), s.to_bits()))
                 .collect();
             got == want && rebuilt == rebuilt_want
+        }
+        quickcheck::QuickCheck::new()
+            .tests(200)
+            .quickcheck(prop as fn(u64) -> bool);
+    }
+
+    /// Random ZADD / ZINCRBY / ZREM / ZRANK / ZRANGE / ZREVRANGE / ZSCORE
+    /// runs on a listpack against a model (a sorted vector of (member,
+    /// score)), with members across the length varint's 1- and 2-byte forms
+    /// and scores in both of the packed block's score forms.
+    #[test]
+    fn packed_listpack_matches_a_sorted_vector() {
+        fn prop(seed: u64) -> bool {
+            let l = EncodingLimits {
+                zset_max_listpack_value: 200,
+                ..limits()
+            };
+            let mut rng = Rng::with_seed(seed);
+            let mut z = ZSet::new();
+            let mut model: Vec<(Vec<u8>, f64)> = Vec::new();
+            let scores = [
+                0.0, 1.0, -1.0, 31.0, -32.0, 32.0, 1e6, -2.5, 0.125, 9e15, 1e300,
+            ];
+            let sort = |m: &mut Vec<(Vec<u8>, f64)>| {
+                m.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap().then_with(|| a.0.cmp(&b.0)))
+            };
+            for _ in 0..300 {
+                let i = rng.below(60);
+                let len = [1, 5, 127, 128, 200][rng.index(5)];
+                let mut member = format!("{i}:").into_bytes();
+                member.resize(len.max(member.len()), b'x');
+                let score = scores[rng.index(scores.len())];
+                match rng.below(10) {
+                    0..=4 => {
+                        let incr = rng.below(3) == 0;
+                        let flags = AddFlags {
+                            incr,
+                            ..AddFlags::default()
+                        };
+                        let out = z.add(&member, score, flags, &l).unwrap();
+                        match model.iter_mut().find(|(m, _)| *m == member) {
+                            Some((_, s)) => {
+                                let new = if incr { *s + score } else { score };
+                                assert_eq!(out.updated, new != *s);
+                                *s = new;
+                            }
+                            None => model.push((member.clone(), score)),
+                        }
+                    }
+                    5 | 6 => {
+                        let at = model.iter().position(|(m, _)| *m == member);
+                        assert_eq!(z.remove(&member), at.is_some());
+                        if let Some(at) = at {
+                            model.remove(at);
+                        }
+                    }
+                    _ => {
+                        sort(&mut model);
+                        let rank = model.iter().position(|(m, _)| *m == member);
+                        assert_eq!(z.rank(&member), rank);
+                        assert_eq!(z.score(&member), rank.map(|r| model[r].1));
+                        let start = rng.index(model.len() + 2);
+                        let fwd: Vec<(Vec<u8>, f64)> = z
+                            .iter_from(start, false)
+                            .map(|(m, s)| (m.to_vec(), s))
+                            .collect();
+                        assert_eq!(fwd, model.get(start..).unwrap_or_default());
+                        let rev: Vec<(Vec<u8>, f64)> = z
+                            .iter_from(start, true)
+                            .map(|(m, s)| (m.to_vec(), s))
+                            .collect();
+                        let mut want = model.get(..=start).unwrap_or_default().to_vec();
+                        want.reverse();
+                        assert_eq!(rev, want);
+                        assert_eq!(
+                            z.get(start).map(|(m, s)| (m.to_vec(), s)),
+                            model.get(start).cloned()
+                        );
+                    }
+                }
+                assert_eq!(z.encoding(), "listpack");
+                z.check_invariants().unwrap();
+            }
+            sort(&mut model);
+            let got: Vec<(Vec<u8>, f64)> = z.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+            got == model
         }
         quickcheck::QuickCheck::new()
             .tests(200)

@@ -503,7 +503,10 @@ mod tests {
             let p = pack(&[(&member, 1.0), (&other, 1.5)]);
             let header = varint_len(len as u64);
             assert_eq!(p.bytes(), 1 + header + len + 9 + 1 + 3, "{len}");
-            assert_eq!(header, 1 + usize::from(len >= 128) + usize::from(len >= 16_384));
+            assert_eq!(
+                header,
+                1 + usize::from(len >= 128) + usize::from(len >= 16_384)
+            );
             assert_eq!(contents(&p), vec![(member.clone(), 1.0), (other, 1.5)]);
             assert_eq!(p.find_member(&member).unwrap().0, 0);
             assert_eq!(p.get(1).unwrap().member, b"yyy");
@@ -518,11 +521,8 @@ mod tests {
             p.insert(m.as_bytes(), s);
             p.check().unwrap();
         }
-        let names = |p: &Packed| -> String {
-            Iter::new(p, 0, false)
-                .map(|(m, _)| m[0] as char)
-                .collect()
-        };
+        let names =
+            |p: &Packed| -> String { Iter::new(p, 0, false).map(|(m, _)| m[0] as char).collect() };
         assert_eq!(names(&p), "abcde");
         assert_eq!(p.bytes(), 5 * 3);
         // Move "b" to the end and "e" to the start (score changes).
