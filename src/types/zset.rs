@@ -4,8 +4,9 @@
 //! visible to clients (OBJECT ENCODING, and the exact behaviour of some
 //! edge cases), so the rules for choosing follow Redis's:
 //!
-//! * **listpack**: a vector of `(member, score)` pairs ordered by score,
-//!   then member bytes, searched linearly, while the set has at most
+//! * **listpack**: one packed byte block of `(score, member)` entries
+//!   ordered by score, then member bytes, walked linearly (see the
+//!   `packed` submodule for the layout), while the set has at most
 //!   `zset-max-listpack-entries` members of at most `zset-max-listpack-value`
 //!   bytes. Redis stores listpack scores as integers when they are integral,
 //!   which turns `-0` into `0`; [`ZSet`] does the same.
@@ -17,6 +18,10 @@
 //!   encoding fits them.
 
 use std::cmp::Ordering;
+
+mod packed;
+
+use packed::Packed;
 
 use super::num::{format_g17_into, G17_BYTES};
 use super::ordtree::{self, cmp_key, OrdTree};
@@ -34,14 +39,14 @@ pub struct ZSet {
 #[derive(Debug, Clone)]
 enum Repr {
     /// Ordered by (score, member); scores never `-0.0`.
-    Listpack(Vec<(Blob, f64)>),
+    Listpack(Packed),
     /// General encoding.
     Skiplist(Box<Sorted>),
 }
 
 impl Default for Repr {
     fn default() -> Self {
-        Repr::Listpack(Vec::new())
+        Repr::Listpack(Packed::default())
     }
 }
 
@@ -61,6 +66,19 @@ impl Sorted {
         for (member, score) in entries {
             sorted.dict.insert_new(member.clone(), score);
             sorted.tree.insert(member, score);
+        }
+        sorted
+    }
+
+    /// The general encoding of a listpack's entries.
+    fn from_packed(packed: &Packed) -> Sorted {
+        let mut sorted = Sorted {
+            dict: Dict::with_capacity(packed.len()),
+            tree: OrdTree::new(),
+        };
+        for (member, score) in packed::Iter::new(packed, 0, false) {
+            sorted.dict.insert_new(Blob::new(member), score);
+            sorted.tree.insert(Blob::new(member), score);
         }
         sorted
     }
@@ -291,12 +309,6 @@ const SKIPPED: AddOutcome = AddOutcome {
     score: 0.0,
 };
 
-fn listpack_insert(entries: &mut Vec<(Blob, f64)>, member: Blob, score: f64) {
-    let score = listpack_score(score);
-    let pos = entries.partition_point(|(m, s)| cmp_key(*s, m, score, &member) == Ordering::Less);
-    entries.insert(pos, (member, score));
-}
-
 impl ZSet {
     /// An empty set in the listpack encoding.
     pub fn new() -> ZSet {
@@ -332,11 +344,10 @@ impl ZSet {
                 .all(|(m, _)| m.len() <= limits.zset_max_listpack_value);
         if fits {
             let entries = entries
-                .into_iter()
-                .map(|(m, s)| (m, listpack_score(s)))
-                .collect();
+                .iter()
+                .map(|(m, s)| (m.as_bytes(), listpack_score(*s)));
             return ZSet {
-                repr: Repr::Listpack(entries),
+                repr: Repr::Listpack(Packed::from_sorted(entries)),
             };
         }
         ZSet {
@@ -374,19 +385,15 @@ impl ZSet {
 
     /// Converts to the general encoding (no-op when already there).
     pub fn convert_to_skiplist(&mut self) {
-        if let Repr::Listpack(v) = &mut self.repr {
-            let entries = std::mem::take(v);
-            self.repr = Repr::Skiplist(Box::new(Sorted::from_entries(entries)));
+        if let Repr::Listpack(p) = &self.repr {
+            self.repr = Repr::Skiplist(Box::new(Sorted::from_packed(p)));
         }
     }
 
     /// The score of `member`.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
-            Repr::Listpack(v) => v
-                .iter()
-                .find(|(m, _)| m.as_bytes() == member)
-                .map(|(_, s)| *s),
+            Repr::Listpack(p) => p.find_member(member).map(|(_, e)| e.score),
             Repr::Skiplist(z) => z.dict.get(member).copied(),
         }
     }
@@ -404,17 +411,20 @@ impl ZSet {
         if score.is_nan() {
             return Err(ScoreIsNan);
         }
-        if let Repr::Listpack(entries) = &mut self.repr {
-            match entries.iter().position(|(m, _)| m.as_bytes() == member) {
-                Some(pos) => {
-                    let current = entries[pos].1;
+        if let Repr::Listpack(p) = &mut self.repr {
+            // One walk finds the member and where it would go if new (a
+            // new member's score is `score`, with or without INCR).
+            let found = p.find(member, score);
+            match found.hit {
+                Some((_, entry)) => {
+                    let current = entry.score;
+                    let (start, end) = (entry.start, entry.end);
                     let Some(new_score) = decide(current, score, flags)? else {
                         return Ok(SKIPPED);
                     };
                     let updated = new_score != current;
                     if updated {
-                        let (blob, _) = entries.remove(pos);
-                        listpack_insert(entries, blob, new_score);
+                        p.rescore(start, end, member, listpack_score(new_score));
                     }
                     return Ok(AddOutcome {
                         added: false,
@@ -425,10 +435,10 @@ impl ZSet {
                 }
                 None if flags.xx => return Ok(SKIPPED),
                 None => {
-                    if entries.len() < limits.zset_max_listpack_entries
+                    if p.len() < limits.zset_max_listpack_entries
                         && member.len() <= limits.zset_max_listpack_value
                     {
-                        listpack_insert(entries, Blob::new(member), score);
+                        p.insert_at(found.insert_at, member, listpack_score(score));
                         return Ok(AddOutcome {
                             added: true,
                             updated: false,
@@ -478,9 +488,10 @@ impl ZSet {
     /// Removes `member`; true when it was present.
     pub fn remove(&mut self, member: &[u8]) -> bool {
         match &mut self.repr {
-            Repr::Listpack(v) => match v.iter().position(|(m, _)| m.as_bytes() == member) {
-                Some(pos) => {
-                    v.remove(pos);
+            Repr::Listpack(p) => match p.find_member(member) {
+                Some((_, e)) => {
+                    let (start, end) = (e.start, e.end);
+                    p.remove_span(start, end, 1);
                     true
                 }
                 None => false,
@@ -500,7 +511,7 @@ impl ZSet {
     /// The 0-based rank of `member` in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         match &self.repr {
-            Repr::Listpack(v) => v.iter().position(|(m, _)| m.as_bytes() == member),
+            Repr::Listpack(p) => p.find_member(member).map(|(rank, _)| rank),
             Repr::Skiplist(z) => {
                 let score = *z.dict.get(member)?;
                 z.tree.rank(member, score)
@@ -511,7 +522,7 @@ impl ZSet {
     /// The member and score at 0-based `rank`.
     pub fn get(&self, rank: usize) -> Option<(&[u8], f64)> {
         match &self.repr {
-            Repr::Listpack(v) => v.get(rank).map(|(m, s)| (m.as_bytes(), *s)),
+            Repr::Listpack(p) => p.get(rank).map(|e| (e.member, e.score)),
             Repr::Skiplist(z) => z.tree.get(rank).map(|(m, s)| (m.as_bytes(), s)),
         }
     }
@@ -520,22 +531,8 @@ impl ZSet {
     /// lowest when `reverse`). Empty when `start` is out of range.
     pub fn iter_from(&self, start: usize, reverse: bool) -> Iter<'_> {
         match &self.repr {
-            Repr::Listpack(v) => {
-                let remaining = if start >= v.len() {
-                    0
-                } else if reverse {
-                    start + 1
-                } else {
-                    v.len() - start
-                };
-                Iter::Listpack {
-                    entries: v,
-                    next: start,
-                    remaining,
-                    reverse,
-                }
-            }
-            Repr::Skiplist(z) => Iter::Tree(z.tree.iter_from(start, reverse)),
+            Repr::Listpack(p) => Iter(IterRepr::Listpack(packed::Iter::new(p, start, reverse))),
+            Repr::Skiplist(z) => Iter(IterRepr::Tree(z.tree.iter_from(start, reverse))),
         }
     }
 
@@ -552,9 +549,12 @@ impl ZSet {
             return None;
         }
         let (pos, (member, score)) = match &self.repr {
-            Repr::Listpack(v) => {
-                let pos = v.iter().position(|(m, s)| range.gte_min(*s, m))?;
-                (pos, (v[pos].0.as_bytes(), v[pos].1))
+            Repr::Listpack(p) => {
+                let (pos, e) = p
+                    .entries_from(0)
+                    .enumerate()
+                    .find(|(_, e)| range.gte_min(e.score, e.member))?;
+                (pos, (e.member, e.score))
             }
             Repr::Skiplist(z) => {
                 let pos = z.tree.count_while(|s, m| !range.gte_min(s, m));
@@ -570,7 +570,15 @@ impl ZSet {
             return None;
         }
         let pos = match &self.repr {
-            Repr::Listpack(v) => v.iter().rposition(|(m, s)| range.lte_max(*s, m))?,
+            // The last entry at or below the maximum, as Redis's backward
+            // scan finds it.
+            Repr::Listpack(p) => {
+                p.entries_from(0)
+                    .enumerate()
+                    .filter(|(_, e)| range.lte_max(e.score, e.member))
+                    .last()?
+                    .0
+            }
             Repr::Skiplist(z) => z
                 .tree
                 .count_while(|s, m| range.lte_max(s, m))
@@ -640,7 +648,17 @@ impl ZSet {
             return Vec::new();
         }
         match &mut self.repr {
-            Repr::Listpack(v) => v.drain(start..end).collect(),
+            Repr::Listpack(p) => {
+                let from = p.offset_of(start).expect("start < len");
+                let removed: Vec<(Blob, f64)> = p
+                    .entries_from(from)
+                    .take(end - start)
+                    .map(|e| (Blob::new(e.member), e.score))
+                    .collect();
+                let to = p.offset_of(end).expect("end <= len");
+                p.remove_span(from, to, end - start);
+                removed
+            }
             Repr::Skiplist(z) => {
                 let removed = z.tree.remove_range(start, end);
                 for (member, _) in &removed {
@@ -655,11 +673,8 @@ impl ZSet {
     /// index in a listpack, [`Dict::random`] in the general encoding).
     pub fn random(&self, rng: &mut Rng) -> Option<(&[u8], f64)> {
         match &self.repr {
-            Repr::Listpack(v) if v.is_empty() => None,
-            Repr::Listpack(v) => {
-                let (m, s) = &v[rng.index(v.len())];
-                Some((m.as_bytes(), *s))
-            }
+            Repr::Listpack(p) if p.len() == 0 => None,
+            Repr::Listpack(p) => p.get(rng.index(p.len())).map(|e| (e.member, e.score)),
             Repr::Skiplist(z) => z.dict.random(rng).map(|(m, s)| (m.as_bytes(), *s)),
         }
     }
@@ -677,17 +692,7 @@ impl ZSet {
     /// Checks the internal invariants (tests).
     pub fn check_invariants(&self) -> Result<(), String> {
         match &self.repr {
-            Repr::Listpack(v) => {
-                for w in v.windows(2) {
-                    if cmp_key(w[0].1, &w[0].0, w[1].1, &w[1].0) != Ordering::Less {
-                        return Err("listpack out of order".into());
-                    }
-                }
-                if v.iter().any(|(_, s)| *s == 0.0 && s.is_sign_negative()) {
-                    return Err("listpack holds -0".into());
-                }
-                Ok(())
-            }
+            Repr::Listpack(p) => p.check(),
             Repr::Skiplist(z) => {
                 z.tree.check_invariants()?;
                 if z.dict.len() != z.tree.len() {
@@ -705,18 +710,11 @@ impl ZSet {
 }
 
 /// Iterator over a range of a [`ZSet`], yielding `(member, score)`.
-pub enum Iter<'a> {
+pub struct Iter<'a>(IterRepr<'a>);
+
+enum IterRepr<'a> {
     /// Over a listpack.
-    Listpack {
-        /// The entries.
-        entries: &'a [(Blob, f64)],
-        /// Index of the next entry to yield.
-        next: usize,
-        /// Entries left to yield.
-        remaining: usize,
-        /// Towards lower ranks.
-        reverse: bool,
-    },
+    Listpack(packed::Iter<'a>),
     /// Over the general encoding.
     Tree(ordtree::Iter<'a>),
 }
@@ -725,33 +723,16 @@ impl<'a> Iterator for Iter<'a> {
     type Item = (&'a [u8], f64);
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            Iter::Listpack {
-                entries,
-                next,
-                remaining,
-                reverse,
-            } => {
-                if *remaining == 0 {
-                    return None;
-                }
-                let (m, s) = &entries[*next];
-                *remaining -= 1;
-                if *reverse {
-                    *next = next.wrapping_sub(1);
-                } else {
-                    *next += 1;
-                }
-                Some((m.as_bytes(), *s))
-            }
-            Iter::Tree(it) => it.next().map(|(m, s)| (m.as_bytes(), s)),
+        match &mut self.0 {
+            IterRepr::Listpack(it) => it.next(),
+            IterRepr::Tree(it) => it.next().map(|(m, s)| (m.as_bytes(), s)),
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        match self {
-            Iter::Listpack { remaining, .. } => (*remaining, Some(*remaining)),
-            Iter::Tree(it) => it.size_hint(),
+        match &self.0 {
+            IterRepr::Listpack(it) => it.size_hint(),
+            IterRepr::Tree(it) => it.size_hint(),
         }
     }
 }
@@ -990,6 +971,92 @@ mod tests {
                 .map(|(m, s)| (m.to_vec(), s.to_bits()))
                 .collect();
             got == want && rebuilt == rebuilt_want
+        }
+        quickcheck::QuickCheck::new()
+            .tests(200)
+            .quickcheck(prop as fn(u64) -> bool);
+    }
+
+    /// Random ZADD / ZINCRBY / ZREM / ZRANK / ZRANGE / ZREVRANGE / ZSCORE
+    /// runs on a listpack against a model (a sorted vector of (member,
+    /// score)), with members across the length varint's 1- and 2-byte forms
+    /// and scores in both of the packed block's score forms.
+    #[test]
+    fn packed_listpack_matches_a_sorted_vector() {
+        fn prop(seed: u64) -> bool {
+            let l = EncodingLimits {
+                zset_max_listpack_value: 200,
+                ..limits()
+            };
+            let mut rng = Rng::with_seed(seed);
+            let mut z = ZSet::new();
+            let mut model: Vec<(Vec<u8>, f64)> = Vec::new();
+            let scores = [
+                0.0, 1.0, -1.0, 31.0, -32.0, 32.0, 1e6, -2.5, 0.125, 9e15, 1e300,
+            ];
+            let sort = |m: &mut Vec<(Vec<u8>, f64)>| {
+                m.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap().then_with(|| a.0.cmp(&b.0)))
+            };
+            for _ in 0..300 {
+                let i = rng.below(60);
+                let len = [1, 5, 127, 128, 200][rng.index(5)];
+                let mut member = format!("{i}:").into_bytes();
+                member.resize(len.max(member.len()), b'x');
+                let score = scores[rng.index(scores.len())];
+                match rng.below(10) {
+                    0..=4 => {
+                        let incr = rng.below(3) == 0;
+                        let flags = AddFlags {
+                            incr,
+                            ..AddFlags::default()
+                        };
+                        let out = z.add(&member, score, flags, &l).unwrap();
+                        match model.iter_mut().find(|(m, _)| *m == member) {
+                            Some((_, s)) => {
+                                let new = if incr { *s + score } else { score };
+                                assert_eq!(out.updated, new != *s);
+                                *s = new;
+                            }
+                            None => model.push((member.clone(), score)),
+                        }
+                    }
+                    5 | 6 => {
+                        let at = model.iter().position(|(m, _)| *m == member);
+                        assert_eq!(z.remove(&member), at.is_some());
+                        if let Some(at) = at {
+                            model.remove(at);
+                        }
+                    }
+                    _ => {
+                        sort(&mut model);
+                        let rank = model.iter().position(|(m, _)| *m == member);
+                        assert_eq!(z.rank(&member), rank);
+                        assert_eq!(z.score(&member), rank.map(|r| model[r].1));
+                        let start = rng.index(model.len() + 2);
+                        let fwd: Vec<(Vec<u8>, f64)> = z
+                            .iter_from(start, false)
+                            .map(|(m, s)| (m.to_vec(), s))
+                            .collect();
+                        assert_eq!(fwd, model.get(start..).unwrap_or_default());
+                        let rev: Vec<(Vec<u8>, f64)> = z
+                            .iter_from(start, true)
+                            .map(|(m, s)| (m.to_vec(), s))
+                            .collect();
+                        let mut want = model.get(..=start).unwrap_or_default().to_vec();
+                        want.reverse();
+                        assert_eq!(rev, want);
+                        assert_eq!(
+                            z.get(start).map(|(m, s)| (m.to_vec(), s)),
+                            model.get(start).cloned()
+                        );
+                    }
+                }
+                assert_eq!(z.encoding(), "listpack");
+                z.check_invariants().unwrap();
+            }
+            sort(&mut model);
+            let got: Vec<(Vec<u8>, f64)> = z.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+            got == model
         }
         quickcheck::QuickCheck::new()
             .tests(200)
