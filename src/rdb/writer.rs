@@ -775,8 +775,8 @@ mod tests {
 
     use super::*;
     use crate::keyspace::dict::Dict;
-    use crate::types::hash::Packed;
     use crate::rand::Rng;
+    use crate::types::hash::Packed;
     use crate::types::list::End;
     use crate::types::zset::AddFlags;
 

@@ -300,10 +300,7 @@ impl Packed {
         let end = self.buf.len();
         let header = count.to_le_bytes();
         let header: &[u8] = if end == 0 { &header } else { &[] };
-        self.replace(
-            end..end,
-            &[header, &flen[..fn_], field, &vlen[..vn], value],
-        );
+        self.replace(end..end, &[header, &flen[..fn_], field, &vlen[..vn], value]);
         self.buf[..COUNT_BYTES].copy_from_slice(&count.to_le_bytes());
         true
     }
@@ -578,7 +575,17 @@ mod tests {
 
     #[test]
     fn varints_round_trip_at_their_boundaries() {
-        for n in [0, 1, 127, 128, 16_383, 16_384, 2_097_151, 2_097_152, usize::MAX] {
+        for n in [
+            0,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            2_097_151,
+            2_097_152,
+            usize::MAX,
+        ] {
             let (bytes, len) = varint(n);
             let expected = match n {
                 0..=127 => 1,

@@ -200,9 +200,9 @@ pub fn value_usage(value: &Value, samples: usize) -> usize {
                     .sum();
                 ROBJ + listpack(entries)
             } else {
-                let per = hash.iter().map(|(f, v)| {
-                    DICT_ENTRY + sds_size(f.len()) + sds_size(v.len())
-                });
+                let per = hash
+                    .iter()
+                    .map(|(f, v)| DICT_ENTRY + sds_size(f.len()) + sds_size(v.len()));
                 ROBJ + DICT + 8 * slots(hash.len()) + sampled(per, samples, hash.len())
             }
         }
