@@ -209,7 +209,7 @@ fn update_field<T>(
     compute: impl FnOnce(Option<&[u8]>) -> Result<(Blob, T), Reply>,
 ) -> Result<T, Reply> {
     let out = change_hash(ctx, key, |hash, limits| {
-        let (value, out) = compute(hash.get(field).map(|v| v.as_bytes()))?;
+        let (value, out) = compute(hash.get(field))?;
         hash.set(field, value, limits);
         Ok(out)
     })?;

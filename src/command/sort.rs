@@ -129,7 +129,7 @@ fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], element: &[u8]) -> Option<Ve
     key.extend_from_slice(postfix);
     match (ctx.lookup_read(&key)?, field) {
         (Value::Str(s), None) => Some(s.as_bytes().to_vec()),
-        (Value::Hash(h), Some(field)) => h.get(field).map(|v| v.as_bytes().to_vec()),
+        (Value::Hash(h), Some(field)) => h.get(field).map(<[u8]>::to_vec),
         _ => None,
     }
 }

@@ -776,6 +776,7 @@ mod tests {
     use super::*;
     use crate::keyspace::dict::Dict;
     use crate::rand::Rng;
+    use crate::types::hash::Packed;
     use crate::types::list::End;
     use crate::types::zset::AddFlags;
 
@@ -995,10 +996,8 @@ mod tests {
             }
             3 => {
                 let n = length(rng);
-                let pairs = (0..n)
-                    .map(|_| (Blob::from_vec(element(rng)), Blob::from_vec(element(rng))))
-                    .collect();
-                Value::Hash(Box::new(Hash::Listpack(pairs)))
+                let pairs: Vec<_> = (0..n).map(|_| (element(rng), element(rng))).collect();
+                Value::Hash(Box::new(Hash::Listpack(Packed::from_pairs(pairs))))
             }
             4 => {
                 let mut d = Dict::new();
@@ -1007,7 +1006,7 @@ mod tests {
                     field.extend_from_slice(format!("#{i}").as_bytes());
                     d.insert_new(Blob::from_vec(field), Blob::from_vec(element(rng)));
                 }
-                Value::Hash(Box::new(Hash::Table(d)))
+                Value::Hash(Box::new(Hash::Table(Box::new(d))))
             }
             5 => {
                 let wide = rng.below(3);

@@ -17,7 +17,7 @@
 //!   a table; a sorted set is ordered by (score, member) and encoded by
 //!   [`ZSet::from_sorted`].
 
-use super::hash::Hash;
+use super::hash::{Hash, Packed};
 use super::list::List;
 use super::num::parse_i64;
 use super::ordtree::cmp_key;
@@ -152,7 +152,7 @@ pub fn hash(pairs: Vec<(Blob, Blob)>, limits: &EncodingLimits) -> Result<Hash, R
         if has_duplicates(&pairs, |(f, _)| f.as_bytes()) {
             return Err(Rejected::DuplicateFields);
         }
-        return Ok(Hash::Listpack(pairs));
+        return Ok(Hash::Listpack(Packed::from_pairs(pairs)));
     }
     let mut table = Dict::with_capacity(pairs.len());
     for (f, v) in pairs {
@@ -160,7 +160,7 @@ pub fn hash(pairs: Vec<(Blob, Blob)>, limits: &EncodingLimits) -> Result<Hash, R
             return Err(Rejected::DuplicateFields);
         }
     }
-    Ok(Hash::Table(table))
+    Ok(Hash::Table(Box::new(table)))
 }
 
 /// Most members of an intset (Redis caps `set-max-intset-entries` so).

@@ -504,10 +504,7 @@ fn digest(value: &Value, stream_times: bool) -> [u8; 16] {
             }
         }
         Value::Hash(h) => {
-            let mut pairs: Vec<(&[u8], &[u8])> = h
-                .iter()
-                .map(|(f, v)| (f.as_bytes(), v.as_bytes()))
-                .collect();
+            let mut pairs: Vec<(&[u8], &[u8])> = h.iter().collect();
             pairs.sort_unstable_by(|x, y| x.0.cmp(y.0));
             c.u64(pairs.len() as u64);
             for (f, v) in pairs {

@@ -196,13 +196,13 @@ pub fn value_usage(value: &Value, samples: usize) -> usize {
             if hash.encoding() == "listpack" {
                 let entries: usize = hash
                     .iter()
-                    .map(|(f, v)| listpack_entry(f.as_bytes()) + listpack_entry(v.as_bytes()))
+                    .map(|(f, v)| listpack_entry(f) + listpack_entry(v))
                     .sum();
                 ROBJ + listpack(entries)
             } else {
-                let per = hash.iter().map(|(f, v)| {
-                    DICT_ENTRY + sds_size(f.as_bytes().len()) + sds_size(v.as_bytes().len())
-                });
+                let per = hash
+                    .iter()
+                    .map(|(f, v)| DICT_ENTRY + sds_size(f.len()) + sds_size(v.len()));
                 ROBJ + DICT + 8 * slots(hash.len()) + sampled(per, samples, hash.len())
             }
         }

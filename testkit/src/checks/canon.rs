@@ -62,10 +62,7 @@ pub fn value_with(v: &Value, clock: Clock) -> Vec<u8> {
             }
         }
         Value::Hash(h) => {
-            let mut pairs: Vec<(&[u8], &[u8])> = h
-                .iter()
-                .map(|(f, v)| (f.as_bytes(), v.as_bytes()))
-                .collect();
+            let mut pairs: Vec<(&[u8], &[u8])> = h.iter().collect();
             pairs.sort_unstable();
             put_u64(&mut out, pairs.len() as u64);
             for (f, v) in pairs {

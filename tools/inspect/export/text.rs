@@ -222,7 +222,7 @@ pub(super) fn sorted_members(s: &hozon::types::Set) -> Vec<Vec<u8>> {
 }
 
 pub(super) fn sorted_pairs(h: &hozon::types::Hash) -> Vec<(&[u8], &[u8])> {
-    let mut v: Vec<(&[u8], &[u8])> = h.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+    let mut v: Vec<(&[u8], &[u8])> = h.iter().collect();
     v.sort_unstable();
     v
 }
