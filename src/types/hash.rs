@@ -425,37 +425,18 @@ impl<'a> Iterator for PackedIter<'a> {
 impl ExactSizeIterator for PackedIter<'_> {}
 
 /// `n` as a LEB128 varint: the bytes and how many of them are used.
-fn varint(mut n: usize) -> ([u8; 10], usize) {
+fn varint(n: usize) -> ([u8; 10], usize) {
     let mut out = [0u8; 10];
-    let mut i = 0;
-    while n >= 0x80 {
-        out[i] = (n as u8) | 0x80;
-        n >>= 7;
-        i += 1;
-    }
-    out[i] = n as u8;
-    (out, i + 1)
+    let used = super::varint::write(&mut out, n as u64);
+    (out, used)
 }
 
 /// The LEB128 length at `pos`: where the string's bytes start and how many
 /// there are.
 #[inline]
-fn read_len(buf: &[u8], mut pos: usize) -> (usize, usize) {
-    let first = buf[pos];
-    if first < 0x80 {
-        return (pos + 1, first as usize);
-    }
-    let mut n = 0usize;
-    let mut shift = 0;
-    loop {
-        let b = buf[pos];
-        pos += 1;
-        n |= ((b & 0x7f) as usize) << shift;
-        if b < 0x80 {
-            return (pos, n);
-        }
-        shift += 7;
-    }
+fn read_len(buf: &[u8], pos: usize) -> (usize, usize) {
+    let (n, start) = super::varint::read(buf, pos);
+    (start, n as usize)
 }
 
 #[cfg(test)]

@@ -689,13 +689,8 @@ impl Chunk {
 }
 
 /// Bytes of the LEB128 encoding of `n`.
-fn varint_len(mut n: usize) -> usize {
-    let mut bytes = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        bytes += 1;
-    }
-    bytes
+fn varint_len(n: usize) -> usize {
+    super::varint::len(n as u64)
 }
 
 /// Bytes an entry of `data_len` bytes takes: header, data, trailer.
@@ -724,18 +719,8 @@ fn write_entry(dst: &mut [u8], data: &[u8]) {
 
 /// Reads the entry starting at `pos`: (data start, data length).
 fn read_forward(buf: &[u8], pos: usize) -> (usize, usize) {
-    let mut len = 0usize;
-    let mut shift = 0;
-    let mut at = pos;
-    loop {
-        let byte = buf[at];
-        at += 1;
-        len |= usize::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return (at, len);
-        }
-        shift += 7;
-    }
+    let (len, start) = super::varint::read(buf, pos);
+    (start, len as usize)
 }
 
 /// Reads the entry ending just before `end`.

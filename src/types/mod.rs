@@ -17,6 +17,7 @@ pub mod ordtree;
 pub mod set;
 pub mod size_class;
 pub mod stream;
+pub(crate) mod varint;
 pub mod zset;
 
 pub use blob::Blob;

@@ -16,6 +16,8 @@
 //! The block never holds `-0.0`: its integer form reads back as `0.0`
 //! (callers store `0.0` anyway, see `listpack_score`).
 
+use crate::types::varint::{len as varint_len, read as read_varint, write as write_varint};
+
 use std::cmp::Ordering;
 
 use super::super::ordtree::cmp_key;
@@ -54,46 +56,6 @@ pub(super) struct Found<'a> {
     /// The offset at which an entry for the member and the searched score
     /// would be inserted (ignoring the member's current entry).
     pub insert_at: usize,
-}
-
-/// Bytes of the LEB128 encoding of `n`.
-fn varint_len(mut n: u64) -> usize {
-    let mut bytes = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        bytes += 1;
-    }
-    bytes
-}
-
-/// Writes `n` as LEB128 at the start of `dst`; returns the bytes written.
-fn write_varint(dst: &mut [u8], mut n: u64) -> usize {
-    let mut i = 0;
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            dst[i] = byte;
-            return i + 1;
-        }
-        dst[i] = byte | 0x80;
-        i += 1;
-    }
-}
-
-/// Reads a LEB128 varint at `pos`: (value, offset past it).
-fn read_varint(buf: &[u8], mut pos: usize) -> (u64, usize) {
-    let mut n = 0u64;
-    let mut shift = 0;
-    loop {
-        let byte = buf[pos];
-        pos += 1;
-        n |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return (n, pos);
-        }
-        shift += 7;
-    }
 }
 
 /// The varint a score in integer form is stored as, if it has one.
