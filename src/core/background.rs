@@ -239,6 +239,15 @@ impl Core {
         self.save.in_progress() || self.rewrite.in_progress() || self.repl_sync_running()
     }
 
+    /// True while every running background job can only wait for its
+    /// thread or its replicas (its queue is full, or its file is being
+    /// finished): stepping it would do nothing, so the event loop sleeps.
+    pub(crate) fn background_waits(&self) -> bool {
+        (!self.save.in_progress() || self.save.waits_for_writer())
+            && (!self.rewrite.in_progress() || self.rewrite.waits_for_writer())
+            && (!self.repl_sync_running() || self.repl_sync_waits())
+    }
+
     /// True while a capture Redis would run as its RDB child runs: a
     /// BGSAVE or a replication capture (BGSAVE answers "already in
     /// progress", BGREWRITEAOF is scheduled, INFO's

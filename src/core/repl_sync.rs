@@ -57,6 +57,27 @@ impl Core {
         self.repl_sync.is_some()
     }
 
+    /// True while the replication capture must wait: its disk writer has
+    /// the most chunks queued, or (diskless) a replica has the most
+    /// payload unsent.
+    pub(crate) fn repl_sync_waits(&self) -> bool {
+        self.repl_sync
+            .as_ref()
+            .is_some_and(|sync| self.repl_sync_paced(sync))
+    }
+
+    fn repl_sync_paced(&self, sync: &ReplSync) -> bool {
+        match &sync.disk {
+            Some(disk) => disk.queued.len() >= MAX_QUEUED_CHUNKS,
+            None => sync.attached.iter().any(|id| {
+                self.repl
+                    .replicas
+                    .get(id)
+                    .is_some_and(|r| r.outbox.len() > DISKLESS_MAX_UNSENT)
+            }),
+        }
+    }
+
     /// Logs a replication line for the host (`warning` or notice).
     pub(crate) fn repl_log(&mut self, warning: bool, line: String) {
         self.repl.log.push((warning, line));
@@ -304,16 +325,7 @@ impl Core {
             return;
         }
         let mut chunks = Vec::new();
-        let paced = match &sync.disk {
-            Some(disk) => disk.queued.len() >= MAX_QUEUED_CHUNKS,
-            None => sync.attached.iter().any(|id| {
-                self.repl
-                    .replicas
-                    .get(id)
-                    .is_some_and(|r| r.outbox.len() > DISKLESS_MAX_UNSENT)
-            }),
-        };
-        if !paced && !sync.capture.is_done() {
+        if !self.repl_sync_paced(&sync) && !sync.capture.is_done() {
             sync.capture.step(&mut self.keyspace, budget, &mut chunks);
         }
         match sync.disk.as_mut() {

@@ -185,6 +185,14 @@ impl RewriteState {
         self.job.is_some()
     }
 
+    /// True while the running rewrite's capture can only wait for its
+    /// thread: the chunks queued for it are at the limit.
+    pub fn waits_for_writer(&self) -> bool {
+        self.job
+            .as_ref()
+            .is_some_and(|job| !job.capture_done && job.queued.len() >= MAX_QUEUED_CHUNKS)
+    }
+
     /// Redis's `aofRewriteLimited`: after repeated failures, automatic
     /// attempts wait 1, 2, 4 … up to 60 minutes. True when one may start.
     pub fn auto_allowed(&mut self, now_ms: i64) -> bool {

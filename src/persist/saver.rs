@@ -143,6 +143,16 @@ impl SaveState {
         self.job.is_some()
     }
 
+    /// True while the running BGSAVE can only wait for its writer thread:
+    /// the blocks queued for it are at the limit, or the capture is over
+    /// and the file is being finished. The event loop sleeps instead of
+    /// stepping it.
+    pub fn waits_for_writer(&self) -> bool {
+        self.job
+            .as_ref()
+            .is_some_and(|job| job.capture_done || job.queued.len() >= MAX_QUEUED_BLOCKS)
+    }
+
     /// Starts a BGSAVE of `keyspace` into `target`; `dirty` is the
     /// engine's change counter now (what the save will have saved).
     pub fn start(
@@ -406,5 +416,129 @@ fn write_rdb_file(
             Ok(ToWriter::Block(_)) => return Err("background save protocol error".into()),
             Err(_) => return Err("background save aborted".into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::{Condvar, Mutex};
+
+    use super::*;
+    use crate::persist::io::{AppendFile, FaultyIo};
+    use crate::types::{Blob, Value};
+
+    /// An [`Io`] whose `open_append` waits until the gate opens: a writer
+    /// thread held at its first step (a slow disk).
+    struct GatedIo {
+        inner: FaultyIo,
+        open: Arc<(Mutex<bool>, Condvar)>,
+    }
+
+    impl Io for GatedIo {
+        fn open_append(&self, path: &Path) -> io::Result<Box<dyn AppendFile>> {
+            let (lock, opened) = &*self.open;
+            let mut is_open = lock.lock().unwrap();
+            while !*is_open {
+                is_open = opened.wait(is_open).unwrap();
+            }
+            self.inner.open_append(path)
+        }
+        fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+            self.inner.read_all(path)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.inner.exists(path)
+        }
+        fn remove(&self, path: &Path) -> io::Result<()> {
+            self.inner.remove(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+            self.inner.sync_dir(dir)
+        }
+        fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+            self.inner.list_dir(dir)
+        }
+        fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+            self.inner.truncate(path, len)
+        }
+    }
+
+    /// The event loop sleeps while `waits_for_writer` is true, so it must
+    /// be true exactly when a step can do nothing: here the writer thread
+    /// is held, the queue fills, and further steps capture nothing until
+    /// the writer goes on; once the file is done it is false again.
+    #[test]
+    fn a_held_writer_is_waited_for_not_stepped() {
+        let mut ks = Keyspace::new(1);
+        // 4 MiB of incompressible-enough values: more blocks than the
+        // channel and the queue hold together.
+        let mut rng = crate::rand::Rng::with_seed(7);
+        for i in 0..4096u32 {
+            let value: Vec<u8> = (0..1024).map(|_| rng.next_u64() as u8).collect();
+            ks.db_mut(0)
+                .insert_new(format!("k{i}").as_bytes(), Value::Str(Blob::from(value)));
+        }
+        let faulty = FaultyIo::new();
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let io: Arc<dyn Io> = Arc::new(GatedIo {
+            inner: faulty.clone(),
+            open: Arc::clone(&gate),
+        });
+        let mut save = SaveState::default();
+        save.start(
+            &mut ks,
+            SaveTarget {
+                io,
+                dir: Path::new("/d"),
+                file_name: "dump.hoz",
+                format: Format::Native,
+                position: None,
+                functions: Vec::new(),
+                key_access: crate::rdb::writer::KeyAccessRecord::None,
+            },
+            0,
+            1,
+        );
+        assert!(save.in_progress());
+        assert!(!save.waits_for_writer(), "nothing queued yet");
+        let step =
+            |save: &mut SaveState, ks: &mut Keyspace| save.step(ks, Duration::from_millis(50), 1);
+        let mut steps = 0;
+        while !save.waits_for_writer() {
+            assert!(step(&mut save, &mut ks).is_none());
+            steps += 1;
+            assert!(steps < 1000, "the queue never filled");
+        }
+        let captured = save.job.as_ref().unwrap().keys_processed;
+        assert!(captured < 4096, "held at {captured} keys");
+        for _ in 0..10 {
+            assert!(step(&mut save, &mut ks).is_none());
+            assert!(save.waits_for_writer());
+        }
+        assert_eq!(
+            save.job.as_ref().unwrap().keys_processed,
+            captured,
+            "a step while the writer is held captures nothing"
+        );
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let finished = loop {
+            if let Some(finished) = step(&mut save, &mut ks) {
+                break finished;
+            }
+            assert!(Instant::now() < deadline, "the save did not finish");
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        assert!(
+            matches!(finished, Finished::Saved { keys: 4096, .. }),
+            "finished as {finished:?}"
+        );
+        assert!(!save.waits_for_writer());
+        assert!(faulty.exists(Path::new("/d/dump.hoz")));
     }
 }

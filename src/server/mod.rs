@@ -61,11 +61,15 @@ const READ_TURN_MAX_BYTES: usize = 1024 * 1024;
 /// configured `client-output-buffer-limit normal` above it raises it, so
 /// that limit disconnects as in Redis.
 const OUTPUT_PAUSE_BYTES: u64 = 1024 * 1024;
-/// Longest slice of background work (BGSAVE, AOF rewrite) between two
-/// turns of client requests: what a client can wait for because of it.
-/// Short, because a request arriving during a slice waits for its end; a
-/// poll between slices costs a microsecond or two.
-const BACKGROUND_SLICE: Duration = Duration::from_micros(500);
+/// Longest slice of background work (BGSAVE, AOF rewrite, a replication
+/// capture) between two turns of client requests: what a client can wait
+/// for because of it (beyond one value's encoding). Short, because a
+/// request arriving during a slice waits for its end; the turn between
+/// two slices costs about a microsecond.
+const BACKGROUND_SLICE: Duration = Duration::from_micros(25);
+/// How long the loop sleeps, events aside, while a background job waits
+/// for its writer thread (epoll's resolution: 1 ms).
+const WRITER_WAIT: Duration = Duration::from_millis(1);
 /// TLS clients refused by protected mode kept beyond `maxclients` until
 /// their handshake ends and the refusal is sent; past that, one is closed
 /// without it.
@@ -188,24 +192,20 @@ impl Server {
     /// Runs until shutdown is requested.
     pub fn run(&mut self) -> Result<(), crate::Error> {
         let mut events = Events::with_capacity(1024);
-        // Whether the last wait returned events (see the background tick).
-        let mut clients_active = false;
         loop {
             let hz = self.engine.config().hz.clamp(1, 500);
             let mut tick = Duration::from_millis(u64::from(1000 / hz));
             if self.engine.core().background_busy() {
-                // A BGSAVE or rewrite advances between turns, a slice per
-                // turn. While clients are active, waiting for events
-                // between slices keeps the command thread about half busy
-                // with it: a thread that never sleeps is the one the
-                // scheduler preempts for milliseconds when the cores are
-                // shared (the writer thread, clients), which clients would
-                // see. With no client activity it runs slice after slice.
-                // A capture paced by rdb-key-save-delay sleeps until its
-                // next key is due.
+                // A BGSAVE, rewrite or replication capture advances a
+                // short slice per turn, turn after turn, so a request
+                // waits for one slice at most (docs/cores.md). It sleeps
+                // while its writer thread has the most blocks queued or
+                // the file is being finished (a turn would find nothing
+                // to do), and a capture paced by rdb-key-save-delay
+                // sleeps until its next key is due.
                 tick = match self.engine.core().keyspace.capture_wait() {
                     Some(wait) => tick.min(wait),
-                    None if clients_active => tick.min(BACKGROUND_SLICE),
+                    None if self.engine.core().background_waits() => tick.min(WRITER_WAIT),
                     None => Duration::ZERO,
                 };
             }
@@ -223,7 +223,6 @@ impl Server {
             }
             self.wait(&mut events, tick)?;
             self.check_startup_load()?;
-            clients_active = !events.is_empty() || !self.reread.order.is_empty();
             for token in self.reread.take() {
                 self.read_client(token);
             }
@@ -271,6 +270,9 @@ impl Server {
             self.close_idle_clients();
             if let Some(line) = self.engine.background_step(BACKGROUND_SLICE, now_ms()) {
                 log::log(Level::Notice, &line);
+            }
+            if self.engine.core().background_busy() && std::env::var_os("HZ_YIELD").is_some() {
+                unsafe { libc::sched_yield() };
             }
             self.publish_stream();
             self.service_replicas();
