@@ -68,8 +68,12 @@ pub const TRAILER_LEN: usize = 36;
 /// Magic in the last 8 bytes of the file.
 pub(super) const TRAILER_MAGIC: [u8; 8] = *b"HZSNPEND";
 
-/// Uncompressed bytes after which a block is closed.
-pub const BLOCK_TARGET_BYTES: usize = 1 << 20;
+/// Uncompressed bytes after which a block is closed. 256 KiB: the
+/// compressed size is within 0.02% of 1 MiB blocks', and a BGSAVE's
+/// writer thread compresses a block in one burst of CPU, which a client
+/// sharing its core waits behind (PING p99 during a BGSAVE of 1M mixed
+/// keys: 2.1 ms with 1 MiB blocks, 1.1 ms with 256 KiB).
+pub const BLOCK_TARGET_BYTES: usize = 256 << 10;
 /// A string longer than the block target is cut into chunks of at least
 /// this size (a 16th of the target for smaller targets), so a nearly full
 /// block does not produce tiny chunks.

@@ -124,9 +124,7 @@ fn incremental_fsync_every_32_mib() {
     let (_, s0) = io.counts();
     for _ in 0..40 {
         // Incompressible 1 MiB blocks.
-        let data: Vec<u8> = (0..BLOCK_TARGET_BYTES)
-            .map(|_| rng.next_u64() as u8)
-            .collect();
+        let data: Vec<u8> = (0..1 << 20).map(|_| rng.next_u64() as u8).collect();
         w.write_block(RawBlock { data, records: 0 }).expect("write");
     }
     assert_eq!(io.counts().1 - s0, 1, "one fsync after 32 MiB");
