@@ -85,6 +85,9 @@ pub(crate) use pace::Pace;
 /// resize anyway (Redis's `dict_force_resize_ratio`).
 pub const FORCE_RESIZE_RATIO: usize = 5;
 
+/// How many positions ahead of the cursor a live capture prefetches.
+const PREFETCH_AHEAD: usize = 8;
+
 /// Positions a step may visit per record it may emit, so a step over a
 /// sparse table (many emptied buckets: shrinking is paused) stays bounded.
 const POSITIONS_PER_RECORD: usize = 8;
@@ -314,6 +317,7 @@ fn advance_live(
 ) {
     while !capture.cursor_done() && !budget.exhausted() {
         let position = capture.next_position;
+        main.prefetch_position(position + PREFETCH_AHEAD);
         let skip = take_skip_list(&mut capture.skip, position);
         main.visit_position(position, |key, value| {
             if skip

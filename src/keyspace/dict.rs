@@ -718,6 +718,23 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         }
     }
 
+    /// Hints the CPU to fetch the first node of the bucket at `position`
+    /// (out of range: nothing). A capture visits positions in order and
+    /// prefetches a few ahead: the nodes are scattered over the heap, and
+    /// reading each one cold was about a third of the capture's time.
+    #[inline]
+    pub(crate) fn prefetch_position(&self, position: usize) {
+        let first = self.tables[0].len();
+        let slot = if position < first {
+            self.tables[0].get(position)
+        } else {
+            self.tables[1].get(position - first)
+        };
+        if let Some(Some(node)) = slot {
+            prefetch(&**node as *const Node<K, V> as *const u8);
+        }
+    }
+
     /// Moves the elements of the bucket at `position` out of the table.
     pub(crate) fn drain_position(&mut self, position: usize, mut take: impl FnMut(K, V)) {
         let (t, b) = self.split_position(position);
