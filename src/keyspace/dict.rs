@@ -724,13 +724,8 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     /// reading each one cold was about a third of the capture's time.
     #[inline]
     pub(crate) fn prefetch_position(&self, position: usize) {
-        let first = self.tables[0].len();
-        let slot = if position < first {
-            self.tables[0].get(position)
-        } else {
-            self.tables[1].get(position - first)
-        };
-        if let Some(Some(node)) = slot {
+        let (t, b) = self.split_position(position);
+        if let Some(Some(node)) = self.tables[t].get(b) {
             prefetch(&**node as *const Node<K, V> as *const u8);
         }
     }
