@@ -207,10 +207,7 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        if self.rehash_index.is_none() && !self.tables[0].is_empty() {
-            let slot = &self.tables[0][self.index(0, self.hash(key))];
-            prefetch(slot as *const Link<K, V> as *const u8);
-        }
+        self.prefetch_hashed(self.hash(key), false);
     }
 
     /// Like [`Dict::prefetch_bucket`], one step further: the first node of
@@ -221,10 +218,31 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         K: Borrow<Q>,
         Q: Hash + ?Sized,
     {
-        if self.rehash_index.is_none() && !self.tables[0].is_empty() {
-            if let Some(node) = &self.tables[0][self.index(0, self.hash(key))] {
-                prefetch(&**node as *const Node<K, V> as *const u8);
-            }
+        self.prefetch_hashed(self.hash(key), true);
+    }
+
+    /// The hash this table files `key` under, for
+    /// [`Dict::prefetch_hashed`] (one hash for both prefetch steps).
+    pub fn hash_of<Q>(&self, key: &Q) -> u64
+    where
+        K: Borrow<Q>,
+        Q: Hash + ?Sized,
+    {
+        self.hash(key)
+    }
+
+    /// [`Dict::prefetch_bucket`] (`chain` false) or
+    /// [`Dict::prefetch_chain`] (`chain` true) for a key whose
+    /// [`Dict::hash_of`] is `hash`.
+    pub fn prefetch_hashed(&self, hash: u64, chain: bool) {
+        if self.rehash_index.is_some() || self.tables[0].is_empty() {
+            return;
+        }
+        let slot = &self.tables[0][self.index(0, hash)];
+        if !chain {
+            prefetch(slot as *const Link<K, V> as *const u8);
+        } else if let Some(node) = slot {
+            prefetch(&**node as *const Node<K, V> as *const u8);
         }
     }
 

@@ -200,6 +200,36 @@ impl Db {
         }
     }
 
+    /// Prefetch hints for a batch of keys about to be looked up (a
+    /// pipelined client's next requests): every key's bucket first, then
+    /// every bucket's first node, so the batch's cache misses overlap
+    /// instead of each command waiting for its own. At most 16 keys; a
+    /// key equal to the one before it is skipped (a pipeline on one key
+    /// has nothing to overlap).
+    pub fn prefetch_keys(&self, keys: &[&[u8]]) {
+        let mut hashes = [0u64; 16];
+        let mut n = 0;
+        let mut previous: Option<&[u8]> = None;
+        for &key in keys {
+            if n == hashes.len() {
+                break;
+            }
+            if previous == Some(key) {
+                continue;
+            }
+            previous = Some(key);
+            hashes[n] = self.main.hash_of(key);
+            self.main.prefetch_hashed(hashes[n], false);
+            n += 1;
+        }
+        if n < 2 {
+            return;
+        }
+        for &h in &hashes[..n] {
+            self.main.prefetch_hashed(h, true);
+        }
+    }
+
     /// Inserts a loaded key with its optional absolute expiry and access
     /// field ([`KeyAccess::field`]; None: a new key's), unless the
     /// key is already present: then nothing changes and the key comes back

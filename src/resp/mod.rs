@@ -8,6 +8,7 @@
 //! for bytes it has not received (a declared bulk length only bounds what
 //! is accepted).
 
+pub mod peek;
 pub mod reply_frame;
 
 use std::ops::Range;

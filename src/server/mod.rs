@@ -686,6 +686,7 @@ impl Server {
         // Redis trims the query buffer after the whole batch: a command
         // sees the batch's bytes, its own included, as `qbuf=`.
         let batch_start = client.parser.consumed();
+        let mut until_prefetch = 0;
         while !client.closing
             && !client.overflowed
             && !client.shutdown_caller
@@ -698,6 +699,11 @@ impl Server {
                 client.paused = true;
                 break;
             }
+            if until_prefetch == 0 {
+                prefetch_pipelined_keys(&self.engine, client);
+                until_prefetch = PREFETCH_REQUESTS;
+            }
+            until_prefetch -= 1;
             let start = client.parser.consumed();
             let request = match client
                 .parser
@@ -1127,4 +1133,27 @@ fn deliver(client: &mut Client, message: &crate::core::clients::Message) -> bool
         return false;
     }
     true
+}
+
+/// How many pipelined requests one look ahead covers.
+const PREFETCH_REQUESTS: usize = 16;
+
+/// Prefetch hints for the keys of a client's next pipelined requests
+/// ([`Db::prefetch_keys`](crate::keyspace::Db::prefetch_keys)): with 16
+/// requests in the buffer their table lookups overlap their cache misses.
+/// One request alone gets none (nothing to overlap it with).
+fn prefetch_pipelined_keys(engine: &Engine, client: &Client) {
+    let mut keys = [&b""[..]; PREFETCH_REQUESTS];
+    let n = crate::resp::peek::second_args(
+        &client.inbuf,
+        client.parser.consumed(),
+        PREFETCH_REQUESTS,
+        &mut keys,
+    );
+    if n >= 2 {
+        engine
+            .keyspace()
+            .db(client.session.db)
+            .prefetch_keys(&keys[..n]);
+    }
 }
