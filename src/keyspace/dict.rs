@@ -60,7 +60,7 @@ impl<K: Hash + Eq, V> Default for Dict<K, V> {
 
 /// A prefetch hint for the cache line at `p` (x86-64; elsewhere nothing).
 #[inline(always)]
-fn prefetch(p: *const u8) {
+pub(crate) fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: PREFETCHT0 is a hint: it never faults, whatever the address,
     // and reads nothing the program can observe.
@@ -244,6 +244,18 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         } else if let Some(node) = slot {
             prefetch(&**node as *const Node<K, V> as *const u8);
         }
+    }
+
+    /// The first entry of the bucket a key whose [`Dict::hash_of`] is
+    /// `hash` files under (usually that key's), while no resize runs: the
+    /// third prefetch step reads it to hint at the entry's heap blocks.
+    pub(crate) fn first_entry_hashed(&self, hash: u64) -> Option<(&K, &V)> {
+        if self.rehash_index.is_some() || self.tables[0].is_empty() {
+            return None;
+        }
+        self.tables[0][self.index(0, hash)]
+            .as_deref()
+            .map(|node| (&node.key, &node.value))
     }
 
     /// The value stored under `key`.

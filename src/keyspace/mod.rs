@@ -202,7 +202,8 @@ impl Db {
 
     /// Prefetch hints for a batch of keys about to be looked up (a
     /// pipelined client's next requests): every key's bucket first, then
-    /// every bucket's first node, so the batch's cache misses overlap
+    /// every bucket's first node, then that node's key and value blocks
+    /// when they are on the heap, so the batch's cache misses overlap
     /// instead of each command waiting for its own. At most 16 keys; a
     /// key equal to the one before it is skipped (a pipeline on one key
     /// has nothing to overlap).
@@ -227,6 +228,15 @@ impl Db {
         }
         for &h in &hashes[..n] {
             self.main.prefetch_hashed(h, true);
+        }
+        // The nodes asked for above arrive together; a key longer than a
+        // Blob holds inline, and the value, are one more block each.
+        for &h in &hashes[..n] {
+            if let Some((key, value)) = self.main.first_entry_hashed(h) {
+                for p in [key.heap_ptr(), value.heap_ptr()].into_iter().flatten() {
+                    dict::prefetch(p);
+                }
+            }
         }
     }
 

@@ -145,6 +145,14 @@ impl Blob {
         }
     }
 
+    /// Where the bytes are when they are not inline (for a prefetch hint).
+    pub fn heap_ptr(&self) -> Option<*const u8> {
+        match &self.0 {
+            Repr::Inline { .. } => None,
+            Repr::Heap { bytes, .. } | Repr::RawHeap { bytes, .. } => Some(bytes.as_ptr()),
+        }
+    }
+
     /// Bytes allocated on the heap for this blob (0 when inline).
     pub fn heap_size(&self) -> usize {
         match &self.0 {

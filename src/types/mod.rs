@@ -45,6 +45,19 @@ pub enum Value {
 }
 
 impl Value {
+    /// The heap block a lookup of this value reads first, if any: a
+    /// string's bytes, a collection's header (for a prefetch hint).
+    pub fn heap_ptr(&self) -> Option<*const u8> {
+        match self {
+            Value::Str(b) => b.heap_ptr(),
+            Value::List(l) => Some(&**l as *const List as *const u8),
+            Value::Hash(h) => Some(&**h as *const Hash as *const u8),
+            Value::Set(s) => Some(&**s as *const Set as *const u8),
+            Value::ZSet(z) => Some(&**z as *const ZSet as *const u8),
+            Value::Stream(s) => Some(&**s as *const Stream as *const u8),
+        }
+    }
+
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
         match self {
