@@ -303,7 +303,11 @@ impl<K: Hash + Eq, V> Dict<K, V> {
 
     /// The stored key and its value, both mutable. The caller must leave
     /// the key's hash and equality as they are (a key's access metadata,
-    /// which neither sees, is what this is for).
+    /// which neither sees, is what this is for). Like every mutable
+    /// lookup, it moves one bucket of a resize in progress (Redis's
+    /// `dictFind` rehash step), so a table that is looked up and updated
+    /// but no longer grows still finishes its resize: until then every
+    /// lookup probes both tables and prefetch hints are off.
     pub(crate) fn get_entry_mut<Q>(&mut self, key: &Q) -> Option<(&mut K, &mut V)>
     where
         K: Borrow<Q>,
@@ -311,6 +315,9 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     {
         if self.len == 0 {
             return None;
+        }
+        if self.rehash_index.is_some() {
+            self.rehash_step();
         }
         let h = self.hash(key);
         let i0 = (!self.tables[0].is_empty()).then(|| self.index(0, h));
@@ -965,6 +972,29 @@ mod tests {
     use super::*;
     use crate::rand::fairness;
     use std::collections::{BTreeMap, HashSet};
+
+    #[test]
+    fn a_resize_finishes_under_lookups_alone() {
+        // A table that grows once, then is only looked up and updated (a
+        // set or hash whose members exist): each mutable lookup moves a
+        // bucket, as Redis's dictFind does, so the resize ends and the
+        // lookups stop probing two tables.
+        let mut d: Dict<u64, u64> = Dict::new();
+        let mut n = 0;
+        while !d.is_rehashing() {
+            d.insert(n, n);
+            n += 1;
+        }
+        let buckets = d.bucket_count();
+        for i in 0..(buckets as u64 * 4) {
+            *d.get_mut(&(i % n)).expect("present") += 1;
+        }
+        assert!(!d.is_rehashing(), "the resize never finished");
+        assert_eq!(d.len(), n as usize);
+        for k in 0..n {
+            assert!(d.get(&k).is_some());
+        }
+    }
 
     #[test]
     fn keyspace_entry_keeps_its_size_with_the_access_field() {

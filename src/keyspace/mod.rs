@@ -73,6 +73,40 @@ pub struct Db {
     new_access: u32,
 }
 
+/// The three prefetch steps of [`Db::prefetch_keys`] for up to 16 `keys`
+/// of `table` (buckets, first nodes, their heap blocks); `value_block`
+/// names a value's heap block. Returns how many keys it took (the
+/// steps after the first only run for two or more).
+fn prefetch_in<'k, V>(
+    table: &Dict<Blob, V>,
+    keys: impl Iterator<Item = &'k [u8]>,
+    value_block: impl Fn(&V) -> Option<*const u8>,
+) -> usize {
+    let mut hashes = [0u64; 16];
+    let mut n = 0;
+    for key in keys.take(hashes.len()) {
+        hashes[n] = table.hash_of(key);
+        table.prefetch_hashed(hashes[n], false);
+        n += 1;
+    }
+    if n < 2 {
+        return n;
+    }
+    for &h in &hashes[..n] {
+        table.prefetch_hashed(h, true);
+    }
+    // The nodes asked for above arrive together; a key longer than a Blob
+    // holds inline, and the value, are one more block each.
+    for &h in &hashes[..n] {
+        if let Some((key, value)) = table.first_entry_hashed(h) {
+            for p in [key.heap_ptr(), value_block(value)].into_iter().flatten() {
+                dict::prefetch(p);
+            }
+        }
+    }
+    n
+}
+
 impl Default for Db {
     fn default() -> Db {
         Db {
@@ -200,43 +234,43 @@ impl Db {
         }
     }
 
-    /// Prefetch hints for a batch of keys about to be looked up (a
-    /// pipelined client's next requests): every key's bucket first, then
-    /// every bucket's first node, then that node's key and value blocks
-    /// when they are on the heap, so the batch's cache misses overlap
-    /// instead of each command waiting for its own. At most 16 keys; a
-    /// key equal to the one before it is skipped (a pipeline on one key
-    /// has nothing to overlap).
-    pub fn prefetch_keys(&self, keys: &[&[u8]]) {
-        let mut hashes = [0u64; 16];
-        let mut n = 0;
+    /// Prefetch hints for a pipelined client's next requests, given each
+    /// one's second and third arguments (its key, and for most collection
+    /// commands the member or field; at most 16 requests). Every key's
+    /// bucket first, then every bucket's first node, then that node's key
+    /// and value blocks when they are on the heap, so the batch's cache
+    /// misses overlap instead of each command waiting for its own. A key
+    /// equal to the one before it is skipped. When the whole batch is on
+    /// one key holding a hash table (a set or hash past its listpack or
+    /// intset form), the third arguments are prefetched in that table the
+    /// same way.
+    pub fn prefetch_keys(&self, args: &[[&[u8]; 2]]) {
         let mut previous: Option<&[u8]> = None;
-        for &key in keys {
-            if n == hashes.len() {
-                break;
-            }
-            if previous == Some(key) {
-                continue;
-            }
-            previous = Some(key);
-            hashes[n] = self.main.hash_of(key);
-            self.main.prefetch_hashed(hashes[n], false);
-            n += 1;
-        }
-        if n < 2 {
+        let distinct = prefetch_in(
+            &self.main,
+            args.iter().map(|a| a[0]).filter(|&key| {
+                let new = previous != Some(key);
+                previous = Some(key);
+                new
+            }),
+            |value: &Value| value.heap_ptr(),
+        );
+        if distinct != 1 || args.len() < 2 {
             return;
         }
-        for &h in &hashes[..n] {
-            self.main.prefetch_hashed(h, true);
-        }
-        // The nodes asked for above arrive together; a key longer than a
-        // Blob holds inline, and the value, are one more block each.
-        for &h in &hashes[..n] {
-            if let Some((key, value)) = self.main.first_entry_hashed(h) {
-                for p in [key.heap_ptr(), value.heap_ptr()].into_iter().flatten() {
-                    dict::prefetch(p);
+        let members = args.iter().map(|a| a[1]).filter(|m| !m.is_empty());
+        match self.main.get(args[0][0]) {
+            Some(Value::Set(set)) => {
+                if let crate::types::Set::Table(table) = &**set {
+                    prefetch_in(table, members, |_: &()| None);
                 }
             }
+            Some(Value::Hash(hash)) => {
+                if let crate::types::Hash::Table(table) = &**hash {
+                    prefetch_in(table, members, |value: &Blob| value.heap_ptr());
+                }
+            }
+            _ => {}
         }
     }
 

@@ -1,18 +1,20 @@
-//! A read-only look ahead over requests not parsed yet: the second argument
-//! (the key of almost every keyed command) of each complete multibulk
+//! A read-only look ahead over requests not parsed yet: the second and
+//! third arguments (the key of almost every keyed command, and the member
+//! or field of most collection commands) of each complete multibulk
 //! request in a buffer, for prefetch hints. It never changes what the
 //! [`Parser`](super::Parser) will return: anything it does not recognise
 //! (an inline request, a malformed or incomplete one) ends the look ahead.
 
-/// Fills `out` with the second argument of each complete multibulk request
-/// in `buf` from `from` on (a request with fewer than two arguments is
-/// skipped), stopping when `out` is full, after `max_requests` requests, or
-/// at the first request it cannot scan. Returns how many slots it filled.
-pub fn second_args<'a>(
+/// Fills `out` with the second and third arguments (empty when absent)
+/// of each complete multibulk request in `buf` from `from` on (a request
+/// with fewer than two arguments is skipped), stopping when `out` is full,
+/// after `max_requests` requests, or at the first request it cannot scan.
+/// Returns how many slots it filled.
+pub fn key_args<'a>(
     buf: &'a [u8],
     from: usize,
     max_requests: usize,
-    out: &mut [&'a [u8]],
+    out: &mut [[&'a [u8]; 2]],
 ) -> usize {
     let mut pos = from;
     let mut filled = 0;
@@ -22,7 +24,7 @@ pub fn second_args<'a>(
             break;
         };
         pos = next;
-        let mut second = None;
+        let mut args: [&[u8]; 2] = [&[], &[]];
         for i in 0..count {
             let Some((len, start)) = header(buf, pos, b'$') else {
                 return filled;
@@ -31,13 +33,13 @@ pub fn second_args<'a>(
             if end + 2 > buf.len() {
                 return filled;
             }
-            if i == 1 {
-                second = Some(&buf[start..end]);
+            if i == 1 || i == 2 {
+                args[i - 1] = &buf[start..end];
             }
             pos = end + 2;
         }
-        if let Some(arg) = second {
-            out[filled] = arg;
+        if count >= 2 {
+            out[filled] = args;
             filled += 1;
         }
         requests += 1;
@@ -72,9 +74,9 @@ mod tests {
     use super::*;
 
     fn scan(buf: &[u8], from: usize, max: usize) -> Vec<Vec<u8>> {
-        let mut out = [&b""[..]; 4];
-        let n = second_args(buf, from, max, &mut out);
-        out[..n].iter().map(|a| a.to_vec()).collect()
+        let mut out = [[&b""[..]; 2]; 4];
+        let n = key_args(buf, from, max, &mut out);
+        out[..n].iter().map(|a| a[0].to_vec()).collect()
     }
 
     #[test]
@@ -85,6 +87,16 @@ mod tests {
         let second = b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\nx\r\n".len();
         assert_eq!(scan(buf, second, 16), vec![b"bb".to_vec()]);
         assert_eq!(scan(buf, 0, 1), vec![b"a".to_vec()]);
+    }
+
+    #[test]
+    fn third_arguments_or_empty() {
+        let buf =
+            b"*4\r\n$4\r\nHSET\r\n$1\r\nh\r\n$1\r\nf\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        let mut out = [[&b""[..]; 2]; 4];
+        assert_eq!(key_args(buf, 0, 16, &mut out), 2);
+        assert_eq!(out[0], [&b"h"[..], &b"f"[..]]);
+        assert_eq!(out[1], [&b"k"[..], &b""[..]]);
     }
 
     #[test]

@@ -1143,17 +1143,17 @@ const PREFETCH_REQUESTS: usize = 16;
 /// requests in the buffer their table lookups overlap their cache misses.
 /// One request alone gets none (nothing to overlap it with).
 fn prefetch_pipelined_keys(engine: &Engine, client: &Client) {
-    let mut keys = [&b""[..]; PREFETCH_REQUESTS];
-    let n = crate::resp::peek::second_args(
+    let mut args = [[&b""[..]; 2]; PREFETCH_REQUESTS];
+    let n = crate::resp::peek::key_args(
         &client.inbuf,
         client.parser.consumed(),
         PREFETCH_REQUESTS,
-        &mut keys,
+        &mut args,
     );
     if n >= 2 {
         engine
             .keyspace()
             .db(client.session.db)
-            .prefetch_keys(&keys[..n]);
+            .prefetch_keys(&args[..n]);
     }
 }

@@ -290,7 +290,8 @@ fn ints_to_table(ints: &[i64], extra: usize) -> Dict<Blob, ()> {
 }
 
 fn insert_into_table(d: &mut Dict<Blob, ()>, member: &[u8]) -> bool {
-    if d.contains_key(member) {
+    // A mutable lookup: it advances a resize in progress.
+    if d.get_mut(member).is_some() {
         return false;
     }
     d.insert_new(Blob::new(member), ());
