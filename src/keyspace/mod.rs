@@ -73,7 +73,7 @@ pub struct Db {
     new_access: u32,
 }
 
-/// The three prefetch steps of [`Db::prefetch_keys`] for up to 16 `keys`
+/// The three prefetch steps of [`Db::prefetch_keys`] for up to 32 `keys`
 /// of `table` (buckets, first nodes, their heap blocks); `value_block`
 /// names a value's heap block. Returns how many keys it took (the
 /// steps after the first only run for two or more).
@@ -82,7 +82,7 @@ fn prefetch_in<'k, V>(
     keys: impl Iterator<Item = &'k [u8]>,
     value_block: impl Fn(&V) -> Option<*const u8>,
 ) -> usize {
-    let mut hashes = [0u64; 16];
+    let mut hashes = [0u64; 32];
     let mut n = 0;
     for key in keys.take(hashes.len()) {
         hashes[n] = table.hash_of(key);
@@ -235,16 +235,17 @@ impl Db {
     }
 
     /// Prefetch hints for a pipelined client's next requests, given each
-    /// one's second and third arguments (its key, and for most collection
-    /// commands the member or field; at most 16 requests). Every key's
-    /// bucket first, then every bucket's first node, then that node's key
-    /// and value blocks when they are on the heap, so the batch's cache
-    /// misses overlap instead of each command waiting for its own. A key
-    /// equal to the one before it is skipped. When the whole batch is on
-    /// one key holding a hash table (a set or hash past its listpack or
-    /// intset form), the third arguments are prefetched in that table the
-    /// same way.
-    pub fn prefetch_keys(&self, args: &[[&[u8]; 2]]) {
+    /// one's second, third and fourth arguments (its key, and for most
+    /// collection commands the member or field; at most 16 requests).
+    /// Every key's bucket first, then every bucket's first node, then that
+    /// node's key and value blocks when they are on the heap, so the
+    /// batch's cache misses overlap instead of each command waiting for
+    /// its own. A key equal to the one before it is skipped. When the
+    /// whole batch is on one key holding a hash table (a set or hash past
+    /// its listpack or intset form), the third arguments are prefetched in
+    /// that table the same way; for a sorted set's member table, the third
+    /// and fourth (ZSCORE's member, ZADD's after its score).
+    pub fn prefetch_keys(&self, args: &[[&[u8]; 3]]) {
         let mut previous: Option<&[u8]> = None;
         let distinct = prefetch_in(
             &self.main,
@@ -258,16 +259,25 @@ impl Db {
         if distinct != 1 || args.len() < 2 {
             return;
         }
-        let members = args.iter().map(|a| a[1]).filter(|m| !m.is_empty());
+        let third = args.iter().map(|a| a[1]).filter(|m| !m.is_empty());
         match self.main.get(args[0][0]) {
             Some(Value::Set(set)) => {
                 if let crate::types::Set::Table(table) = &**set {
-                    prefetch_in(table, members, |_: &()| None);
+                    prefetch_in(table, third, |_: &()| None);
                 }
             }
             Some(Value::Hash(hash)) => {
                 if let crate::types::Hash::Table(table) = &**hash {
-                    prefetch_in(table, members, |value: &Blob| value.heap_ptr());
+                    prefetch_in(table, third, |value: &Blob| value.heap_ptr());
+                }
+            }
+            Some(Value::ZSet(zset)) => {
+                if let Some(table) = zset.member_table() {
+                    let both = args
+                        .iter()
+                        .flat_map(|a| [a[1], a[2]])
+                        .filter(|m| !m.is_empty());
+                    prefetch_in(table, both, |_: &f64| None);
                 }
             }
             _ => {}

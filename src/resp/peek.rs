@@ -1,11 +1,13 @@
-//! A read-only look ahead over requests not parsed yet: the second and
-//! third arguments (the key of almost every keyed command, and the member
-//! or field of most collection commands) of each complete multibulk
-//! request in a buffer, for prefetch hints. It never changes what the
+//! A read-only look ahead over requests not parsed yet: the second, third
+//! and fourth arguments (the key of almost every keyed command, and the
+//! member or field of most collection commands: third, or fourth after a
+//! score or increment) of each complete multibulk request in a buffer, for
+//! prefetch hints. It never changes what the
 //! [`Parser`](super::Parser) will return: anything it does not recognise
 //! (an inline request, a malformed or incomplete one) ends the look ahead.
 
-/// Fills `out` with the second and third arguments (empty when absent)
+/// Fills `out` with the second, third and fourth arguments (empty when
+/// absent)
 /// of each complete multibulk request in `buf` from `from` on (a request
 /// with fewer than two arguments is skipped), stopping when `out` is full,
 /// after `max_requests` requests, or at the first request it cannot scan.
@@ -14,7 +16,7 @@ pub fn key_args<'a>(
     buf: &'a [u8],
     from: usize,
     max_requests: usize,
-    out: &mut [[&'a [u8]; 2]],
+    out: &mut [[&'a [u8]; 3]],
 ) -> usize {
     let mut pos = from;
     let mut filled = 0;
@@ -24,7 +26,7 @@ pub fn key_args<'a>(
             break;
         };
         pos = next;
-        let mut args: [&[u8]; 2] = [&[], &[]];
+        let mut args: [&[u8]; 3] = [&[], &[], &[]];
         for i in 0..count {
             let Some((len, start)) = header(buf, pos, b'$') else {
                 return filled;
@@ -33,7 +35,7 @@ pub fn key_args<'a>(
             if end + 2 > buf.len() {
                 return filled;
             }
-            if i == 1 || i == 2 {
+            if (1..=3).contains(&i) {
                 args[i - 1] = &buf[start..end];
             }
             pos = end + 2;
@@ -74,7 +76,7 @@ mod tests {
     use super::*;
 
     fn scan(buf: &[u8], from: usize, max: usize) -> Vec<Vec<u8>> {
-        let mut out = [[&b""[..]; 2]; 4];
+        let mut out = [[&b""[..]; 3]; 4];
         let n = key_args(buf, from, max, &mut out);
         out[..n].iter().map(|a| a[0].to_vec()).collect()
     }
@@ -90,13 +92,13 @@ mod tests {
     }
 
     #[test]
-    fn third_arguments_or_empty() {
+    fn later_arguments_or_empty() {
         let buf =
             b"*4\r\n$4\r\nHSET\r\n$1\r\nh\r\n$1\r\nf\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
-        let mut out = [[&b""[..]; 2]; 4];
+        let mut out = [[&b""[..]; 3]; 4];
         assert_eq!(key_args(buf, 0, 16, &mut out), 2);
-        assert_eq!(out[0], [&b"h"[..], &b"f"[..]]);
-        assert_eq!(out[1], [&b"k"[..], &b""[..]]);
+        assert_eq!(out[0], [&b"h"[..], &b"f"[..], &b"v"[..]]);
+        assert_eq!(out[1], [&b"k"[..], &b""[..], &b""[..]]);
     }
 
     #[test]

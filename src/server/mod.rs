@@ -1143,7 +1143,7 @@ const PREFETCH_REQUESTS: usize = 16;
 /// requests in the buffer their table lookups overlap their cache misses.
 /// One request alone gets none (nothing to overlap it with).
 fn prefetch_pipelined_keys(engine: &Engine, client: &Client) {
-    let mut args = [[&b""[..]; 2]; PREFETCH_REQUESTS];
+    let mut args = [[&b""[..]; 3]; PREFETCH_REQUESTS];
     let n = crate::resp::peek::key_args(
         &client.inbuf,
         client.parser.consumed(),

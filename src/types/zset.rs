@@ -50,6 +50,17 @@ impl Default for Repr {
     }
 }
 
+impl ZSet {
+    /// The member table of the skiplist encoding (member to score), for
+    /// prefetch hints; None in the listpack encoding.
+    pub fn member_table(&self) -> Option<&Dict<Blob, f64>> {
+        match &self.repr {
+            Repr::Skiplist(sorted) => Some(&sorted.dict),
+            Repr::Listpack(_) => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct Sorted {
     dict: Dict<Blob, f64>,
