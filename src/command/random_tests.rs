@@ -532,7 +532,7 @@ fn a_set_being_resized_is_fair() {
     let rehashing = |fx: &mut Fixture| match fx.engine.core().keyspace.db(0).get(b"s".as_slice()) {
         Some(Value::Set(set)) => match &**set {
             Set::Table(d) => d.is_rehashing(),
-            Set::Intset(_) => panic!("s is a hash-table set"),
+            Set::Intset(_) | Set::Packed(_) => panic!("s is a hash-table set"),
         },
         _ => panic!("s is a hash-table set"),
     };

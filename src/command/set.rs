@@ -315,16 +315,17 @@ fn spop_with_count(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
 /// from them iterates: ascending when they all are integers and fit an
 /// intset, the table's order otherwise.
 fn members_as_fresh_set(set: &Set, max_intset_entries: usize) -> Reply {
-    if let Set::Table(table) = set {
-        if table.len() <= max_intset_entries.min(1 << 30) {
-            let ints: Option<Vec<i64>> = table
-                .keys()
-                .map(|k| crate::types::num::parse_i64(k))
-                .collect();
-            if let Some(mut ints) = ints {
-                ints.sort_unstable();
-                return Reply::Set(ints.into_iter().map(|v| bulk(Member::Int(v))).collect());
-            }
+    if !matches!(set, Set::Intset(_)) && set.len() <= max_intset_entries.min(1 << 30) {
+        let ints: Option<Vec<i64>> = set
+            .iter()
+            .map(|m| match m {
+                Member::Int(v) => Some(v),
+                Member::Bytes(b) => crate::types::num::parse_i64(b),
+            })
+            .collect();
+        if let Some(mut ints) = ints {
+            ints.sort_unstable();
+            return Reply::Set(ints.into_iter().map(|v| bulk(Member::Int(v))).collect());
         }
     }
     Reply::Set(set.iter().map(bulk).collect())
@@ -595,8 +596,9 @@ fn sscan(ctx: &mut Ctx, argv: &[&[u8]]) -> CmdResult {
     // replies an empty scan whatever follows).
     let options = parse_scan_options(argv, 3)?;
     let (cursor, found) = match &**set {
-        // An intset is small: everything at once, cursor 0.
+        // An intset or a packed set is small: everything at once, cursor 0.
         Set::Intset(ints) => (0, ints.iter().map(|&v| Member::Int(v).to_vec()).collect()),
+        Set::Packed(p) => (0, p.iter().map(|m| m.to_vec()).collect()),
         Set::Table(table) => scan_table(cursor, options.count, 1, |cursor, found| {
             table.scan_step(cursor, |k, _| found.push(k.to_vec()))
         }),

@@ -184,7 +184,7 @@ impl Encoder {
             },
             Value::Set(s) => match **s {
                 Set::Intset(_) => kind::SET_INTSET,
-                Set::Table(_) => kind::SET,
+                Set::Packed(_) | Set::Table(_) => kind::SET,
             },
             Value::ZSet(z) => {
                 if z.is_listpack() {
@@ -222,7 +222,7 @@ impl Encoder {
                     super::intset::encode_into(ints, &mut scratch.bytes);
                     self.put_string(out, &scratch.bytes);
                 }),
-                Set::Table(_) => {
+                Set::Packed(_) | Set::Table(_) => {
                     put_len(out, s.len() as u64);
                     for m in s.iter() {
                         m.with_bytes(|b| self.put_string(out, b));
@@ -847,7 +847,7 @@ mod tests {
                 },
                 Value::Set(s) => match &**s {
                     Set::Intset(ints) => put_string(e, out, &crate::rdb::intset::encode(ints)),
-                    Set::Table(_) => {
+                    Set::Packed(_) | Set::Table(_) => {
                         put_len(out, s.len() as u64);
                         for m in s.iter() {
                             m.with_bytes(|b| put_string(e, out, b));

@@ -21,7 +21,7 @@ use super::hash::{Hash, Packed};
 use super::list::List;
 use super::num::parse_i64;
 use super::ordtree::cmp_key;
-use super::set::Set;
+use super::set::{self, Set};
 use super::zset::ZSet;
 use super::{Blob, EncodingLimits};
 use crate::keyspace::dict::Dict;
@@ -174,14 +174,13 @@ pub fn set_of_ints(ints: Vec<i64>, limits: &EncodingLimits) -> Result<Set, Rejec
     if ints.is_empty() {
         return Err(Rejected::Empty("set"));
     }
-    if ints.len() <= intset_limit(limits) {
-        return Ok(Set::Intset(ints));
+    let past_limit = ints.len() > intset_limit(limits);
+    let mut set = Set::Intset(ints);
+    if past_limit {
+        // As an intset converts when it passes the limit.
+        set.convert_intset(0);
     }
-    let mut table = Dict::with_capacity(ints.len());
-    for v in ints {
-        table.insert_new(Blob::from_i64(v), ());
-    }
-    Ok(Set::Table(table))
+    Ok(set)
 }
 
 /// A set from its members in any order.
@@ -199,13 +198,20 @@ pub fn set(members: Vec<Blob>, limits: &EncodingLimits) -> Result<Set, Rejected>
             return Ok(Set::Intset(ints));
         }
     }
+    if members.len() <= set::packed::MAX_ENTRIES && members.iter().all(|m| set::Packed::fits(m)) {
+        if has_duplicates(&members, |m| m.as_bytes()) {
+            return Err(Rejected::DuplicateMembers);
+        }
+        let packed = set::Packed::from_members(members.iter().map(|m| m.as_bytes()));
+        return Ok(Set::Packed(packed));
+    }
     let mut table = Dict::with_capacity(members.len());
     for m in members {
         if table.insert(m, ()).is_some() {
             return Err(Rejected::DuplicateMembers);
         }
     }
-    Ok(Set::Table(table))
+    Ok(Set::Table(Box::new(table)))
 }
 
 /// A sorted set from its entries in any order (Redis writes skiplists
@@ -275,7 +281,29 @@ mod tests {
             set(vec![b("3"), b("1")], &limits),
             Ok(Set::Intset(v)) if v == [1, 3]
         ));
-        assert!(matches!(set(vec![b("x")], &limits), Ok(Set::Table(_))));
+        assert!(matches!(set(vec![b("x")], &limits), Ok(Set::Packed(_))));
+        let long = Blob::new(&[b'x'; 65]);
+        assert!(matches!(set(vec![long], &limits), Ok(Set::Table(_))));
+        let many: Vec<Blob> = (0..129)
+            .map(|i| Blob::new(format!("m{i}").as_bytes()))
+            .collect();
+        assert!(matches!(set(many.clone(), &limits), Ok(Set::Table(_))));
+        assert!(matches!(
+            set(many[..128].to_vec(), &limits),
+            Ok(Set::Packed(p)) if p.len() == 128
+        ));
+        assert_eq!(
+            set(vec![b("x"), b("y"), b("x")], &limits).unwrap_err(),
+            Rejected::DuplicateMembers
+        );
+        let low = EncodingLimits {
+            set_max_intset_entries: 2,
+            ..EncodingLimits::default()
+        };
+        assert!(matches!(
+            set_of_ints(vec![1, 2, 3], &low),
+            Ok(Set::Packed(p)) if p.iter().eq([&b"1"[..], b"2", b"3"])
+        ));
         assert!(matches!(
             hash(vec![(b("f"), b("v"))], &limits),
             Ok(Hash::Listpack(_))

@@ -159,7 +159,7 @@ impl BlockBuilder {
             Value::Hash(h) => (TAG_HASH, h.len() as u64),
             Value::Set(s) => match **s {
                 Set::Intset(_) => (TAG_SET_INTS, s.len() as u64),
-                Set::Table(_) => (TAG_SET_STRINGS, s.len() as u64),
+                Set::Packed(_) | Set::Table(_) => (TAG_SET_STRINGS, s.len() as u64),
             },
             Value::ZSet(z) => (TAG_ZSET, z.len() as u64),
             Value::Stream(s) => (TAG_STREAM, s.len() as u64),
@@ -364,7 +364,7 @@ impl BlockBuilder {
                     }
                 }
             }
-            Set::Table(_) => {
+            Set::Packed(_) | Set::Table(_) => {
                 for m in s.iter() {
                     if let Member::Bytes(b) = m {
                         put_bytes(&mut self.buf, b);

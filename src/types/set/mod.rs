@@ -6,24 +6,38 @@
 //! good, to a hash table. The encoding is visible (OBJECT ENCODING, and the
 //! reply order: an intset replies in ascending order), so the conversion
 //! rules here follow Redis's `setTypeAdd` exactly.
+//!
+//! A set that is not an intset starts as a [`Packed`] block while it holds
+//! at most [`packed::MAX_ENTRIES`] members of at most [`packed::MAX_MEMBER`]
+//! bytes (Redis 7.2's listpack set, with its default limits), then
+//! converts, for good, to a [`Dict`]. Redis 7.0 has no such encoding, so
+//! OBJECT ENCODING reports `hashtable` for both, and a packed set replies
+//! in insertion order where a table replies in bucket order (neither order
+//! is one a client can rely on).
+
+pub mod packed;
 
 use super::num::parse_i64;
 use super::Blob;
 use crate::keyspace::dict::{self, Dict};
 use crate::rand::Rng;
+pub use packed::Packed;
 
 /// Redis caps `set-max-intset-entries` at 2^30 because of intset internals.
 const INTSET_HARD_LIMIT: usize = 1 << 30;
 
 /// A set: a sorted vector of integers while every member is an integer and
-/// there are at most `set-max-intset-entries` (Redis's intset), a [`Dict`]
-/// otherwise.
+/// there are at most `set-max-intset-entries` (Redis's intset), a
+/// [`Packed`] block while small, a [`Dict`] otherwise.
 #[derive(Debug, Clone)]
 pub enum Set {
-    /// Sorted, deduplicated integers.
+    /// Sorted, deduplicated integers, exactly sized.
     Intset(Vec<i64>),
+    /// A small set with a member that is not an integer (reported as
+    /// `hashtable`).
+    Packed(Packed),
     /// General encoding.
-    Table(Dict<Blob, ()>),
+    Table(Box<Dict<Blob, ()>>),
 }
 
 impl Default for Set {
@@ -99,6 +113,8 @@ fn format_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
 pub enum Iter<'a> {
     /// Over an intset.
     Ints(std::slice::Iter<'a, i64>),
+    /// Over a packed set.
+    Packed(packed::Iter<'a>),
     /// Over a hash table.
     Table(dict::Iter<'a, Blob, ()>),
 }
@@ -109,6 +125,7 @@ impl<'a> Iterator for Iter<'a> {
     fn next(&mut self) -> Option<Member<'a>> {
         match self {
             Iter::Ints(it) => it.next().map(|&v| Member::Int(v)),
+            Iter::Packed(it) => it.next().map(Member::Bytes),
             Iter::Table(it) => it.next().map(|(k, _)| Member::Bytes(k.as_bytes())),
         }
     }
@@ -116,6 +133,7 @@ impl<'a> Iterator for Iter<'a> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         match self {
             Iter::Ints(it) => it.size_hint(),
+            Iter::Packed(it) => it.size_hint(),
             Iter::Table(it) => it.size_hint(),
         }
     }
@@ -123,12 +141,15 @@ impl<'a> Iterator for Iter<'a> {
 
 impl Set {
     /// An empty set of the encoding that can hold `first` (Redis's
-    /// `setTypeCreate`): an intset for an integer, a hash table otherwise.
+    /// `setTypeCreate`): an intset for an integer, a packed set for a short
+    /// string, a hash table otherwise.
     pub fn for_member(first: &[u8]) -> Set {
         if parse_i64(first).is_some() {
             Set::Intset(Vec::new())
+        } else if Packed::fits(first) {
+            Set::Packed(Packed::default())
         } else {
-            Set::Table(Dict::new())
+            Set::Table(Box::default())
         }
     }
 
@@ -136,6 +157,7 @@ impl Set {
     pub fn len(&self) -> usize {
         match self {
             Set::Intset(v) => v.len(),
+            Set::Packed(p) => p.len(),
             Set::Table(d) => d.len(),
         }
     }
@@ -149,14 +171,45 @@ impl Set {
     pub fn encoding(&self) -> &'static str {
         match self {
             Set::Intset(_) => "intset",
-            Set::Table(_) => "hashtable",
+            Set::Packed(_) | Set::Table(_) => "hashtable",
         }
     }
 
-    /// Converts an intset to a hash table (no-op for a hash table).
+    /// Converts an intset or a packed set to a hash table (no-op for a
+    /// hash table).
     pub fn convert_to_table(&mut self) {
-        if let Set::Intset(ints) = self {
-            *self = Set::Table(ints_to_table(ints, 0));
+        match self {
+            Set::Intset(ints) => *self = Set::Table(Box::new(ints_to_table(ints, 0))),
+            Set::Packed(p) => {
+                let mut table = Dict::with_capacity(p.len());
+                for m in p.iter() {
+                    table.insert_new(Blob::new(m), ());
+                }
+                *self = Set::Table(Box::new(table));
+            }
+            Set::Table(_) => {}
+        }
+    }
+
+    /// Converts an intset that must take `extra` more members, or a member
+    /// that is not an integer: to a packed set when they fit, to a hash
+    /// table otherwise.
+    pub fn convert_intset(&mut self, extra: usize) {
+        let Set::Intset(ints) = self else {
+            return;
+        };
+        if ints.len() + extra <= packed::MAX_ENTRIES {
+            let mut buf = Vec::with_capacity(ints.len() * 8);
+            let mut ends = Vec::with_capacity(ints.len());
+            for &v in ints.iter() {
+                super::num::write_i64(&mut buf, v);
+                ends.push(buf.len());
+            }
+            let starts = std::iter::once(0).chain(ends.iter().copied());
+            let members = starts.zip(ends.iter()).map(|(a, &b)| &buf[a..b]);
+            *self = Set::Packed(Packed::from_members(members));
+        } else {
+            *self = Set::Table(Box::new(ints_to_table(ints, extra)));
         }
     }
 
@@ -166,13 +219,26 @@ impl Set {
     pub fn insert(&mut self, member: &[u8], max_intset_entries: usize) -> bool {
         match self {
             Set::Table(d) => insert_into_table(d, member),
-            Set::Intset(ints) => match parse_i64(member) {
+            Set::Packed(p) => {
+                if p.contains(member) {
+                    return false;
+                }
+                if p.len() < packed::MAX_ENTRIES && Packed::fits(member) {
+                    p.push(member);
+                } else {
+                    self.convert_to_table();
+                    let Set::Table(d) = self else {
+                        unreachable!("just converted to a table")
+                    };
+                    d.insert_new(Blob::new(member), ());
+                }
+                true
+            }
+            Set::Intset(_) => match parse_i64(member) {
                 Some(v) => self.insert_int(v, max_intset_entries),
                 None => {
-                    let mut table = ints_to_table(ints, 1);
-                    table.insert_new(Blob::new(member), ());
-                    *self = Set::Table(table);
-                    true
+                    self.convert_intset(1);
+                    self.insert(member, max_intset_entries)
                 }
             },
         }
@@ -182,16 +248,19 @@ impl Set {
     /// when it was not present.
     pub fn insert_int(&mut self, v: i64, max_intset_entries: usize) -> bool {
         match self {
-            Set::Table(d) => {
+            Set::Table(_) | Set::Packed(_) => {
                 let mut buf = [0u8; 20];
-                insert_into_table(d, format_i64(v, &mut buf))
+                self.insert(format_i64(v, &mut buf), max_intset_entries)
             }
             Set::Intset(ints) => match ints.binary_search(&v) {
                 Ok(_) => false,
                 Err(pos) => {
+                    // Exactly sized, as Redis's intset is: a doubling
+                    // vector left small sets up to half empty.
+                    ints.reserve_exact(1);
                     ints.insert(pos, v);
                     if ints.len() > max_intset_entries.min(INTSET_HARD_LIMIT) {
-                        self.convert_to_table();
+                        self.convert_intset(0);
                     }
                     true
                 }
@@ -212,6 +281,7 @@ impl Set {
     pub fn remove(&mut self, member: &[u8]) -> bool {
         match self {
             Set::Table(d) => d.remove(member).is_some(),
+            Set::Packed(p) => p.remove(member),
             Set::Intset(ints) => match parse_i64(member) {
                 Some(v) => remove_int(ints, v),
                 None => false,
@@ -231,6 +301,7 @@ impl Set {
     pub fn contains(&self, member: &[u8]) -> bool {
         match self {
             Set::Table(d) => d.contains_key(member),
+            Set::Packed(p) => p.contains(member),
             Set::Intset(ints) => match parse_i64(member) {
                 Some(v) => ints.binary_search(&v).is_ok(),
                 None => false,
@@ -250,6 +321,7 @@ impl Set {
     pub fn iter(&self) -> Iter<'_> {
         match self {
             Set::Intset(ints) => Iter::Ints(ints.iter()),
+            Set::Packed(p) => Iter::Packed(p.iter()),
             Set::Table(d) => Iter::Table(d.iter()),
         }
     }
@@ -261,6 +333,8 @@ impl Set {
         match self {
             Set::Intset(ints) if ints.is_empty() => None,
             Set::Intset(ints) => Some(Member::Int(ints[rng.index(ints.len())])),
+            Set::Packed(p) if p.is_empty() => None,
+            Set::Packed(p) => Some(Member::Bytes(p.nth(rng.index(p.len())))),
             Set::Table(d) => d.random(rng).map(|(k, _)| Member::Bytes(k.as_bytes())),
         }
     }
@@ -271,6 +345,12 @@ impl Set {
         match self {
             Set::Intset(ints) if ints.is_empty() => None,
             Set::Intset(ints) => Some(Blob::from_i64(ints.remove(rng.index(ints.len())))),
+            Set::Packed(p) if p.is_empty() => None,
+            Set::Packed(p) => {
+                let member = Blob::new(p.nth(rng.index(p.len())));
+                p.remove(&member);
+                Some(member)
+            }
             Set::Table(d) => {
                 let key = d.random(rng)?.0.clone();
                 d.remove(key.as_bytes()).map(|(k, _)| k)
@@ -355,6 +435,65 @@ mod tests {
         assert!(s.contains(b"3") && s.contains_member(Member::Int(0)));
         assert!(s.remove_member(Member::Int(0)));
         assert_eq!(s.encoding(), "hashtable");
+    }
+
+    #[test]
+    fn a_small_string_set_is_packed_until_it_grows_past_the_limits() {
+        let mut s = Set::for_member(b"a");
+        assert!(matches!(s, Set::Packed(_)));
+        for i in 0..packed::MAX_ENTRIES {
+            assert!(s.insert(format!("m{i}").as_bytes(), 512));
+        }
+        assert!(!s.insert(b"m7", 512));
+        assert!(matches!(&s, Set::Packed(p) if p.len() == packed::MAX_ENTRIES));
+        assert_eq!(s.encoding(), "hashtable");
+        assert!(s.insert(b"one more", 512));
+        assert!(matches!(&s, Set::Table(d) if d.len() == packed::MAX_ENTRIES + 1));
+        assert!(s.contains(b"m0") && s.contains(b"one more"));
+
+        let mut s = Set::for_member(b"a");
+        s.insert(b"a", 512);
+        s.insert_int(-5, 512);
+        assert!(s.contains_member(Member::Int(-5)) && s.contains(b"-5"));
+        assert!(s.insert(&[b'x'; packed::MAX_MEMBER + 1], 512));
+        assert!(matches!(&s, Set::Table(d) if d.len() == 3));
+        assert!(matches!(Set::for_member(&[b'x'; 65]), Set::Table(_)));
+    }
+
+    #[test]
+    fn an_intset_takes_a_string_as_a_packed_set_or_a_table() {
+        let mut s = Set::default();
+        for v in [3, 1, 2] {
+            s.insert_int(v, 512);
+        }
+        assert!(s.insert(b"x", 512));
+        assert_eq!(
+            members(&s),
+            vec![b"1".to_vec(), b"2".to_vec(), b"3".to_vec(), b"x".to_vec()]
+        );
+        assert!(matches!(s, Set::Packed(_)));
+        let mut big = Set::default();
+        for v in 0..packed::MAX_ENTRIES as i64 {
+            big.insert_int(v, 512);
+        }
+        assert!(big.insert(b"x", 512));
+        assert!(matches!(&big, Set::Table(d) if d.len() == packed::MAX_ENTRIES + 1));
+        // Past set-max-intset-entries, as Redis converts.
+        let mut low = Set::default();
+        for v in 0..4 {
+            low.insert_int(v, 3);
+        }
+        assert!(matches!(&low, Set::Packed(p) if p.len() == 4));
+        assert_eq!(low.encoding(), "hashtable");
+    }
+
+    #[test]
+    fn an_intset_is_exactly_sized() {
+        let mut s = Set::default();
+        for v in 0..37 {
+            s.insert_int(v * 3, 512);
+        }
+        assert!(matches!(&s, Set::Intset(v) if v.capacity() == 37));
     }
 
     #[test]
