@@ -133,6 +133,53 @@ fn child_index(children: &[Child], score: f64, member: &[u8]) -> usize {
     })
 }
 
+/// The capacity, in items of `T`, of the allocator's size class for `n`
+/// of them (at least `n`).
+fn class_capacity<T>(n: usize) -> usize {
+    let size = std::mem::size_of::<T>().max(1);
+    crate::types::size_class::jemalloc(n * size) / size
+}
+
+/// Makes room in `v` for one more item: a full vector grows by a quarter
+/// at least, to the allocator's size class, never past `max` items. Nodes
+/// allocated at their full size (65 entries, a 2.5 KiB block) held about
+/// 45 entries on average, and a large sorted set's root its 65 children for
+/// a few (issue 31's memory figures).
+fn grow_for_one<T>(v: &mut Vec<T>, max: usize) {
+    if v.len() < v.capacity() {
+        return;
+    }
+    let want = v.len() + (v.len() / 4).max(1);
+    let capacity = class_capacity::<T>(want).min(max).max(v.len() + 1);
+    v.reserve_exact(capacity - v.len());
+}
+
+/// Shrinks `v` to the size class of its items.
+fn fit<T>(v: &mut Vec<T>) {
+    let capacity = class_capacity::<T>(v.len());
+    if v.capacity() > capacity {
+        v.shrink_to(capacity);
+    }
+}
+
+/// Shrinks `v` to its size class once half of its items' room or more is
+/// spare (removals; growth leaves a quarter at most, so a node does not
+/// shrink and grow back in turn).
+fn shrink_if_sparse<T>(v: &mut Vec<T>) {
+    if v.capacity() > class_capacity::<T>(v.len() + v.len() / 2 + 1) {
+        fit(v);
+    }
+}
+
+/// Moves the items of `v` from `at` on into a new vector of their size
+/// class, and shrinks `v` to its own.
+fn split_vec<T>(v: &mut Vec<T>, at: usize) -> Vec<T> {
+    let mut right = Vec::with_capacity(class_capacity::<T>(v.len() - at));
+    right.extend(v.drain(at..));
+    fit(v);
+    right
+}
+
 /// Where to split an over-full node of `len` items after an insertion at
 /// `pos`: appends at the end (ascending scores such as timestamps, the
 /// common case) leave the left node nearly full instead of half empty.
@@ -189,7 +236,7 @@ impl OrdTree {
         debug_assert!(!score.is_nan(), "sorted-set scores are never NaN");
         if let Some(right) = insert_into(&mut self.root, member, score) {
             let left = std::mem::replace(&mut self.root, Node::Leaf(Vec::new()));
-            let mut children = Vec::with_capacity(INTERNAL_MAX + 1);
+            let mut children = Vec::with_capacity(class_capacity::<Child>(2));
             children.push(left.into_child());
             children.push(right);
             self.root = Node::Internal(children);
@@ -469,33 +516,26 @@ fn insert_into(node: &mut Node, member: Blob, score: f64) -> Option<Child> {
         Node::Leaf(entries) => {
             let pos =
                 entries.partition_point(|(m, s)| cmp_key(*s, m, score, &member) == Ordering::Less);
-            if entries.capacity() == entries.len() && entries.len() >= 8 {
-                // Leaves past the first few entries get their full size at
-                // once: growing by doubling would copy them repeatedly.
-                entries.reserve_exact(LEAF_MAX + 1 - entries.len());
-            }
+            grow_for_one(entries, LEAF_MAX + 1);
             entries.insert(pos, (member, score));
             if entries.len() <= LEAF_MAX {
                 return None;
             }
             let at = split_point(entries.len(), pos);
-            let mut right = Vec::with_capacity(LEAF_MAX + 1);
-            right.extend(entries.drain(at..));
-            Some(Node::Leaf(right).into_child())
+            Some(Node::Leaf(split_vec(entries, at)).into_child())
         }
         Node::Internal(children) => {
             let idx = child_index(children, score, &member);
             children[idx].count += 1;
             let new_right = insert_into(&mut children[idx].node, member, score)?;
             children[idx].count -= new_right.count;
+            grow_for_one(children, INTERNAL_MAX + 1);
             children.insert(idx + 1, new_right);
             if children.len() <= INTERNAL_MAX {
                 return None;
             }
             let at = split_point(children.len(), idx + 1);
-            let mut right = Vec::with_capacity(INTERNAL_MAX + 1);
-            right.extend(children.drain(at..));
-            Some(Node::Internal(right).into_child())
+            Some(Node::Internal(split_vec(children, at)).into_child())
         }
     }
 }
@@ -508,7 +548,9 @@ fn remove_from(node: &mut Node, member: &[u8], score: f64) -> Option<Blob> {
             let pos = entries
                 .binary_search_by(|(m, s)| cmp_key(*s, m, score, member))
                 .ok()?;
-            Some(entries.remove(pos).0)
+            let removed = entries.remove(pos).0;
+            shrink_if_sparse(entries);
+            Some(removed)
         }
         Node::Internal(children) => {
             let idx = child_index(children, score, member);
@@ -516,6 +558,7 @@ fn remove_from(node: &mut Node, member: &[u8], score: f64) -> Option<Blob> {
             children[idx].count -= 1;
             if children[idx].node.fanout() < MIN_FILL {
                 rebalance(children, idx);
+                shrink_if_sparse(children);
             }
             Some(removed)
         }
@@ -574,8 +617,14 @@ fn rebalance(children: &mut Vec<Child>, idx: usize) {
         let target = &mut children[left];
         target.count += removed.count;
         match (&mut target.node, removed.node) {
-            (Node::Leaf(a), Node::Leaf(b)) => a.extend(b),
-            (Node::Internal(a), Node::Internal(b)) => a.extend(b),
+            (Node::Leaf(a), Node::Leaf(b)) => {
+                a.extend(b);
+                fit(a);
+            }
+            (Node::Internal(a), Node::Internal(b)) => {
+                a.extend(b);
+                fit(a);
+            }
             _ => unreachable!("siblings are at the same height"),
         }
         return;
@@ -596,6 +645,8 @@ fn rebalance(children: &mut Vec<Child>, idx: usize) {
                 let tail: Vec<Entry> = a.drain(a.len() - n..).collect();
                 b.splice(0..0, tail);
             }
+            shrink_if_sparse(a);
+            shrink_if_sparse(b);
             a.len()
         }
         (Node::Internal(a), Node::Internal(b)) => {
@@ -607,6 +658,8 @@ fn rebalance(children: &mut Vec<Child>, idx: usize) {
                 let tail: Vec<Child> = a.drain(a.len() - n..).collect();
                 b.splice(0..0, tail);
             }
+            shrink_if_sparse(a);
+            shrink_if_sparse(b);
             a.iter().map(|c| c.count).sum()
         }
         _ => unreachable!("siblings are at the same height"),
@@ -855,6 +908,46 @@ mod tests {
         assert_eq!(t.len(), 10);
         assert_eq!(t.remove_range(0, 10).len(), 10);
         assert!(t.is_empty());
+    }
+
+    /// Every node's capacity is within `1/spare` of its items (and one
+    /// more), rounded to their size class.
+    fn check_capacities(node: &Node, spare: usize) {
+        let check = |v_len: usize, v_cap: usize, limit: usize| {
+            assert!(v_cap <= limit, "{v_len} items in a capacity of {v_cap}");
+        };
+        fn limit<T>(v: &[T], spare: usize) -> usize {
+            class_capacity::<T>(v.len() + v.len() / spare + 1)
+        }
+        match node {
+            Node::Leaf(entries) => check(entries.len(), entries.capacity(), limit(entries, spare)),
+            Node::Internal(children) => {
+                check(children.len(), children.capacity(), limit(children, spare));
+                children
+                    .iter()
+                    .for_each(|c| check_capacities(&c.node, spare));
+            }
+        }
+    }
+
+    #[test]
+    fn nodes_hold_little_spare_room() {
+        let mut t = OrdTree::new();
+        let mut x = 7u64;
+        for i in 0..3_000u64 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            t.insert(Blob::new(&i.to_be_bytes()), (x >> 40) as f64);
+            check_capacities(&t.root, 4);
+        }
+        let mut a = OrdTree::new();
+        for i in 0..3_000u32 {
+            a.insert(Blob::new(&i.to_be_bytes()), f64::from(i));
+        }
+        check_capacities(&a.root, 4);
+        for i in (0..3_000u32).step_by(3) {
+            a.remove(&i.to_be_bytes(), f64::from(i));
+            check_capacities(&a.root, 2);
+        }
     }
 
     #[test]
