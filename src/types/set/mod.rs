@@ -17,7 +17,7 @@
 
 pub mod packed;
 
-use super::num::parse_i64;
+use super::num::{format_i64, parse_i64};
 use super::Blob;
 use crate::keyspace::dict::{self, Dict};
 use crate::rand::Rng;
@@ -87,25 +87,6 @@ impl Member<'_> {
             Member::Bytes(b) => f(b),
         }
     }
-}
-
-/// Writes `v` in decimal at the end of `buf` and returns that part.
-fn format_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut pos = buf.len();
-    let mut rest = v.unsigned_abs();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if v < 0 {
-        pos -= 1;
-        buf[pos] = b'-';
-    }
-    &buf[pos..]
 }
 
 /// Iterator over a set's members: ascending for an intset, bucket order for
