@@ -998,13 +998,15 @@ mod tests {
 
     #[test]
     fn keyspace_entry_keeps_its_size_with_the_access_field() {
-        // A key's node: the key (24 bytes, with the 24-bit access field in
-        // its spare bytes), the value (24) and the chain link (8). Adding
-        // the access field must not grow it (docs/memory.md).
+        // A key's node: the key (16 bytes, with the 24-bit access field
+        // after its tag), the value (16) and the chain link (8): 40 bytes,
+        // a 48-byte allocator block (docs/memory.md). A sorted set's member
+        // node is 32.
         use crate::types::{Blob, Value};
-        assert_eq!(std::mem::size_of::<Blob>(), 24);
-        assert_eq!(std::mem::size_of::<Value>(), 24);
-        assert_eq!(std::mem::size_of::<Node<Blob, Value>>(), 56);
+        assert_eq!(std::mem::size_of::<Blob>(), 16);
+        assert_eq!(std::mem::size_of::<Value>(), 16);
+        assert_eq!(std::mem::size_of::<Node<Blob, Value>>(), 40);
+        assert_eq!(std::mem::size_of::<Node<Blob, f64>>(), 32);
     }
 
     #[test]
