@@ -17,7 +17,7 @@
 //! Why 16 bytes: a table node is a key, a value and a link. With 24-byte
 //! blobs a key's node was 56 bytes, in a 64-byte allocator block; with 16
 //! it is 40, in a 48-byte block (and a sorted set's member node 32 where it
-//! was 48). The first byte is a [`Tag`] enum whose unused values give
+//! was 48). The first byte is a `Tag` enum whose unused values give
 //! [`crate::types::Value`] its discriminant, so a value is 16 bytes too.
 
 use std::borrow::Borrow;
@@ -73,7 +73,7 @@ union Tail {
 
 /// An immutable, compact byte string (16 bytes, small-string optimised).
 ///
-/// Layout (`repr(C)`): the [`Tag`], three bytes of access metadata, then
+/// Layout (`repr(C)`): the tag, three bytes of access metadata, then
 /// either twelve inline bytes (`head` and `tail`), or the length
 /// (`head`, a native-endian `u32`) and the pointer (`tail`).
 #[repr(C)]
