@@ -233,6 +233,10 @@ pub struct Config {
     /// close together (0, the default: always sleep at once). See
     /// `server::busy_poll`.
     pub busy_poll_us: u64,
+    /// `io-threads`: threads writing the replies of a busy turn, the
+    /// command thread included (1, the default: the command thread alone;
+    /// docs/cores.md).
+    pub io_threads: usize,
     /// `notify-keyspace-events`: the keyspace notification classes in
     /// force ([`notify`]'s flags; 0, the default: none).
     pub notify_keyspace_events: u32,
@@ -502,6 +506,7 @@ impl Default for Config {
             rdb_key_save_delay: 0,
             loading_process_events_interval_bytes: 2 * 1024 * 1024,
             busy_poll_us: 0,
+            io_threads: 1,
             notify_keyspace_events: 0,
             tracking_table_max_keys: 0,
             slowlog_log_slower_than: 0,

@@ -240,6 +240,7 @@ pub static PARAMS: &[Param] = &[
     int_param!("timeout", None, 0, "0", 0, INT_MAX, false, false, |c| c.timeout_s, |c, v| c.timeout_s = v as u64),
     int_param!("tcp-keepalive", None, 0, "300", 0, INT_MAX, false, false, |c| c.tcp_keepalive_s, |c, v| c.tcp_keepalive_s = v as u64),
     int_param!("databases", None, IMMUTABLE, "16", 1, INT_MAX, false, false, |c| c.databases, |c, v| c.databases = v as usize),
+    int_param!("io-threads", None, IMMUTABLE, "1", 1, 128, false, false, |c| c.io_threads, |c, v| c.io_threads = v as usize),
     Param {
         name: "dir",
         alias: None,
@@ -791,7 +792,7 @@ pub(super) const REDIS_ONLY_PARAMS: &[&str] = &[
     "bio_cpulist", "aof_rewrite_cpulist", "bgsave_cpulist", "ignore-warnings", 
     "bind-source-addr", 
     "sanitize-dump-payload", "enable-protected-configs",     "enable-module-command", "cluster-preferred-endpoint-type", "shutdown-on-sigint",
-    "shutdown-on-sigterm", "io-threads", "cluster-replica-validity-factor",
+    "shutdown-on-sigterm", "cluster-replica-validity-factor",
     "cluster-slave-validity-factor", "cluster-migration-barrier", "active-defrag-cycle-min",
     "active-defrag-cycle-max", "active-defrag-threshold-lower", "active-defrag-threshold-upper", "cluster-port",
     "cluster-announce-bus-port", "cluster-announce-port", "cluster-announce-tls-port", 

@@ -73,6 +73,12 @@ pub struct Stats {
     pub reads_processed: u64,
     /// Socket writes (server).
     pub writes_processed: u64,
+    /// Clients written to in turns shared with the I/O threads (server,
+    /// `io-threads` above 1; Redis's count).
+    pub io_threaded_writes_processed: u64,
+    /// Whether the last turn with replies to send shared them with the
+    /// I/O threads (INFO `io_threads_active`).
+    pub io_threads_active: bool,
 }
 
 /// The engine's state, reachable by commands through [`Ctx::core`](crate::command::Ctx::core).

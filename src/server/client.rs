@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 use super::host;
 use super::listener::{PeerAddr, Stream};
 use super::log::{self, Level};
-use super::OUTPUT_PAUSE_BYTES;
+use super::{OUTPUT_KEEP_BYTES, OUTPUT_PAUSE_BYTES};
 use crate::command::ctx::Connection;
 use crate::command::Session;
 use crate::engine::now_ms;
@@ -140,6 +140,16 @@ impl Client {
         if self.out_pos > 0 && self.out_pos >= self.out.len() - self.out_pos {
             self.out.drain(..self.out_pos);
             self.out_pos = 0;
+        }
+    }
+
+    /// Empties the output once all of it is written, releasing a large
+    /// buffer.
+    pub(super) fn output_written(&mut self) {
+        self.out.clear();
+        self.out_pos = 0;
+        if self.out.capacity() > OUTPUT_KEEP_BYTES {
+            self.out = Vec::new();
         }
     }
 

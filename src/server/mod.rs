@@ -17,6 +17,7 @@
 mod busy_poll;
 mod client;
 pub mod host;
+mod io_threads;
 pub mod listener;
 pub mod log;
 mod master_link;
@@ -134,6 +135,8 @@ pub struct Server {
     master_link: Option<master_link::MasterLink>,
     /// The thread loading the files read at startup, until it is done.
     startup: Option<startup::StartupThread>,
+    /// The helpers writing replies (`io-threads` above 1).
+    io_threads: Option<io_threads::IoThreads>,
 }
 
 impl Server {
@@ -146,6 +149,8 @@ impl Server {
         let poll = Poll::new().map_err(|e| io_error("creating the event loop", e))?;
         let listeners = listener::Listeners::open(engine.config(), poll.registry())
             .map_err(crate::Error::Config)?;
+        let io_threads = io_threads::IoThreads::start(engine.config().io_threads)
+            .map_err(|e| io_error("starting the I/O threads", e))?;
         Ok(Server {
             engine,
             poll,
@@ -171,6 +176,7 @@ impl Server {
             pause_seen: None,
             master_link: None,
             startup: None,
+            io_threads,
         })
     }
 
@@ -1002,7 +1008,9 @@ impl Server {
         // this round is typically the one waiting for its reply right now,
         // while the clients that only received Pub/Sub messages or
         // unblocked replies earlier go after it.
-        for token in pending.into_iter().rev() {
+        let mut order: Vec<usize> = pending.into_iter().rev().collect();
+        let shared = self.share_writes(&mut order);
+        for token in order {
             let Some(mut client) = self.clients.remove(&token) else {
                 continue;
             };
@@ -1020,34 +1028,116 @@ impl Server {
                 true => client.stream.flush_tls(),
                 false => Ok(false),
             });
-            match written {
-                Ok(done) => {
-                    if done && client.closing {
-                        self.close(token, client);
-                        continue;
-                    }
-                    let want_writable = !done;
-                    if want_writable != client.writable_registered {
-                        let interest = if want_writable {
-                            Interest::READABLE | Interest::WRITABLE
-                        } else {
-                            Interest::READABLE
-                        };
-                        if self
-                            .poll
-                            .registry()
-                            .reregister(&mut client.stream, Token(token), interest)
-                            .is_err()
-                        {
-                            self.close(token, client);
-                            continue;
-                        }
-                        client.writable_registered = want_writable;
-                    }
-                    self.clients.insert(token, client);
-                }
-                Err(_) => self.close(token, client),
+            self.after_write(token, client, written);
+        }
+        if shared {
+            let writes = self.io_threads.as_ref().map(|io| io.collect());
+            for write in writes.into_iter().flatten() {
+                self.take_back(write);
             }
+        }
+    }
+
+    /// With `io-threads` above 1 and enough clients to write to, hands
+    /// every other share of `order`'s plain (not TLS, not replica) clients
+    /// to the I/O threads and removes them from `order`; true if it did.
+    /// Those clients' output buffers are lent until [`Server::take_back`].
+    fn share_writes(&mut self, order: &mut Vec<usize>) -> bool {
+        let Some(io) = self.io_threads.as_ref() else {
+            return false;
+        };
+        let clients = &mut self.clients;
+        let shareable = |c: &Client| {
+            !c.awaiting_log
+                && !c.session.is_replica
+                && c.output_len() > 0
+                && !matches!(c.stream, listener::Stream::Tls(_))
+        };
+        let count = order
+            .iter()
+            .filter(|t| clients.get(t).is_some_and(shareable))
+            .count();
+        let worth = io.worth_sharing(count);
+        self.engine.core().stats.io_threads_active = worth;
+        if !worth {
+            return false;
+        }
+        let threads = io.threads();
+        let mut shares: Vec<Vec<io_threads::Write>> = (1..threads).map(|_| Vec::new()).collect();
+        let mut dealt = 0;
+        order.retain(|token| {
+            let Some(client) = clients.get_mut(token).filter(|c| shareable(c)) else {
+                return true;
+            };
+            dealt += 1;
+            let share = dealt % threads;
+            if share == 0 {
+                return true;
+            }
+            let out = std::mem::take(&mut client.out);
+            shares[share - 1].push(io_threads::Write::new(
+                *token,
+                std::os::fd::AsRawFd::as_raw_fd(&client.stream),
+                out,
+                client.out_pos,
+            ));
+            false
+        });
+        io.hand_off(shares);
+        // Redis counts every client of a turn shared with its threads.
+        self.engine.core().stats.io_threaded_writes_processed += count as u64;
+        true
+    }
+
+    /// Gives a client its output buffer back from an I/O thread and ends
+    /// its turn as [`Server::flush_pending`] does.
+    fn take_back(&mut self, write: io_threads::Write) {
+        let Some(mut client) = self.clients.remove(&write.token) else {
+            return;
+        };
+        let stats = &mut self.engine.core().stats;
+        stats.net_output_bytes += (write.pos - client.out_pos) as u64;
+        stats.writes_processed += write.calls;
+        client.out = write.out;
+        client.out_pos = write.pos;
+        let written = write.outcome.inspect(|&done| {
+            if done {
+                client.output_written();
+            }
+        });
+        self.after_write(write.token, client, written);
+    }
+
+    /// After a write: closes a client that is done and closing or whose
+    /// write failed, and asks for writable events while output is left.
+    fn after_write(&mut self, token: usize, mut client: Client, written: io::Result<bool>) {
+        match written {
+            Ok(done) => {
+                if done && client.closing {
+                    self.close(token, client);
+                    return;
+                }
+                let want_writable = !done;
+                if want_writable != client.writable_registered {
+                    let interest = if want_writable {
+                        Interest::READABLE | Interest::WRITABLE
+                    } else {
+                        Interest::READABLE
+                    };
+                    if self
+                        .poll
+                        .registry()
+                        .reregister(&mut client.stream, Token(token), interest)
+                        .is_err()
+                    {
+                        self.close(token, client);
+                        return;
+                    }
+                    client.writable_registered = want_writable;
+                }
+                self.clients.insert(token, client);
+            }
+            Err(_) => self.close(token, client),
         }
     }
 
@@ -1067,11 +1157,7 @@ impl Server {
                 Err(e) => return Err(e),
             }
         }
-        client.out.clear();
-        client.out_pos = 0;
-        if client.out.capacity() > OUTPUT_KEEP_BYTES {
-            client.out = Vec::new();
-        }
+        client.output_written();
         Ok(true)
     }
 

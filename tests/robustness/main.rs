@@ -11,5 +11,6 @@ mod common;
 mod abusive;
 mod busy_poll;
 mod harness_ports;
+mod io_threads;
 mod security;
 mod tls;

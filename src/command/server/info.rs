@@ -151,7 +151,10 @@ fn info_server(ctx: &Ctx, out: &mut String) {
         format!("lru_clock:{}", (now_us / 1_000_000) & ((1 << 24) - 1)),
         format!("executable:{executable}"),
         format!("config_file:{config_file}"),
-        "io_threads_active:0".to_string(),
+        format!(
+            "io_threads_active:{}",
+            u8::from(ctx.core.stats.io_threads_active)
+        ),
     ];
     let mut lines = lines.to_vec();
     if let Some(deadline) = ctx.core.shutdown_deadline_ms {
@@ -508,7 +511,10 @@ fn info_stats(ctx: &Ctx, out: &mut String) {
         format!("total_reads_processed:{}", s.reads_processed),
         format!("total_writes_processed:{}", s.writes_processed),
         "io_threaded_reads_processed:0".to_string(),
-        "io_threaded_writes_processed:0".to_string(),
+        format!(
+            "io_threaded_writes_processed:{}",
+            s.io_threaded_writes_processed
+        ),
         "reply_buffer_shrinks:0".to_string(),
         "reply_buffer_expands:0".to_string(),
     ];
