@@ -689,14 +689,10 @@ impl Chunk {
 }
 
 /// The buffer a chunk of `current` bytes grows to when it must hold
-/// `needed`: a quarter more at least (amortized O(1) pushes), rounded up to
-/// the allocator's size class (the block is that size anyway), and not past
-/// [`CHUNK_BYTES_MAX`] unless one entry needs more. Doubling instead left a
-/// small list's buffer up to half empty (issue 31's memory figures).
+/// `needed`: the size class a quarter up, within [`CHUNK_BYTES_MAX`]
+/// unless one entry needs more ([`crate::types::size_class::grown`]).
 fn grown_capacity(current: usize, needed: usize) -> usize {
-    let want = needed.max(current + current / 4);
-    let class = crate::types::size_class::jemalloc(want);
-    class.min(CHUNK_BYTES_MAX.max(needed))
+    crate::types::size_class::grown(current, needed, CHUNK_BYTES_MAX)
 }
 
 /// Bytes of the LEB128 encoding of `n`.

@@ -149,9 +149,9 @@ fn grow_for_one<T>(v: &mut Vec<T>, max: usize) {
     if v.len() < v.capacity() {
         return;
     }
-    let want = v.len() + (v.len() / 4).max(1);
-    let capacity = class_capacity::<T>(want).min(max).max(v.len() + 1);
-    v.reserve_exact(capacity - v.len());
+    let size = std::mem::size_of::<T>().max(1);
+    let bytes = crate::types::size_class::grown(v.len() * size, (v.len() + 1) * size, max * size);
+    v.reserve_exact(bytes / size - v.len());
 }
 
 /// Shrinks `v` to the size class of its items.
