@@ -180,15 +180,8 @@ impl Set {
             return;
         };
         if ints.len() + extra <= packed::MAX_ENTRIES {
-            let mut buf = Vec::with_capacity(ints.len() * 8);
-            let mut ends = Vec::with_capacity(ints.len());
-            for &v in ints.iter() {
-                super::num::write_i64(&mut buf, v);
-                ends.push(buf.len());
-            }
-            let starts = std::iter::once(0).chain(ends.iter().copied());
-            let members = starts.zip(ends.iter()).map(|(a, &b)| &buf[a..b]);
-            *self = Set::Packed(Packed::from_members(members));
+            let members: Vec<Blob> = ints.iter().map(|&v| Blob::from_i64(v)).collect();
+            *self = Set::Packed(Packed::from_members(members.iter().map(Blob::as_bytes)));
         } else {
             *self = Set::Table(Box::new(ints_to_table(ints, extra)));
         }
