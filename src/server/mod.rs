@@ -1098,6 +1098,8 @@ impl Server {
         let stats = &mut self.engine.core().stats;
         stats.net_output_bytes += (write.pos - client.out_pos) as u64;
         stats.writes_processed += write.calls;
+        // Nothing writes to a lent buffer's client while it is away.
+        debug_assert!(client.out.is_empty(), "output added while lent");
         client.out = write.out;
         client.out_pos = write.pos;
         let written = write.outcome.inspect(|&done| {

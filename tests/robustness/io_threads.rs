@@ -190,3 +190,51 @@ fn io_threads_is_read_and_immutable_as_in_redis() {
     assert_eq!(info_number(&mut h, "server", "io_threads_active"), 0);
     assert_eq!(info_number(&mut r, "server", "io_threads_active"), 0);
 }
+
+#[test]
+fn every_subscriber_gets_every_message_in_order_with_io_threads() {
+    let server = start_hozon(&["--io-threads", "2"]);
+    let port = server.port;
+    let mut subscribers: Vec<Conn> = (0..30)
+        .map(|_| {
+            let mut conn = Conn::connect(port);
+            assert_eq!(
+                show(&conn.call(&[b"SUBSCRIBE", b"news"])),
+                show(b"*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n")
+            );
+            conn
+        })
+        .collect();
+    // One publisher, pipelined: each turn fans its messages out to the
+    // thirty subscribers, a turn shared with the I/O thread.
+    let mut publisher = Conn::connect(port);
+    let mut batch = Vec::new();
+    for i in 0..500 {
+        batch.extend(encode_command(&[
+            b"PUBLISH",
+            b"news",
+            format!("message {i}").as_bytes(),
+        ]));
+    }
+    publisher.send_raw(&batch);
+    for _ in 0..500 {
+        assert_eq!(publisher.read_reply(), b":30\r\n");
+    }
+    for (s, conn) in subscribers.iter_mut().enumerate() {
+        for i in 0..500 {
+            let text = format!("message {i}");
+            let want = format!(
+                "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n${}\r\n{text}\r\n",
+                text.len()
+            );
+            let got = conn.read_reply();
+            assert!(
+                got == want.as_bytes(),
+                "subscriber {s}, message {i}: got {}",
+                show(&got)
+            );
+        }
+    }
+    let mut admin = Conn::connect(port);
+    assert!(info_number(&mut admin, "stats", "io_threaded_writes_processed") > 0);
+}
