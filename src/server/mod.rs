@@ -1002,13 +1002,13 @@ impl Server {
                 }
             }
         }
-        let pending = self.pending.take();
+        let mut order = self.pending.take();
         // Newest first, as Redis does (it links each client at the head of
         // its pending-writes list): the client whose command ran last in
         // this round is typically the one waiting for its reply right now,
         // while the clients that only received Pub/Sub messages or
         // unblocked replies earlier go after it.
-        let mut order: Vec<usize> = pending.into_iter().rev().collect();
+        order.reverse();
         let shared = self.share_writes(&mut order);
         for token in order {
             let Some(mut client) = self.clients.remove(&token) else {
