@@ -19,7 +19,7 @@ use super::{intset, kind, listpack, lzf, opcode, ziplist, zipmap, EncodingError,
 use super::{MAX_READ_VERSION, MAX_VALKEY_VERSION};
 use crate::keyspace::LoadedKey;
 use crate::types::build::{self, Rejected};
-use crate::types::list::{End, List};
+use crate::types::list::Builder as ListBuilder;
 use crate::types::set::Set;
 use crate::types::stream::{
     Consumer, ConsumerGroup, Fields, PendingEntry, Stream, StreamId, ENTRIES_READ_INVALID,
@@ -675,10 +675,10 @@ fn read_value_as<const BUILD: bool>(
         }
         kind::LIST => {
             let n = c.count("a list length", 1)?;
-            let mut list = List::new();
+            let mut list = ListBuilder::default();
             for _ in 0..n {
                 if BUILD {
-                    list.push(End::Tail, &c.string("a list element")?);
+                    list.push(&c.string("a list element")?);
                 } else {
                     c.check_string("a list element")?;
                 }
@@ -689,7 +689,7 @@ fn read_value_as<const BUILD: bool>(
             if !BUILD {
                 return Ok(checked());
             }
-            Value::List(Box::new(list))
+            Value::List(Box::new(list.finish()))
         }
         kind::SET => {
             let n = c.count("a set length", 1)?;
@@ -763,7 +763,7 @@ fn read_value_as<const BUILD: bool>(
         }
         kind::LIST_ZIPLIST => {
             let raw = c.string("a ziplist")?;
-            let mut list = List::new();
+            let mut list = ListBuilder::default();
             let mut n = 0usize;
             for item in ziplist::entries(&raw).map_err(|e| encoding_error(at, "ziplist", e))? {
                 let item = item.map_err(|e| encoding_error(at, "ziplist", e))?;
@@ -778,7 +778,7 @@ fn read_value_as<const BUILD: bool>(
             if !BUILD {
                 return Ok(checked());
             }
-            Value::List(Box::new(list))
+            Value::List(Box::new(list.finish()))
         }
         kind::SET_INTSET => {
             let raw = c.string("an intset")?;
@@ -934,7 +934,7 @@ fn read_value_as<const BUILD: bool>(
         }
         kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => {
             let nodes = c.count("a quicklist length", 1)?;
-            let mut list = List::new();
+            let mut list = ListBuilder::default();
             let mut n = 0usize;
             for _ in 0..nodes {
                 let container = if t == kind::LIST_QUICKLIST_2 {
@@ -948,7 +948,7 @@ fn read_value_as<const BUILD: bool>(
                     1 => {
                         n += 1;
                         if BUILD {
-                            list.push(End::Tail, &raw);
+                            list.push(&raw);
                         }
                     }
                     2 => {
@@ -986,7 +986,7 @@ fn read_value_as<const BUILD: bool>(
             if !BUILD {
                 return Ok(checked());
             }
-            Value::List(Box::new(list))
+            Value::List(Box::new(list.finish()))
         }
         kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => {
             Value::Stream(Box::new(read_stream(c, t)?))
@@ -1027,10 +1027,10 @@ fn keep_field(expire_at: i64, options: &Options, summary: &mut Summary) -> bool 
     true
 }
 
-fn push_item(list: &mut List, item: Item<'_>) {
+fn push_item(list: &mut ListBuilder, item: Item<'_>) {
     match item {
-        Item::Str(s) => list.push(End::Tail, s),
-        Item::Int(n) => list.push(End::Tail, &int_text(n)),
+        Item::Str(s) => list.push(s),
+        Item::Int(n) => list.push(&int_text(n)),
     }
 }
 

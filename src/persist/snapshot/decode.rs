@@ -320,11 +320,11 @@ fn decode_body(r: &mut Reader<'_>, tag: u8) -> Result<Builder, Malformed> {
     let count = r.u32_le()?;
     Ok(match tag {
         TAG_LIST => {
-            let mut list = List::new();
+            let mut list = crate::types::list::Builder::default();
             for _ in 0..count {
-                list.push(End::Tail, r.bytes()?);
+                list.push(r.bytes()?);
             }
-            Builder::List(list)
+            Builder::List(list.finish())
         }
         TAG_HASH => {
             let mut pairs = Vec::with_capacity(r.capacity(count, 2));

@@ -5,6 +5,7 @@ use std::ops::ControlFlow;
 use super::*;
 use crate::rdb::writer::{encode_file, Encoder};
 use crate::types::hash::Hash;
+use crate::types::list::{End, List};
 use scan::CRC_STEP_BYTES;
 
 /// A file with one key of each kind in databases 0 and 2: (db, key,

@@ -381,11 +381,58 @@ impl fmt::Debug for List {
 
 impl<T: AsRef<[u8]>> FromIterator<T> for List {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> List {
-        let mut list = List::new();
+        let mut builder = Builder::default();
         for item in iter {
-            list.push(End::Tail, item.as_ref());
+            builder.push(item.as_ref());
         }
-        list
+        builder.finish()
+    }
+}
+
+/// Builds a list from its elements, head first, as a load does: each
+/// chunk holds what tail pushes would have put in it, in a buffer of
+/// exactly its size, written once (pushes grow a chunk a quarter at a
+/// time, a new buffer and a copy each time).
+#[derive(Default)]
+pub struct Builder {
+    list: List,
+    /// The chunk being filled.
+    buf: Vec<u8>,
+    count: u32,
+}
+
+impl Builder {
+    /// Appends `value` at the tail.
+    pub fn push(&mut self, value: &[u8]) {
+        let size = entry_size(value.len());
+        if !self.buf.is_empty() && self.buf.len() + size > CHUNK_BYTES_MAX {
+            self.seal();
+        }
+        let at = self.buf.len();
+        self.buf.resize(at + size, 0);
+        write_entry(&mut self.buf[at..], value);
+        self.count += 1;
+    }
+
+    fn seal(&mut self) {
+        if self.count == 0 {
+            return;
+        }
+        if self.list.chunks.capacity() == 0 {
+            // As push: one chunk slot for a list of one chunk.
+            self.list.chunks.reserve_exact(1);
+        }
+        let chunk = Chunk::from_bytes(&self.buf, self.count);
+        self.list.chunks.push_back(chunk);
+        self.list.len += self.count as usize;
+        self.buf.clear();
+        self.count = 0;
+    }
+
+    /// The list.
+    pub fn finish(mut self) -> List {
+        self.seal();
+        self.list
     }
 }
 

@@ -286,3 +286,35 @@ fn mixed_iteration_from_both_ends_meets_in_the_middle() {
         .copied()
         .eq(values.iter().map(String::as_bytes)));
 }
+
+#[test]
+fn a_built_list_has_the_chunks_of_pushes_in_exactly_sized_buffers() {
+    let mut g = Gen::new(64);
+    for round in 0..200 {
+        let n = usize::arbitrary(&mut g) % 300;
+        let items: Vec<Vec<u8>> = (0..n)
+            .map(|i| {
+                let len = match u8::arbitrary(&mut g) % 10 {
+                    0 => 5000 + usize::arbitrary(&mut g) % 10_000,
+                    1..=3 => usize::arbitrary(&mut g) % 300,
+                    _ => usize::arbitrary(&mut g) % 20,
+                };
+                (0..len).map(|j| (i + j) as u8).collect()
+            })
+            .collect();
+        let mut pushed = List::new();
+        let mut builder = Builder::default();
+        for item in &items {
+            pushed.push(End::Tail, item);
+            builder.push(item);
+        }
+        let built = builder.finish();
+        assert_eq!(built.len(), n, "round {round}");
+        assert!(built.iter().map(|b| b.to_vec()).eq(items.iter().cloned()));
+        let counts = |l: &List| l.chunks.iter().map(|c| c.count).collect::<Vec<_>>();
+        assert_eq!(counts(&built), counts(&pushed), "round {round}");
+        for c in &built.chunks {
+            assert_eq!((c.start, c.end), (0, c.buf.len()), "round {round}");
+        }
+    }
+}
