@@ -573,8 +573,11 @@ fn a_replica_notifies_what_it_applies() {
          XADD x 1-1 f v\n\
          SET e v PX 30\n",
     );
-    std::thread::sleep(Duration::from_millis(300));
     // The masters' active expiry deletes `e` and sends DEL to the replicas.
+    // Wait for it on both (a fixed sleep was too short on a loaded machine).
+    for (conn, side) in [(&mut masters.r, "redis"), (&mut masters.h, "hozon")] {
+        wait_for_expiry(conn, side);
+    }
     masters.check(&["WAIT", "1", "5000"]);
     let got = replicas.expect_same("the replicas applying their masters' stream");
     let expiry_del = pmessage("__keyevent@0__:del", "e");
@@ -584,6 +587,23 @@ fn a_replica_notifies_what_it_applies() {
         got.iter().map(|f| show(f)).collect::<Vec<_>>()
     );
     drop((redis_replica, hozon_replica));
+}
+
+/// Waits until a master's active expiry has deleted a key.
+fn wait_for_expiry(conn: &mut Conn, side: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let info = String::from_utf8_lossy(&conn.call(&[b"INFO", b"stats"])).into_owned();
+        if !info.contains("\r\nexpired_keys:0\r\n") {
+            assert!(info.contains("\r\nexpired_keys:"), "{side}: {info}");
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{side}: the master never expired its key"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Waits until a replica's link to its master is up.
