@@ -81,10 +81,16 @@ pub fn redis_server_path() -> String {
     );
 }
 
-/// Waits until the server `child` answers on `port`. Returns false when
-/// another process answers there (a parallel test's server took the port
-/// between `free_port` and our bind): the caller starts again elsewhere.
-fn wait_until_listening(port: u16, name: &str, child: &mut Child, password: Option<&str>) -> bool {
+/// Waits until the server `child` answers on `port`. `Err` when another
+/// process answers there, or when the child exits first (most likely a
+/// parallel test's server took the port between `free_port` and our
+/// bind, however long our start took): the caller starts again elsewhere.
+fn wait_until_listening(
+    port: u16,
+    name: &str,
+    child: &mut Child,
+    password: Option<&str>,
+) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         // Listening is not enough: a server loading its data answers
@@ -108,16 +114,20 @@ fn wait_until_listening(port: u16, name: &str, child: &mut Child, password: Opti
                     // anything but -LOADING means the data is loaded.
                     if n > 0 && !reply[..n].starts_with(b"-LOADING") {
                         return match server_pid(&mut stream) {
-                            Some(pid) => pid == child.id(),
+                            Some(pid) if pid != child.id() => {
+                                Err(format!("process {pid} answers on port {port}"))
+                            }
                             // A password keeps INFO from us: trust the port.
-                            None => true,
+                            _ => Ok(()),
                         };
                     }
                 }
             }
         }
         if let Ok(Some(status)) = child.try_wait() {
-            panic!("{name} exited during startup: {status}");
+            return Err(format!(
+                "{name} exited during startup on port {port}: {status}"
+            ));
         }
         assert!(
             Instant::now() < deadline,
@@ -257,12 +267,14 @@ pub fn hozon_server_path() -> &'static str {
 /// Starts `binary` on a free port with persistence off and a private data
 /// directory (removed on drop); `extra` arguments come last, so they win.
 fn start_server(binary: &str, name: &'static str, extra: &[&str]) -> ServerProcess {
+    let mut failures = Vec::new();
     for _attempt in 0..5 {
-        if let Some(server) = start_on_port(binary, name, free_port(), extra) {
-            return server;
+        match try_start_on_port(binary, name, free_port(), extra) {
+            Ok(server) => return server,
+            Err(why) => failures.push(why),
         }
     }
-    panic!("could not start {name}");
+    panic!("could not start {name}: {}", failures.join("; "));
 }
 
 /// Starts `binary` as [`start_server`] does, on `port`. None when it exits
@@ -274,6 +286,16 @@ pub fn start_on_port(
     port: u16,
     extra: &[&str],
 ) -> Option<ServerProcess> {
+    try_start_on_port(binary, name, port, extra).ok()
+}
+
+/// [`start_on_port`], with the reason it did not start.
+fn try_start_on_port(
+    binary: &str,
+    name: &'static str,
+    port: u16,
+    extra: &[&str],
+) -> Result<ServerProcess, String> {
     let dir = tempfile::tempdir().expect("temp dir for a test server");
     let mut command = Command::new(binary);
     command
@@ -302,11 +324,11 @@ pub fn start_from_config(
 ) -> Option<ServerProcess> {
     let mut command = Command::new(binary);
     command.arg(conf);
-    spawn_listening(command, name, port, None, None)
+    spawn_listening(command, name, port, None, None).ok()
 }
 
 /// Spawns `command` (output discarded) and waits until it listens on
-/// `port`. None when it exits at once or another process answers there
+/// `port`. `Err` when it exits first or another process answers there
 /// (ours is then stopped).
 fn spawn_listening(
     mut command: Command,
@@ -314,23 +336,19 @@ fn spawn_listening(
     port: u16,
     dir: Option<tempfile::TempDir>,
     password: Option<&str>,
-) -> Option<ServerProcess> {
+) -> Result<ServerProcess, String> {
     let mut child = command
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-    std::thread::sleep(Duration::from_millis(2));
-    if let Ok(Some(_)) = child.try_wait() {
-        return None;
-    }
-    if !wait_until_listening(port, name, &mut child, password) {
+    if let Err(why) = wait_until_listening(port, name, &mut child, password) {
         // Someone else's server on the port: ours cannot bind there.
         let _ = child.kill();
         let _ = child.wait();
-        return None;
+        return Err(why);
     }
-    Some(ServerProcess {
+    Ok(ServerProcess {
         child,
         port,
         _dir: dir,

@@ -256,6 +256,23 @@ impl Drop for Spawned {
 /// port on 127.0.0.1, then `args`) with its open-files limit set to
 /// `open_files` (soft and hard), and waits until it answers PING.
 pub fn spawn_with_open_files(binary: &str, open_files: u32, args: &[&str]) -> Spawned {
+    // An exit during startup is most likely another test's server taking
+    // the port first: start again on another.
+    let mut failures = Vec::new();
+    for _attempt in 0..5 {
+        match try_spawn_with_open_files(binary, open_files, args) {
+            Ok(server) => return server,
+            Err(why) => failures.push(why),
+        }
+    }
+    panic!("{binary} did not start: {}", failures.join("; "));
+}
+
+fn try_spawn_with_open_files(
+    binary: &str,
+    open_files: u32,
+    args: &[&str],
+) -> Result<Spawned, String> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("ephemeral port")
         .local_addr()
@@ -286,11 +303,11 @@ pub fn spawn_with_open_files(binary: &str, open_files: u32, args: &[&str]) -> Sp
             let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
             let mut reply = [0u8; 7];
             if s.write_all(b"*1\r\n$4\r\nPING\r\n").is_ok() && s.read_exact(&mut reply).is_ok() {
-                return server;
+                return Ok(server);
             }
         }
         if let Ok(Some(status)) = server.child.try_wait() {
-            panic!("{binary} exited during startup: {status}");
+            return Err(format!("exited during startup on port {port}: {status}"));
         }
         assert!(Instant::now() < deadline, "{binary} did not start");
         std::thread::sleep(Duration::from_millis(10));
