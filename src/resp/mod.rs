@@ -74,14 +74,29 @@ pub struct Request {
 impl Request {
     /// Resolves the arguments against the buffer they were parsed from.
     pub fn argv<'a>(&'a self, buf: &'a [u8]) -> Vec<&'a [u8]> {
-        self.args
-            .iter()
-            .map(|a| match a {
-                Arg::Range(r) => &buf[r.clone()],
-                Arg::Owned(v) => v.as_slice(),
-            })
-            .collect()
+        self.argv_in(buf, Vec::new())
     }
+
+    /// [`Request::argv`] into `scratch`'s allocation (emptied first; see
+    /// [`reuse_argv`]).
+    pub fn argv_in<'a>(&'a self, buf: &'a [u8], scratch: Vec<&[u8]>) -> Vec<&'a [u8]> {
+        let mut argv = reuse_argv(scratch);
+        argv.reserve_exact(self.args.len());
+        argv.extend(self.args.iter().map(|a| match a {
+            Arg::Range(r) => &buf[r.clone()],
+            Arg::Owned(v) => v.as_slice(),
+        }));
+        argv
+    }
+}
+
+/// Empties an argument vector and gives its allocation a new lifetime,
+/// so one allocation serves request after request although each
+/// request's arguments borrow a different buffer. (Collecting an emptied
+/// vector's iterator into one of the same layout reuses its allocation.)
+pub fn reuse_argv<'b>(mut argv: Vec<&[u8]>) -> Vec<&'b [u8]> {
+    argv.clear();
+    argv.into_iter().map(|_| -> &'b [u8] { &[] }).collect()
 }
 
 /// A resumable request parser over a growing buffer.
@@ -101,6 +116,9 @@ pub struct Parser {
     remaining: i64,
     /// Arguments of the current multibulk so far.
     args: Vec<Arg>,
+    /// An emptied argument vector given back by [`Parser::recycle`]: the
+    /// next multibulk fills it rather than allocating its own.
+    spare: Vec<Arg>,
 }
 
 fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
@@ -154,6 +172,17 @@ impl Parser {
         );
         self.start = start;
         self.pos = start;
+    }
+
+    /// Gives a request's argument vector back once the caller is done
+    /// with it, for the next request to reuse (a pipelined batch then
+    /// allocates none per request). Vectors above 64 slots are dropped.
+    pub fn recycle(&mut self, request: Request) {
+        let mut args = request.args;
+        if args.capacity() <= 64 && args.capacity() > self.spare.capacity() {
+            args.clear();
+            self.spare = args;
+        }
     }
 
     /// True when a request has been partly received.
@@ -244,7 +273,8 @@ impl Parser {
             }
             self.remaining = count;
             // Reserve by what is plausible, never by the declared count.
-            self.args = Vec::with_capacity(count.min(1024) as usize);
+            self.args = std::mem::take(&mut self.spare);
+            self.args.reserve_exact(count.min(1024) as usize);
         }
         while self.remaining > 0 {
             if self.pos >= buf.len() {
@@ -410,6 +440,29 @@ mod tests {
             out.push(req.argv(input).iter().map(|a| a.to_vec()).collect());
         }
         Ok(out)
+    }
+
+    /// A batch parsed with recycling gives the same requests, and the
+    /// requests after the first fill the first's vectors (seen by their
+    /// capacity: the 3-argument SET's, where a 2-argument GET would
+    /// allocate 2 slots).
+    #[test]
+    fn recycled_vectors_serve_the_next_requests() {
+        let input = b"*3\r\n$3\r\nSET\r\n$1\r\na\r\n$1\r\nb\r\n*2\r\n$3\r\nGET\r\n$1\r\na\r\n*2\r\n$3\r\nDEL\r\n$1\r\na\r\n";
+        let mut p = Parser::new(Limits::default());
+        let (mut scratch, mut got) = (Vec::new(), Vec::new());
+        let (mut args_cap, mut argv_cap) = (Vec::new(), Vec::new());
+        while let Some(req) = p.next(input, true).unwrap() {
+            args_cap.push(req.args.capacity());
+            let argv = req.argv_in(input, std::mem::take(&mut scratch));
+            argv_cap.push(argv.capacity());
+            got.push(argv.iter().map(|a| a.to_vec()).collect::<Vec<_>>());
+            scratch = reuse_argv(argv);
+            p.recycle(req);
+        }
+        assert_eq!(got, parse_all(input).unwrap());
+        assert_eq!(args_cap, [3, 3, 3]);
+        assert_eq!(argv_cap, [3, 3, 3]);
     }
 
     #[test]

@@ -693,6 +693,8 @@ impl Server {
         // sees the batch's bytes, its own included, as `qbuf=`.
         let batch_start = client.parser.consumed();
         let mut until_prefetch = 0;
+        // One argument vector for the batch's requests (resp::reuse_argv).
+        let mut scratch: Vec<&[u8]> = Vec::new();
         while !client.closing
             && !client.overflowed
             && !client.shutdown_caller
@@ -732,7 +734,7 @@ impl Server {
                     break;
                 }
             };
-            let argv = request.argv(&client.inbuf);
+            let argv = request.argv_in(&client.inbuf, std::mem::take(&mut scratch));
             // A monitor is never paused: Redis marks it a replica, which
             // processCommand exempts from CLIENT PAUSE.
             if !client.session.monitor && self.engine.must_wait_for_pause(&client.session, &argv) {
@@ -758,6 +760,8 @@ impl Server {
             let reply = self
                 .engine
                 .execute_with_host(&mut client.session, &argv, &mut host);
+            scratch = resp::reuse_argv(argv);
+            client.parser.recycle(request);
             let kill_master = host.kill_master;
             let shutdown = host.shutdown_request.take();
             let busy_shutdown = host.busy_shutdown.take();
