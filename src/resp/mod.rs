@@ -302,12 +302,30 @@ impl Parser {
                 return Ok(None);
             }
             // Redis does not check the trailing CRLF's bytes, only skips them.
-            self.args.push(Arg::Range(data_start..data_end));
+            push_range(&mut self.args, data_start, data_end);
             self.pos = data_end + 2;
             self.remaining -= 1;
         }
         let args = std::mem::take(&mut self.args);
         Ok(self.finish(args))
+    }
+}
+
+/// Appends `Arg::Range(start..end)` with its capacity made first, so the
+/// value is written straight into the vector: pushed as one expression, it
+/// was built on the stack in three 8-byte stores and copied with a 16-byte
+/// load, which cannot be forwarded from them (a store-forwarding stall that
+/// perf put at 30% of `Parser::next`).
+#[inline(always)]
+fn push_range(args: &mut Vec<Arg>, start: usize, end: usize) {
+    args.reserve(1);
+    let len = args.len();
+    // SAFETY: `reserve(1)` made room for one more element at `len`, and
+    // `set_len` covers exactly the element just written.
+    unsafe {
+        let slot = args.as_mut_ptr().add(len);
+        std::ptr::write(slot, Arg::Range(start..end));
+        args.set_len(len + 1);
     }
 }
 
