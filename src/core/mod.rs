@@ -143,6 +143,9 @@ pub struct Core {
     pub(crate) repl_sync: Option<repl_sync::ReplSync>,
     /// When the engine's cron last ran (Unix ms).
     pub(crate) last_cron_ms: i64,
+    /// Unix time from the statistics clock's readings (a command's first
+    /// reading gives its time too).
+    pub(crate) wall: crate::core::stats_clock::WallClock,
     /// The master this server follows, when a replica.
     pub(crate) replica: upstream::ReplicaRole,
     /// Keys its clients gave a TTL on a writable replica

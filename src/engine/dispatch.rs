@@ -100,12 +100,18 @@ impl Engine {
         argv: &[&[u8]],
         host: &mut dyn Host,
     ) -> Reply {
-        let now = now_ms();
+        // One reading of the statistics clock gives the command's time
+        // (Unix ms, for its expiries) and the start of its duration
+        // (commandstats, slowlog): its admission is timed with it.
+        let mut started = crate::core::stats_clock::now();
+        let now = self.core.wall.unix_ms(started);
         if !self.core.loading
             && self.core.startup_load.is_none()
             && now - self.core.last_cron_ms >= i64::from(1000 / self.core.config.hz.max(1))
         {
             self.cron_at(now);
+            // The cron's work is not the command's.
+            started = crate::core::stats_clock::now();
         }
         if self.core.tracking.active() {
             // Redis's current_client, after the cron's own work.
@@ -203,7 +209,6 @@ impl Engine {
         let stream_before = self.core.repl.stream_end();
         let logged_before = self.log_appended();
         command::observe::call_started(&mut self.core);
-        let started = crate::core::stats_clock::now();
         let reply = self.run_command(session, argv, spec, host, now);
         command::observe::after_call(
             &mut self.core,

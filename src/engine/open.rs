@@ -295,6 +295,7 @@ impl Engine {
                 repl: crate::core::repl::ReplState::new(),
                 repl_sync: None,
                 last_cron_ms: now,
+                wall: Default::default(),
                 replica: Default::default(),
                 replica_expires: Default::default(),
                 pauses: Default::default(),
