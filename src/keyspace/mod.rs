@@ -245,7 +245,12 @@ impl Db {
     /// its listpack or intset form), the third arguments are prefetched in
     /// that table the same way; for a sorted set's member table, the third
     /// and fourth (ZSCORE's member, ZADD's after its score).
-    pub fn prefetch_keys(&self, args: &[[&[u8]; 3]]) {
+    ///
+    /// Returns false when the look-ahead had nothing to overlap: every
+    /// request on one key that holds no member table (a list, a string, a
+    /// small encoding, no key), a pattern the caller may stop looking for
+    /// a while; true otherwise (and for fewer than two requests).
+    pub fn prefetch_keys(&self, args: &[[&[u8]; 3]]) -> bool {
         let mut previous: Option<&[u8]> = None;
         let distinct = prefetch_in(
             &self.main,
@@ -257,18 +262,20 @@ impl Db {
             |value: &Value| value.heap_ptr(),
         );
         if distinct != 1 || args.len() < 2 {
-            return;
+            return true;
         }
         let third = args.iter().map(|a| a[1]).filter(|m| !m.is_empty());
         match self.main.get(args[0][0]) {
             Some(Value::Set(set)) => {
                 if let crate::types::Set::Table(table) = &**set {
                     prefetch_in(table, third, |_: &()| None);
+                    return true;
                 }
             }
             Some(Value::Hash(hash)) => {
                 if let crate::types::Hash::Table(table) = &**hash {
                     prefetch_in(table, third, |value: &Blob| value.heap_ptr());
+                    return true;
                 }
             }
             Some(Value::ZSet(zset)) => {
@@ -278,10 +285,12 @@ impl Db {
                         .flat_map(|a| [a[1], a[2]])
                         .filter(|m| !m.is_empty());
                     prefetch_in(table, both, |_: &f64| None);
+                    return true;
                 }
             }
             _ => {}
         }
+        false
     }
 
     /// Inserts a loaded key with its optional absolute expiry and access
@@ -659,5 +668,38 @@ impl Keyspace {
         for db in &mut self.dbs {
             db.new_access = value;
         }
+    }
+}
+
+#[cfg(test)]
+mod prefetch_tests {
+    use super::*;
+    use crate::types::{List, Set};
+
+    #[test]
+    fn a_look_ahead_says_whether_it_had_anything_to_overlap() {
+        let mut db = Db::new();
+        db.set(
+            b"queue",
+            Value::List(Box::new(List::from_iter(["a", "b"]))),
+            false,
+        );
+        db.set(b"counter", Value::Str(Blob::new(b"1")), false);
+        let mut table = Set::for_member(b"x");
+        table.convert_to_table();
+        db.set(b"members", Value::Set(Box::new(table)), false);
+        let on = |key: &'static [u8]| [[key, &b"m"[..], &b""[..]]; 16];
+        // One key with nothing under it to prefetch: nothing to overlap.
+        assert!(!db.prefetch_keys(&on(b"queue")));
+        assert!(!db.prefetch_keys(&on(b"counter")));
+        assert!(!db.prefetch_keys(&on(b"absent")));
+        // One key holding a member table: its members are prefetched.
+        assert!(db.prefetch_keys(&on(b"members")));
+        // Several keys: their buckets are.
+        let mut mixed = on(b"queue");
+        mixed[7][0] = b"counter";
+        assert!(db.prefetch_keys(&mixed));
+        // A single request is never a reason to stop looking.
+        assert!(db.prefetch_keys(&on(b"queue")[..1]));
     }
 }

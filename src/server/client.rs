@@ -63,6 +63,9 @@ pub struct Client {
     pub(super) parser: Parser,
     pub(super) out: Vec<u8>,
     pub(super) out_pos: usize,
+    /// Pipelined-key look-aheads still to skip (the server's
+    /// `PREFETCH_QUIET_WINDOWS`).
+    pub(super) prefetch_quiet: u8,
     /// The engine-side state (db, protocol, name, auth).
     pub session: Session,
     /// Unix ms of the last request received.
@@ -113,6 +116,7 @@ impl Client {
             parser: Parser::new(limits),
             out: Vec::new(),
             out_pos: 0,
+            prefetch_quiet: 0,
             session,
             last_interaction_ms: now_ms(),
             writable_registered: false,

@@ -708,7 +708,11 @@ impl Server {
                 break;
             }
             if until_prefetch == 0 {
-                prefetch_pipelined_keys(&self.engine, client);
+                if client.prefetch_quiet > 0 {
+                    client.prefetch_quiet -= 1;
+                } else if !prefetch_pipelined_keys(&self.engine, client) {
+                    client.prefetch_quiet = PREFETCH_QUIET_WINDOWS;
+                }
                 until_prefetch = PREFETCH_REQUESTS;
             }
             until_prefetch -= 1;
@@ -1230,11 +1234,18 @@ fn deliver(client: &mut Client, message: &crate::core::clients::Message) -> bool
 /// How many pipelined requests one look ahead covers.
 const PREFETCH_REQUESTS: usize = 16;
 
+/// Look-aheads skipped after one that had nothing to overlap (a client
+/// pipelining on one list or string key: LPUSH/RPOP queues, INCR of one
+/// counter), before looking again: the scan of 16 requests cost about 3%
+/// of such a client's CPU for nothing.
+const PREFETCH_QUIET_WINDOWS: u8 = 7;
+
 /// Prefetch hints for the keys of a client's next pipelined requests
 /// ([`Db::prefetch_keys`](crate::keyspace::Db::prefetch_keys)): with 16
 /// requests in the buffer their table lookups overlap their cache misses.
-/// One request alone gets none (nothing to overlap it with).
-fn prefetch_pipelined_keys(engine: &Engine, client: &Client) {
+/// One request alone gets none (nothing to overlap it with). False when
+/// the look-ahead had nothing to overlap ([`Db::prefetch_keys`](crate::keyspace::Db::prefetch_keys)).
+fn prefetch_pipelined_keys(engine: &Engine, client: &Client) -> bool {
     let mut args = [[&b""[..]; 3]; PREFETCH_REQUESTS];
     let n = crate::resp::peek::key_args(
         &client.inbuf,
@@ -1242,10 +1253,9 @@ fn prefetch_pipelined_keys(engine: &Engine, client: &Client) {
         PREFETCH_REQUESTS,
         &mut args,
     );
-    if n >= 2 {
-        engine
+    n < 2
+        || engine
             .keyspace()
             .db(client.session.db)
-            .prefetch_keys(&args[..n]);
-    }
+            .prefetch_keys(&args[..n])
 }
