@@ -136,18 +136,32 @@ fn parse_hex_float(s: &str) -> Option<f64> {
     Some(if negative { -value } else { value })
 }
 
+/// "00" to "99": [`format_i64`] writes two digits per division.
+const DIGIT_PAIRS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
+
 /// Formats `n` in decimal into `buf` (20 bytes hold any `i64`, sign
 /// included) and returns the digits, without allocating.
 pub fn format_i64(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut pos = buf.len();
     let mut v = n.unsigned_abs();
-    loop {
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        pos -= 2;
+        buf[pos..pos + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        pos -= 2;
+        buf[pos..pos + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
         pos -= 1;
-        buf[pos] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[pos] = b'0' + v as u8;
     }
     if n < 0 {
         // 19 digits at most for |i64::MIN|, so there is room for the sign.
@@ -347,6 +361,28 @@ pub fn format_incr_float(d: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn integers_format_as_rust_prints_them() {
+        let mut cases = vec![0, 1, -1, 9, 10, 99, 100, -100, i64::MIN, i64::MAX];
+        let mut p: i64 = 1;
+        while let Some(next) = p.checked_mul(10) {
+            cases.extend([p - 1, p, p + 1, -p + 1, -p, -p - 1]);
+            p = next;
+        }
+        cases.extend((-2000..2000).chain((0..64).map(|b| 1i64 << b)));
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            cases.push(x as i64 >> (x % 60));
+        }
+        for n in cases {
+            assert_eq!(format_i64(n, &mut [0; 20]), n.to_string().as_bytes(), "{n}");
+        }
+    }
+
     use super::*;
 
     #[test]
