@@ -279,6 +279,21 @@ def snapshot_file(name, wdir):
     return os.path.getsize(path) if os.path.exists(path) else None
 
 
+def load_dataset(b, section, name, port, chunks, nkeys):
+    """Sends the mixed dataset's chunks to the server on `port` and checks
+    it took them all (no error reply, DBSIZE `nkeys`; WorkloadError
+    otherwise); returns the seconds the sending took."""
+    secs, errors, first = b.send_chunks(port, chunks)
+    n = b.dbsize(port)
+    b.log(f"{section} {name}: dataset loaded in {secs:.2f} s, {errors} error replies, "
+          f"DBSIZE {n}")
+    if errors:
+        raise b.WorkloadError(f"{errors} error replies, first: {first}")
+    if n != nkeys:
+        raise b.WorkloadError(f"DBSIZE {n} after loading {nkeys} keys")
+    return secs
+
+
 def snapshot(b, args, binaries, workroot):
     """The native-snapshot section: load the mixed dataset into both servers,
     time SAVE, measure the PING-loop pause during BGSAVE, then time each
@@ -311,16 +326,9 @@ def snapshot(b, args, binaries, workroot):
         for name, srv in servers.items():
             m = out[name]
             try:
-                secs, errors, first = b.send_chunks(srv.port, chunks)
-                n = b.dbsize(srv.port)
+                m["load_secs"] = load_dataset(b, "snapshot", name, srv.port, chunks, nkeys)
                 m["used_memory"] = b.info_used_memory(srv.port)
-                b.log(f"snapshot {name}: dataset loaded in {secs:.2f} s, {errors} error "
-                      f"replies, DBSIZE {n}, used_memory {m['used_memory']}")
-                if errors:
-                    raise b.WorkloadError(f"{errors} error replies, first: {first}")
-                if n != nkeys:
-                    raise b.WorkloadError(f"DBSIZE {n} after loading {nkeys} keys")
-                m["load_secs"] = secs
+                b.log(f"snapshot {name}: used_memory {m['used_memory']}")
             except Exception as e:
                 fail(name, "dataset", e)
         del chunks
@@ -845,15 +853,7 @@ def rewrite(b, args, binaries, workroot):
         for name, srv in servers.items():
             m = out[name]
             try:
-                secs, errors, first = b.send_chunks(srv.port, chunks)
-                n = b.dbsize(srv.port)
-                b.log(f"rewrite {name}: dataset loaded in {secs:.2f} s, {errors} error replies, "
-                      f"DBSIZE {n}")
-                if errors:
-                    raise b.WorkloadError(f"{errors} error replies, first: {first}")
-                if n != nkeys:
-                    raise b.WorkloadError(f"DBSIZE {n} after loading {nkeys} keys")
-                m["load_secs"] = secs
+                m["load_secs"] = load_dataset(b, "rewrite", name, srv.port, chunks, nkeys)
             except Exception as e:
                 fail(name, "dataset", e)
         del chunks

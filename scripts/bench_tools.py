@@ -133,22 +133,28 @@ def print_rdb(b, args, r):
 PUBLISHED_RDB_TOOL_BPS = 220e6
 
 
-def build_inspect(b):
-    """Builds hozon-inspect and the data generator; returns their paths."""
-    b.log("building hozon-inspect and examples/inspect_bench (cargo build --release)...")
-    p = subprocess.run(["cargo", "build", "--release", "--bin", "hozon-inspect",
-                        "--example", "inspect_bench"], cwd=b.REPO, stdin=subprocess.DEVNULL)
+def build_tool(b, binary, key, example):
+    """Builds `binary` and `examples/<example>` (its data generator) in
+    release mode; returns {key: the tool's path, "gen": the generator's}."""
+    b.log(f"building {binary} and examples/{example} (cargo build --release)...")
+    p = subprocess.run(["cargo", "build", "--release", "--bin", binary,
+                        "--example", example], cwd=b.REPO, stdin=subprocess.DEVNULL)
     if p.returncode != 0:
-        b.die("cargo build --release --bin hozon-inspect --example inspect_bench failed")
+        b.die(f"cargo build --release --bin {binary} --example {example} failed")
     release = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(b.REPO, "target")),
                            "release")
     out = {}
-    for name, path in (("inspect", os.path.join(release, "hozon-inspect")),
-                       ("gen", os.path.join(release, "examples", "inspect_bench"))):
+    for name, path in ((key, os.path.join(release, binary)),
+                       ("gen", os.path.join(release, "examples", example))):
         if not os.access(path, os.X_OK):
             b.die(f"{path} not found after the build")
         out[name] = path
     return out
+
+
+def build_inspect(b):
+    """Builds hozon-inspect and the data generator; returns their paths."""
+    return build_tool(b, "hozon-inspect", "inspect", "inspect_bench")
 
 
 def _sample_rss(pid, stop, peak):
@@ -455,20 +461,7 @@ REPAIR_TARGET_BPS = 500e6
 
 def build_repair(b):
     """Builds hozon-repair and the AOF generator; returns their paths."""
-    b.log("building hozon-repair and examples/repair_bench (cargo build --release)...")
-    p = subprocess.run(["cargo", "build", "--release", "--bin", "hozon-repair",
-                        "--example", "repair_bench"], cwd=b.REPO, stdin=subprocess.DEVNULL)
-    if p.returncode != 0:
-        b.die("cargo build --release --bin hozon-repair --example repair_bench failed")
-    release = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(b.REPO, "target")),
-                           "release")
-    out = {}
-    for name, path in (("repair", os.path.join(release, "hozon-repair")),
-                       ("gen", os.path.join(release, "examples", "repair_bench"))):
-        if not os.access(path, os.X_OK):
-            b.die(f"{path} not found after the build")
-        out[name] = path
-    return out
+    return build_tool(b, "hozon-repair", "repair", "repair_bench")
 
 
 def damage_copy(b, src, dst, sep):
