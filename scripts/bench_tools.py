@@ -656,19 +656,29 @@ def print_repair(b, args, r):
         b.print_errors_list(r["errors"])
 
 
-def only_repair(b, args):
-    """--only-repair: the hozon-repair section alone (no server needed)."""
+def run_alone(b, args, bench):
+    """Runs a section that needs no server, `bench(b, args, workroot)`, in
+    a fresh work directory: (the build's label, the start time, its
+    results), or None when interrupted."""
     rev = args.hozon_label or b.git_rev()
     workroot = tempfile.mkdtemp(prefix="hozon-bench-")
     b._tmpdirs.append(workroot)
     started = datetime.datetime.now().astimezone()
     try:
-        r = repair_bench(b, args, workroot)
+        return rev, started, bench(b, args, workroot)
     except KeyboardInterrupt:
         b.log("bench: interrupted")
-        return 130
+        return None
     finally:
         b._cleanup()
+
+
+def only_repair(b, args):
+    """--only-repair: the hozon-repair section alone (no server needed)."""
+    ran = run_alone(b, args, repair_bench)
+    if ran is None:
+        return 130
+    rev, started, r = ran
     rca = r["rca_path"]
     # redis-check-aof has no --version: name its package's.
     try:
@@ -690,17 +700,10 @@ def only_repair(b, args):
 
 def only_inspect(b, args):
     """--only-inspect: the hozon-inspect section alone (no server needed)."""
-    rev = args.hozon_label or b.git_rev()
-    workroot = tempfile.mkdtemp(prefix="hozon-bench-")
-    b._tmpdirs.append(workroot)
-    started = datetime.datetime.now().astimezone()
-    try:
-        r = inspect_bench(b, args, workroot)
-    except KeyboardInterrupt:
-        b.log("bench: interrupted")
+    ran = run_alone(b, args, inspect_bench)
+    if ran is None:
         return 130
-    finally:
-        b._cleanup()
+    rev, started, r = ran
     print(f"## hozon-inspect benchmark, {started.strftime('%Y-%m-%d %H:%M %Z')}")
     print()
     print(f"- machine: {b.machine_line()}")
