@@ -258,6 +258,31 @@ impl<K: Hash + Eq, V> Dict<K, V> {
             .map(|node| (&node.key, &node.value))
     }
 
+    /// The second entry of the bucket a key whose [`Dict::hash_of`] is
+    /// `hash` files under, while no resize runs (the look-ahead's fourth
+    /// step: a key filed behind another in its bucket).
+    pub(crate) fn second_entry_hashed(&self, hash: u64) -> Option<(&K, &V)> {
+        if self.rehash_index.is_some() || self.tables[0].is_empty() {
+            return None;
+        }
+        self.tables[0][self.index(0, hash)]
+            .as_deref()
+            .and_then(|node| node.next.as_deref())
+            .map(|node| (&node.key, &node.value))
+    }
+
+    /// Prefetches the second node of the bucket a key whose
+    /// [`Dict::hash_of`] is `hash` files under (its first node read).
+    pub(crate) fn prefetch_second_hashed(&self, hash: u64) {
+        if self.rehash_index.is_some() || self.tables[0].is_empty() {
+            return;
+        }
+        let first = self.tables[0][self.index(0, hash)].as_deref();
+        if let Some(second) = first.and_then(|node| node.next.as_deref()) {
+            prefetch(second as *const Node<K, V> as *const u8);
+        }
+    }
+
     /// The value stored under `key`.
     pub fn get<Q>(&self, key: &Q) -> Option<&V>
     where

@@ -73,8 +73,9 @@ pub struct Db {
     new_access: u32,
 }
 
-/// The three prefetch steps of [`Db::prefetch_keys`] for up to 32 `keys`
-/// of `table` (buckets, first nodes, their heap blocks); `value_block`
+/// The prefetch steps of [`Db::prefetch_keys`] for up to 32 `keys` of
+/// `table` (buckets; first nodes; their heap blocks and second nodes; the
+/// second nodes' heap blocks); `value_block`
 /// names a value's heap block. Returns how many keys it took (the
 /// steps after the first only run for two or more).
 fn prefetch_in<'k, V>(
@@ -99,6 +100,16 @@ fn prefetch_in<'k, V>(
     // holds inline, and the value, are one more block each.
     for &h in &hashes[..n] {
         if let Some((key, value)) = table.first_entry_hashed(h) {
+            for p in [key.heap_ptr(), value_block(value)].into_iter().flatten() {
+                dict::prefetch(p);
+            }
+            table.prefetch_second_hashed(h);
+        }
+    }
+    // A key filed behind another in its bucket (a third of them at the
+    // table's usual load): its node and blocks, one step later still.
+    for &h in &hashes[..n] {
+        if let Some((key, value)) = table.second_entry_hashed(h) {
             for p in [key.heap_ptr(), value_block(value)].into_iter().flatten() {
                 dict::prefetch(p);
             }
