@@ -539,4 +539,26 @@ mod tests {
         write_i64(&mut v, i64::MIN);
         assert_eq!(v, b"-9223372036854775808");
     }
+
+    /// Every digit count and sign, both sides of each power of ten, and
+    /// random values, appended after what the vector holds: the same text
+    /// as `to_string`, in place.
+    #[test]
+    fn write_i64_matches_to_string() {
+        let mut values = vec![0i64, 1, -1, 9, -9, i64::MAX, i64::MIN, i64::MIN + 1];
+        let mut p = 1i64;
+        for _ in 0..18 {
+            p *= 10;
+            values.extend([p - 1, p, p + 1, -(p - 1), -p, -(p + 1)]);
+        }
+        let mut rng = crate::rand::Rng::with_seed(7);
+        values.extend((0..10_000).map(|_| (rng.next_u64() >> rng.below(64)) as i64));
+        for n in values {
+            let mut out = b"x".to_vec();
+            write_i64(&mut out, n);
+            assert_eq!(out, format!("x{n}").into_bytes(), "{n}");
+            let mut buf = [0u8; 20];
+            assert_eq!(format_i64(n, &mut buf), n.to_string().as_bytes(), "{n}");
+        }
+    }
 }
