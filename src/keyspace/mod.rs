@@ -74,36 +74,52 @@ pub struct Db {
 }
 
 /// The prefetch steps of [`Db::prefetch_keys`] for up to 32 `keys` of
-/// `table` (buckets; first nodes; their heap blocks and second nodes; the
-/// second nodes' heap blocks); `value_block`
-/// names a value's heap block. Returns how many keys it took (the
-/// steps after the first only run for two or more).
-fn prefetch_in<'k, V>(
+/// `table`, and of `also` when given (the TTL table beside a main table:
+/// its steps go with the main table's, so both tables' misses overlap):
+/// buckets; first nodes; their heap blocks and second nodes; the second
+/// nodes' heap blocks. `value_block` names a value's heap block. Returns
+/// how many keys it took (the steps after the first only run for two or
+/// more).
+fn prefetch_in<'k, V, W>(
     table: &Dict<Blob, V>,
+    also: Option<&Dict<Blob, W>>,
     keys: impl Iterator<Item = &'k [u8]>,
     value_block: impl Fn(&V) -> Option<*const u8>,
 ) -> usize {
     let mut hashes = [0u64; 32];
+    let mut also_hashes = [0u64; 32];
     let mut n = 0;
     for key in keys.take(hashes.len()) {
         hashes[n] = table.hash_of(key);
         table.prefetch_hashed(hashes[n], false);
+        if let Some(other) = also {
+            also_hashes[n] = other.hash_of(key);
+            other.prefetch_hashed(also_hashes[n], false);
+        }
         n += 1;
     }
     if n < 2 {
         return n;
     }
-    for &h in &hashes[..n] {
-        table.prefetch_hashed(h, true);
+    for i in 0..n {
+        table.prefetch_hashed(hashes[i], true);
+        if let Some(other) = also {
+            other.prefetch_hashed(also_hashes[i], true);
+        }
     }
     // The nodes asked for above arrive together; a key longer than a Blob
     // holds inline, and the value, are one more block each.
-    for &h in &hashes[..n] {
-        if let Some((key, value)) = table.first_entry_hashed(h) {
+    for i in 0..n {
+        if let Some((key, value)) = table.first_entry_hashed(hashes[i]) {
             for p in [key.heap_ptr(), value_block(value)].into_iter().flatten() {
                 dict::prefetch(p);
             }
-            table.prefetch_second_hashed(h);
+            table.prefetch_second_hashed(hashes[i]);
+        }
+        if let Some((key, _)) = also.and_then(|other| other.first_entry_hashed(also_hashes[i])) {
+            if let Some(p) = key.heap_ptr() {
+                dict::prefetch(p);
+            }
         }
     }
     // A key filed behind another in its bucket (a third of them at the
@@ -263,8 +279,10 @@ impl Db {
     /// a while; true otherwise (and for fewer than two requests).
     pub fn prefetch_keys(&self, args: &[[&[u8]; 3]]) -> bool {
         let mut previous: Option<&[u8]> = None;
+        let ttls = (!self.expires.is_empty()).then_some(&self.expires);
         let distinct = prefetch_in(
             &self.main,
+            ttls,
             args.iter().map(|a| a[0]).filter(|&key| {
                 let new = previous != Some(key);
                 previous = Some(key);
@@ -279,13 +297,15 @@ impl Db {
         match self.main.get(args[0][0]) {
             Some(Value::Set(set)) => {
                 if let crate::types::Set::Table(table) = &**set {
-                    prefetch_in(table, third, |_: &()| None);
+                    prefetch_in(table, None::<&Dict<Blob, ()>>, third, |_: &()| None);
                     return true;
                 }
             }
             Some(Value::Hash(hash)) => {
                 if let crate::types::Hash::Table(table) = &**hash {
-                    prefetch_in(table, third, |value: &Blob| value.heap_ptr());
+                    prefetch_in(table, None::<&Dict<Blob, ()>>, third, |value: &Blob| {
+                        value.heap_ptr()
+                    });
                     return true;
                 }
             }
@@ -295,7 +315,7 @@ impl Db {
                         .iter()
                         .flat_map(|a| [a[1], a[2]])
                         .filter(|m| !m.is_empty());
-                    prefetch_in(table, both, |_: &f64| None);
+                    prefetch_in(table, None::<&Dict<Blob, ()>>, both, |_: &f64| None);
                     return true;
                 }
             }
