@@ -231,14 +231,23 @@ impl<K: Hash + Eq, V> Dict<K, V> {
         self.hash(key)
     }
 
+    /// The slot of the bucket a key whose [`Dict::hash_of`] is `hash`
+    /// files under, while no resize runs (the look-ahead's steps read
+    /// nothing during one).
+    fn prefetch_slot(&self, hash: u64) -> Option<&Link<K, V>> {
+        if self.rehash_index.is_some() || self.tables[0].is_empty() {
+            return None;
+        }
+        Some(&self.tables[0][self.index(0, hash)])
+    }
+
     /// [`Dict::prefetch_bucket`] (`chain` false) or
     /// [`Dict::prefetch_chain`] (`chain` true) for a key whose
     /// [`Dict::hash_of`] is `hash`.
     pub fn prefetch_hashed(&self, hash: u64, chain: bool) {
-        if self.rehash_index.is_some() || self.tables[0].is_empty() {
+        let Some(slot) = self.prefetch_slot(hash) else {
             return;
-        }
-        let slot = &self.tables[0][self.index(0, hash)];
+        };
         if !chain {
             prefetch(slot as *const Link<K, V> as *const u8);
         } else if let Some(node) = slot {
@@ -250,36 +259,26 @@ impl<K: Hash + Eq, V> Dict<K, V> {
     /// `hash` files under (usually that key's), while no resize runs: the
     /// third prefetch step reads it to hint at the entry's heap blocks.
     pub(crate) fn first_entry_hashed(&self, hash: u64) -> Option<(&K, &V)> {
-        if self.rehash_index.is_some() || self.tables[0].is_empty() {
-            return None;
-        }
-        self.tables[0][self.index(0, hash)]
-            .as_deref()
-            .map(|node| (&node.key, &node.value))
+        let node = self.prefetch_slot(hash)?.as_deref()?;
+        Some((&node.key, &node.value))
     }
 
     /// The second entry of the bucket a key whose [`Dict::hash_of`] is
     /// `hash` files under, while no resize runs (the look-ahead's fourth
     /// step: a key filed behind another in its bucket).
     pub(crate) fn second_entry_hashed(&self, hash: u64) -> Option<(&K, &V)> {
-        if self.rehash_index.is_some() || self.tables[0].is_empty() {
-            return None;
-        }
-        self.tables[0][self.index(0, hash)]
-            .as_deref()
-            .and_then(|node| node.next.as_deref())
-            .map(|node| (&node.key, &node.value))
+        let node = self.prefetch_slot(hash)?.as_deref()?.next.as_deref()?;
+        Some((&node.key, &node.value))
     }
 
     /// Prefetches the second node of the bucket a key whose
     /// [`Dict::hash_of`] is `hash` files under (its first node read).
     pub(crate) fn prefetch_second_hashed(&self, hash: u64) {
-        if self.rehash_index.is_some() || self.tables[0].is_empty() {
-            return;
-        }
-        let first = self.tables[0][self.index(0, hash)].as_deref();
-        if let Some(second) = first.and_then(|node| node.next.as_deref()) {
-            prefetch(second as *const Node<K, V> as *const u8);
+        let second = self
+            .prefetch_slot(hash)
+            .and_then(|slot| slot.as_deref()?.next.as_deref());
+        if let Some(node) = second {
+            prefetch(node as *const Node<K, V> as *const u8);
         }
     }
 
