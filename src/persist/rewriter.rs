@@ -284,6 +284,7 @@ impl RewriteState {
         std::thread::Builder::new()
             .name("hozon-aof-rewrite".into())
             .spawn(move || {
+                super::saver::lower_thread_priority();
                 let outcome = job.run(from_engine);
                 if outcome.is_err() {
                     let _ = job.io.remove(&job.temp);

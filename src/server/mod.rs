@@ -277,9 +277,6 @@ impl Server {
             if let Some(line) = self.engine.background_step(BACKGROUND_SLICE, now_ms()) {
                 log::log(Level::Notice, &line);
             }
-            if self.engine.core().background_busy() && std::env::var_os("HZ_YIELD").is_some() {
-                unsafe { libc::sched_yield() };
-            }
             self.publish_stream();
             self.service_replicas();
             self.master_link_cron();

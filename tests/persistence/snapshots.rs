@@ -409,3 +409,89 @@ fn shutdown_saves_and_a_failed_save_keeps_the_server_up() {
     let mut conn = Conn::connect(again.port);
     assert_eq!(conn.call(&[b"GET", b"a"]), b"$1\r\n1\r\n");
 }
+
+/// The nice value of each thread of process `pid` named `name`.
+fn thread_nices(pid: u32, name: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return found;
+    };
+    for task in tasks.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue; // it ended meanwhile
+        };
+        // Fields after the parenthesised name: state is the 3rd field,
+        // nice the 19th.
+        let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+        found.push(rest.split_whitespace().nth(16).unwrap().parse().unwrap());
+    }
+    found
+}
+
+/// Waits until process `pid` has one thread named `name` at nice
+/// `wanted` (a new thread lowers its own priority first thing); fails
+/// after 10 s naming what it saw.
+fn wait_for_thread_at(pid: u32, name: &str, wanted: i32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let nices = thread_nices(pid, name);
+        if nices == [wanted] {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "threads named {name}: nice values {nices:?}, wanted [{wanted}]"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// BGSAVE's and BGREWRITEAOF's writer threads run ten nice steps below
+/// the command thread (docs/cores.md, "During a capture"), which keeps
+/// its own: a client woken by its reply then takes a core from a writer
+/// at once.
+#[test]
+fn background_writers_run_ten_nice_steps_below_the_command_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().into_owned();
+    let server = start_hozon(&["--dir", &d, "--save", "3600 1", "--appendonly", "yes"]);
+    let pid = server.pid();
+    let main_nice = thread_nices(pid, "hozon-server");
+    assert_eq!(main_nice.len(), 1, "the command thread: {main_nice:?}");
+    let wanted = (main_nice[0] + 10).min(19);
+    let mut conn = Conn::connect(server.port);
+    fill(&mut conn, 1000);
+    let paced = |conn: &mut Conn, delay: &[u8]| {
+        assert_eq!(
+            conn.call(&[b"CONFIG", b"SET", b"rdb-key-save-delay", delay]),
+            b"+OK\r\n"
+        );
+    };
+    let finished = |conn: &mut Conn, field: &str| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while info_field(conn, field) != "0" {
+            assert!(Instant::now() < deadline, "{field} stayed 1");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    // 10 ms per key: the jobs' threads live long enough to be looked at.
+    paced(&mut conn, b"10000");
+    assert_eq!(conn.call(&[b"BGSAVE"]), b"+Background saving started\r\n");
+    wait_for_thread_at(pid, "hozon-bgsave", wanted);
+    paced(&mut conn, b"0");
+    finished(&mut conn, "rdb_bgsave_in_progress");
+    paced(&mut conn, b"10000");
+    assert_eq!(
+        conn.call(&[b"BGREWRITEAOF"]),
+        b"+Background append only file rewriting started\r\n"
+    );
+    // The kernel keeps 15 bytes of a thread's name.
+    wait_for_thread_at(pid, "hozon-aof-rewri", wanted);
+    paced(&mut conn, b"0");
+    finished(&mut conn, "aof_rewrite_in_progress");
+    assert_eq!(thread_nices(pid, "hozon-server"), main_nice);
+}
