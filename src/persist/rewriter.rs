@@ -152,6 +152,9 @@ enum ToThread {
     /// Image bytes: a snapshot block (native) or a batch of commands.
     Block(RawBlock),
     Commands(Vec<u8>),
+    /// A batch of commands still to be sealed with its annotation (the
+    /// time is the rewrite's start).
+    Unsealed(Vec<u8>, i64),
     /// The image is complete.
     ImageDone(Box<Stats>),
     /// Copy the old file up to this length, then fsync and rename.
@@ -393,7 +396,10 @@ impl RewriteState {
                         Preamble::None => {
                             push_key_commands(commands, selected_db, db, key, value, expire);
                             if commands.len() >= RESP_BATCH_BYTES {
-                                queued.push_back(ToThread::Commands(commands.finish(started_ms)));
+                                queued.push_back(ToThread::Unsealed(
+                                    commands.take_body(),
+                                    started_ms,
+                                ));
                             }
                         }
                         Preamble::Rdb(_) => {
@@ -419,8 +425,9 @@ impl RewriteState {
                     }
                     Preamble::None => {
                         if !job.commands.is_empty() {
-                            let batch = job.commands.finish(job.started_ms);
-                            job.queued.push_back(ToThread::Commands(batch));
+                            let body = job.commands.take_body();
+                            job.queued
+                                .push_back(ToThread::Unsealed(body, job.started_ms));
                         }
                     }
                     Preamble::Rdb(_) => {
@@ -657,7 +664,13 @@ impl Job {
                     tail.file.append(FILE_HEADER).map_err(failed)?;
                 }
                 loop {
-                    match rx.recv().map_err(|_| aborted())? {
+                    let message = match rx.recv().map_err(|_| aborted())? {
+                        ToThread::Unsealed(body, ts_ms) => {
+                            ToThread::Commands(super::aof::seal(body, ts_ms))
+                        }
+                        message => message,
+                    };
+                    match message {
                         ToThread::Commands(batch) => {
                             if let Some(crc) = rdb_crc.as_mut() {
                                 crc.update(&batch);

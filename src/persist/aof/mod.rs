@@ -150,12 +150,27 @@ impl BatchBuilder {
 
     /// The batch's bytes with its annotation; the builder is emptied.
     pub fn finish(&mut self, ts_ms: i64) -> Vec<u8> {
-        let mut out = std::mem::take(&mut self.body);
         self.commands = 0;
-        let annotation = annotation_line(&out, ts_ms);
-        out.extend_from_slice(&annotation);
-        out
+        seal(std::mem::take(&mut self.body), ts_ms)
     }
+
+    /// The batch's body without its annotation, for another thread to
+    /// [`seal`] (the annotation's CRC reads the whole body: an AOF
+    /// rewrite's megabyte batches are sealed by its thread, not between
+    /// clients on the command thread). The builder is emptied and starts
+    /// the next body with the same capacity, so a batch never regrows.
+    pub fn take_body(&mut self) -> Vec<u8> {
+        self.commands = 0;
+        let capacity = self.body.capacity();
+        std::mem::replace(&mut self.body, Vec::with_capacity(capacity))
+    }
+}
+
+/// `body` with its annotation line appended (see [`annotation_line`]).
+pub fn seal(mut body: Vec<u8>, ts_ms: i64) -> Vec<u8> {
+    let annotation = annotation_line(&body, ts_ms);
+    body.extend_from_slice(&annotation);
+    body
 }
 
 /// The annotation line closing a batch whose body is `body`:

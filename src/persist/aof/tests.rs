@@ -507,3 +507,29 @@ fn position_lines_are_skipped_where_no_checksum_covers_them() {
     assert_eq!(seen, ["SET a 1"]);
     assert_eq!(report.position, None);
 }
+
+#[test]
+fn a_body_taken_and_sealed_elsewhere_is_the_batch_finish_builds() {
+    let build = |b: &mut BatchBuilder| {
+        let mut db = None;
+        b.push_command(0, &[b"SET", b"k", b"v"], &mut db);
+        b.push_command(2, &[b"HSET", b"h", b"f", b"v"], &mut db);
+    };
+    let mut finished = BatchBuilder::new();
+    build(&mut finished);
+    let expected = finished.finish(1_700_000_000_123);
+    let mut taken = BatchBuilder::new();
+    build(&mut taken);
+    let capacity = taken.body.capacity();
+    let body = taken.take_body();
+    assert!(taken.is_empty());
+    assert_eq!(taken.commands(), 0);
+    assert_eq!(
+        taken.body.capacity(),
+        capacity,
+        "the next body is not regrown"
+    );
+    let sealed = seal(body, 1_700_000_000_123);
+    assert_eq!(sealed, expected);
+    assert!(batch_verifies(&sealed));
+}
